@@ -1,0 +1,118 @@
+// Device: the one seam between the Lua layer and the engines (cpu, vulkan:N).
+// Every kernel of the kernel table is a virtual here. Callers go through
+// core/ops.hpp, which checks shapes, devices and aliasing once for every
+// device; a Device implementation may assume its arguments are valid:
+// shapes agree, every matrix lives on this device, nothing released, outputs
+// are float32 unless stated, and outputs do not alias inputs where the math
+// forbids it.
+//
+// Asynchrony: a device may queue work. Kernels return at once; download(),
+// the reductions that return numbers, and sync() are the points where the
+// host waits. flush() starts queued work without waiting. On the CPU all
+// three are trivially synchronous.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/matrix.hpp"
+
+namespace vela {
+
+enum class Unary : uint8_t {
+    tanh, sigmoid, relu, exp, log, sqrt, sqr, inv, abs,
+    linear_frac,    // (p0·x + p1) / (p2·x + p3)
+    tanh_prime,     // from the activation a = tanh(z): 1 − a²
+    sigmoid_prime,  // from the activation a = σ(z): a·(1 − a)
+    relu_prime,     // from z (or a, the same): 1 where > 0, else 0
+    count_
+};
+enum class Binary : uint8_t { mul, div, add, sub, count_ };  // c ← a ∘ b
+enum class Reduce : uint8_t { dot, nrm2, asum, sum, count_ };
+enum class Act : uint8_t { identity, relu, sigmoid, tanh, count_ };
+enum class Dist : uint8_t { uniform, normal };
+
+const char* unary_name(Unary);
+const char* binary_name(Binary);
+const char* reduce_name(Reduce);
+const char* act_name(Act);
+bool parse_act(const std::string& s, Act& out);
+
+struct DeviceStats {
+    uint64_t dispatches = 0;   // kernels recorded (or run, on the cpu)
+    uint64_t submissions = 0;  // command buffers submitted
+    uint64_t host_waits = 0;   // times the host blocked on the device
+};
+
+struct MemoryInfo {
+    uint64_t used = 0;      // bytes held by live buffers
+    uint64_t reserved = 0;  // bytes obtained from the system/driver (blocks)
+    uint64_t total = 0;     // device memory size (0 when unknown)
+};
+
+struct KernelTime {
+    std::string kernel;  // e.g. "mm", "tanh"
+    double ms = 0;       // device time
+};
+
+class Device {
+public:
+    virtual ~Device() = default;
+
+    virtual std::string name() const = 0;  // "cpu", "vulkan:0"
+
+    // Storage. alloc throws vela::Error on exhaustion (the session stays usable).
+    virtual std::shared_ptr<Buffer> alloc(DType dtype, size_t count) = 0;
+    // Host data is dense column-major rows×cols of the view's logical shape,
+    // in the view's dtype. Views may be strided or transposed.
+    virtual void upload(const Matrix& dst, const void* host) = 0;
+    virtual void download(const Matrix& src, void* host) = 0;  // waits
+
+    virtual void flush() = 0;  // start queued work, do not wait
+    virtual void sync() = 0;   // wait for all queued work (polls interrupt_flag)
+
+    // Level 3/2: c ← α·a·b + β·c ; y ← α·a·x + β·y ; a ← α·x·yᵀ + a.
+    virtual void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) = 0;
+    virtual void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) = 0;
+    virtual void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) = 0;
+
+    // Level 1 and elementwise, on vectors or whole matrices of equal shape.
+    virtual void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) = 0;  // y ← αx + βy
+    virtual void scal(float alpha, const Matrix& x) = 0;
+    virtual void copy(const Matrix& x, const Matrix& y) = 0;  // same dtype, or u8 → f32
+    virtual void swap(const Matrix& x, const Matrix& y) = 0;
+    virtual void fill(const Matrix& x, float v) = 0;
+    virtual double reduce(Reduce op, const Matrix& x, const Matrix* y) = 0;  // y only for dot; waits
+    virtual int64_t imax(const Matrix& x) = 0;  // 0-based index of max |x| (first on ties); waits
+
+    virtual void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) = 0;  // y ← f(x)
+    virtual void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) = 0;    // c ← a ∘ b
+
+    // Fused.
+    virtual void softmax(const Matrix& x, const Matrix& y) = 0;  // per column, stable
+    // z: k×n logits; labels: n-vector of 1-based class indices (float or u8);
+    // loss: n-vector of per-column −log softmax(z)[label], or an empty Matrix
+    // (buf == nullptr) to skip it; dz ← (softmax(z) − onehot(labels)) · scale.
+    virtual void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale,
+                              const Matrix& dz) = 0;
+    virtual void argmax(const Matrix& x, const Matrix& idx) = 0;  // idx: n-vector of 1-based row indices
+    // dst(:, j) ← scale · src(:, idx[j]); idx holds 1-based column indices; src f32 or u8.
+    virtual void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) = 0;
+    virtual void add_bias(const Matrix& b, const Matrix& y) = 0;  // y(:, j) += b, b an m-vector
+    // y ← act(w·x + b·1ᵀ): the forward step of a fully connected layer.
+    virtual void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) = 0;
+
+    // Counter-based Philox 4x32-10: element k of the view (column-major
+    // logical order) gets a value that depends only on (seed, k); see core/philox.hpp.
+    virtual void random(Dist dist, uint64_t seed, const Matrix& x) = 0;
+
+    // Introspection.
+    virtual DeviceStats stats() const = 0;
+    virtual MemoryInfo memory() const = 0;
+    // Per-kernel device times, collected between profile_begin and profile_end.
+    virtual void profile_begin() = 0;
+    virtual std::vector<KernelTime> profile_end() = 0;  // waits
+};
+
+}  // namespace vela

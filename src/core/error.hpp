@@ -1,0 +1,30 @@
+// Errors and interruption: the one way a failure leaves the core.
+// Every check in the core throws vela::Error with a message that names the
+// function, the argument and what was expected versus what came; the Lua
+// bindings turn it into a Lua error, so the session survives.
+#pragma once
+#include <atomic>
+#include <stdexcept>
+#include <string>
+
+namespace vela {
+
+struct Error : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Thrown when the user pressed Ctrl-C while the host waited (a sync, a read).
+struct Interrupted : Error {
+    Interrupted() : Error("interrupted") {}
+};
+
+// Set by the shell's SIGINT handler; long host waits poll it and throw
+// Interrupted. Cleared by the shell before each command.
+std::atomic<bool>& interrupt_flag();
+void check_interrupt();  // throws Interrupted and clears the flag when set
+
+// printf-style message builder for errors.
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+[[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+}  // namespace vela

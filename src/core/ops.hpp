@@ -1,0 +1,70 @@
+// The checked kernel API: what the Lua bindings and the tests call. Each
+// function validates its arguments once, for every device (shapes, dtypes,
+// one device for all operands, released buffers, forbidden aliasing, index
+// ranges), throws vela::Error with a message that names the function, the
+// argument and expected versus actual, e.g.
+//   mm: a is 256×784 but b is 100×128 (a's columns must equal b's rows)
+// and then makes one call into the operands' Device. Indices here are 0-based.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "core/matrix.hpp"
+
+namespace vela {
+
+// Construction on a device; contents uninitialised unless stated.
+Matrix empty(Device& dev, int64_t rows, int64_t cols, DType dtype = DType::f32);
+Matrix zeros(Device& dev, int64_t rows, int64_t cols, DType dtype = DType::f32);
+// values: rows×cols dense column-major.
+Matrix from_host(Device& dev, int64_t rows, int64_t cols, const float* values);
+Matrix from_host_u8(Device& dev, int64_t rows, int64_t cols, const uint8_t* values);
+std::vector<float> to_host(const Matrix& m);  // dense column-major logical order; u8 converted
+Matrix to_device(const Matrix& m, Device& dev);  // a dense copy on dev
+Matrix clone(const Matrix& m);                   // a dense copy on the same device
+float get(const Matrix& m, int64_t i, int64_t j);
+void set(const Matrix& m, int64_t i, int64_t j, float v);
+
+// Checked views (0-based): errors name the function ("view", "row", "col", "cols").
+Matrix view(const Matrix& m, int64_t i, int64_t j, int64_t rows, int64_t cols);
+Matrix row(const Matrix& m, int64_t i);
+Matrix col(const Matrix& m, int64_t j);
+Matrix columns(const Matrix& m, int64_t j, int64_t n);
+
+// Throws "fn: argument 'name' is a released matrix" etc. Used by every op.
+void check_live(const char* fn, const char* arg, const Matrix& m);
+
+// Kernels (see device.hpp for the math).
+void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c);
+void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y);
+void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a);
+void axpy(float alpha, const Matrix& x, const Matrix& y);
+void axpby(float alpha, const Matrix& x, float beta, const Matrix& y);
+void scal(float alpha, const Matrix& x);
+void copy(const Matrix& x, const Matrix& y);
+void swap(const Matrix& x, const Matrix& y);
+void fill(const Matrix& x, float v);
+double dot(const Matrix& x, const Matrix& y);
+double nrm2(const Matrix& x);
+double asum(const Matrix& x);
+double sum(const Matrix& x);
+int64_t imax(const Matrix& x);  // 0-based
+void unary(Unary op, const Matrix& x, const Matrix& y, const float* params = nullptr);
+void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c);
+void softmax(const Matrix& x, const Matrix& y);
+void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz);
+void argmax(const Matrix& x, const Matrix& idx);
+void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale = 1.0f);
+void add_bias(const Matrix& b, const Matrix& y);
+void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y);
+void random(Dist dist, uint64_t seed, const Matrix& x);
+
+// The default seed used by rand/randn when none is given; seed(n) sets it.
+// Each call without a seed draws the next seed from a sequence started at it,
+// so two calls give different numbers but a script is reproducible.
+void set_default_seed(uint64_t s);
+uint64_t next_seed();
+
+}  // namespace vela

@@ -1,0 +1,14 @@
+// luaopen_vela: the module table, assembled from the area files.
+#include "lua/vela.hpp"
+
+extern "C" int luaopen_vela(lua_State* L) {
+    lua_newtable(L);
+    vela::lua::open_matrix(L);
+    vela::lua::open_kernels(L);
+    vela::lua::open_devices(L);
+    vela::lua::open_data(L);
+    vela::lua::open_help(L);
+    lua_pushliteral(L, VELA_VERSION);
+    lua_setfield(L, -2, "version");
+    return 1;
+}

@@ -1,0 +1,37 @@
+// The Lua module "vela": every kernel, constructor and device function.
+// luaopen_vela builds one table from the area files (one file per area, each
+// in the style of Lua's own libraries: small static functions and a luaL_Reg
+// table); the shell copies its fields into the globals.
+#pragma once
+#include <lua.hpp>
+
+#include "core/matrix.hpp"
+
+extern "C" int luaopen_vela(lua_State* L);
+
+namespace vela::lua {
+
+// Each adds its functions to the table on top of the stack.
+void open_matrix(lua_State* L);   // matrix.cpp: constructors, methods, operators, printing
+void open_kernels(lua_State* L);  // kernels.cpp: every kernel of the table
+void open_devices(lua_State* L);  // devices.cpp: devices, device, sync, stats, mem, who, time, bench, profile, compare, threads, seed
+void open_data(lua_State* L);     // data.cpp: read_idx and the data-set helpers in C
+void open_help(lua_State* L);     // help.cpp: help, doc
+
+// Matrix userdata ("vela.Matrix").
+Matrix& check_matrix(lua_State* L, int arg);   // raises "bad argument #arg to 'fn' (matrix expected, got T)"
+Matrix* test_matrix(lua_State* L, int arg);    // nullptr when not a matrix
+void push_matrix(lua_State* L, Matrix m);
+
+// Runs f, turning vela::Error (and std::bad_alloc) into a Lua error. Every
+// binding that calls the core wraps the call in this.
+template <class F>
+auto guarded(lua_State* L, F&& f) -> decltype(f());
+
+// Doc strings, registered beside each binding: help(f) and ?name print them.
+// `name` is what the user types ("mm", "nn.linear", "Matrix:view").
+void doc(const char* name, const char* signature, const char* text);
+
+}  // namespace vela::lua
+
+#include "lua/guarded.hpp"

@@ -1,0 +1,55 @@
+// How the host side of a Vulkan kernel records a dispatch. This is the only
+// interface kernel files (src/vulkan/kernels_*.cpp) use; the context, memory,
+// pipelines and stream behind it are the device's business.
+//
+// Shaders address buffers by buffer device address: every matrix operand is
+// passed in push constants as the 64-bit address of its buffer's first element
+// plus the view's offset, ld and trans flag (see shaders/common.glsl). No
+// descriptor sets, no per-call allocation, no maxStorageBufferRange limit.
+#pragma once
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "core/matrix.hpp"
+
+namespace vela::vk {
+
+// What kernels may read of the device: limits that choose variants and grids.
+struct Caps {
+    uint32_t subgroup_size = 32;
+    uint32_t max_workgroup_invocations = 128;
+    uint32_t max_workgroup_size[3] = {128, 1, 1};
+    uint32_t max_workgroup_count[3] = {65535, 65535, 65535};
+    uint32_t max_shared_memory = 16384;  // bytes
+    uint32_t max_push_constants = 128;   // bytes
+    bool software = false;               // lavapipe/SwiftShader: barriers are costly, prefer barrier-free variants
+    bool subgroup_arithmetic = false;    // subgroupAdd/Max available in compute
+    uint32_t vendor_id = 0;
+};
+
+// One dispatch. `reads` and `writes` list the operands so the stream can put
+// a barrier exactly where a hazard exists (RAW, WAR, WAW on the same buffer)
+// and keep the buffers alive until the work completes.
+struct Dispatch {
+    const char* shader;                       // shaders/<shader>.comp
+    const void* push = nullptr;               // push-constant block
+    uint32_t push_size = 0;                   // ≤ Caps::max_push_constants
+    uint32_t groups[3] = {1, 1, 1};           // workgroup counts, within Caps::max_workgroup_count
+    const uint32_t* spec = nullptr;           // specialization constants, constant_id 0..spec_count-1
+    uint32_t spec_count = 0;                  // (pipelines are cached per shader + spec values)
+    std::initializer_list<const Matrix*> reads;
+    std::initializer_list<const Matrix*> writes;
+    const char* label = nullptr;              // kernel name for profile(); defaults to shader
+};
+
+class Recorder {
+public:
+    virtual ~Recorder() = default;
+    virtual const Caps& caps() const = 0;
+    // Device address of the buffer's element 0 (add offset·element size yourself, or pass offset in push constants).
+    virtual uint64_t address(const Matrix& m) const = 0;
+    virtual void dispatch(const Dispatch& d) = 0;
+};
+
+}  // namespace vela::vk

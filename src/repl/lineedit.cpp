@@ -20,14 +20,7 @@ namespace {
 constexpr int history_max = 1000;
 
 lua_State* completion_state = nullptr;
-std::vector<std::string> matches;  // what the generator hands to libedit
-size_t match_next = 0;
-
-char* generator(const char*, int state) {
-    if (state == 0) match_next = 0;
-    if (match_next >= matches.size()) return nullptr;
-    return strdup(matches[match_next++].c_str());
-}
+std::vector<std::string> matches;
 
 // libedit asks for the word between start and end (split at its word-break
 // characters); complete() finds candidates for the whole expression, and
@@ -47,7 +40,18 @@ char** attempted(const char*, int start, int end) {
         }
     }
     if (matches.empty()) return nullptr;
-    return rl_completion_matches("", generator);
+    // The array libedit wants: the common prefix, then every match, then null.
+    std::string common = matches[0];
+    for (const std::string& m : matches) {
+        size_t i = 0;
+        while (i < common.size() && i < m.size() && common[i] == m[i]) ++i;
+        common.resize(i);
+    }
+    char** out = static_cast<char**>(std::malloc((matches.size() + 2) * sizeof(char*)));
+    out[0] = strdup(common.c_str());
+    for (size_t i = 0; i < matches.size(); ++i) out[i + 1] = strdup(matches[i].c_str());
+    out[matches.size() + 1] = nullptr;
+    return out;
 }
 
 volatile sig_atomic_t prompt_interrupted = 0;

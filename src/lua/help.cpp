@@ -93,19 +93,14 @@ void field_of(lua_State* L, const std::string& k) {
                 return;
             }
             lua_pop(L, 1);
-        } else if (lua_type(L, -1) != LUA_TUSERDATA) {
+        }
+        if (!lua_getmetatable(L, -1)) break;
+        if (!push_methods(L, -1)) {
+            lua_pop(L, 1);  // the metatable
             break;
         }
-        bool is_udata = lua_type(L, -1) == LUA_TUSERDATA;
-        if (!lua_getmetatable(L, -1)) break;
-        lua_remove(L, -2);  // the metatable replaces the value
-        lua_pushliteral(L, "__index");
-        if (lua_rawget(L, -2) == LUA_TTABLE) {
-            lua_remove(L, -2);
-        } else {
-            lua_pop(L, 1);
-            if (!is_udata) break;  // a userdata's methods may sit in the metatable itself
-        }
+        lua_remove(L, -2);  // the metatable
+        lua_remove(L, -2);  // the value: its methods table replaces it
     }
     lua_pop(L, 1);
     lua_pushnil(L);
@@ -132,9 +127,7 @@ void resolve(lua_State* L, const std::string& name) {
     }
     if (owner == "Matrix") {
         luaL_getmetatable(L, "vela.Matrix");
-        lua_pushliteral(L, "__index");
-        if (lua_rawget(L, -2) == LUA_TTABLE) lua_remove(L, -2);
-        else lua_pop(L, 1);
+        if (push_methods(L, -1)) lua_remove(L, -2);
     } else {
         resolve(L, owner);
         if (lua_isnil(L, -1)) {
@@ -398,6 +391,23 @@ const luaL_Reg help_funcs[] = {
 };
 
 }  // namespace
+
+bool push_methods(lua_State* L, int mt) {
+    mt = lua_absindex(L, mt);
+    if (!lua_istable(L, mt)) return false;
+    lua_pushliteral(L, "__index");
+    int t = lua_rawget(L, mt);
+    if (t == LUA_TTABLE) return true;
+    if (t == LUA_TFUNCTION && lua_iscfunction(L, -1) && lua_getupvalue(L, -1, 1)) {
+        if (lua_istable(L, -1)) {
+            lua_remove(L, -2);
+            return true;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return false;
+}
 
 void doc(const char* name, const char* signature, const char* text) {
     registry()[name] = Entry{signature ? signature : "", text ? text : ""};

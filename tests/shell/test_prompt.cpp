@@ -169,6 +169,7 @@ TEST_CASE("prompt: ?name and help(f) print documentation", "[shell][pty]") {
     CHECK(s.pty.expect("shell"));
     CHECK(s.pty.expect("timing"));
     CHECK(s.run("?no_such_thing_here", "no help for 'no_such_thing_here'"));
+    CHECK(s.run("?a\"b)", "no help for 'a\"b)'"));
     // Lua code documents itself with vela.doc.
     CHECK(s.run("function twice(x) return 2 * x end", "> "));
     CHECK(s.run("vela.doc('twice', 'twice(x)', 'Doubles x.')", "> "));

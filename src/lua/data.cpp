@@ -1,6 +1,7 @@
 // Data-set helpers in C: reading IDX files and making the per-epoch shuffle.
 // The rest of the data module (batches, show, the MNIST loaders) is Lua, in
 // lua/vela/data.lua, on top of these.
+#include <chrono>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -85,7 +86,16 @@ int l_permutation(lua_State* L) {
     return 1;
 }
 
+// clock() -> seconds on a monotonic wall clock: what progress bars and
+// examples/s need (os.clock is processor time, which counts every thread).
+int l_clock(lua_State* L) {
+    using namespace std::chrono;
+    lua_pushnumber(L, duration<double>(steady_clock::now().time_since_epoch()).count());
+    return 1;
+}
+
 const luaL_Reg funcs[] = {
+    {"clock", l_clock},
     {"read_idx", l_read_idx},
     {"read_labels", l_read_labels},
     {"permutation", l_permutation},
@@ -101,6 +111,7 @@ void open_data(lua_State* L) {
         "column; a labels file becomes 1×n. Magic, dimensions and length are checked.");
     doc("read_labels", "read_labels(path, classes [, dev]) -> float 1×n",
         "Reads an IDX labels file as 1-based class indices (label v becomes v + 1), each checked < classes.");
+    doc("clock", "clock() -> seconds", "A monotonic wall clock, for timing loops by hand (time(fn) syncs the device).");
     doc("permutation", "permutation(n, seed [, dev]) -> float 1×n",
         "1..n shuffled by seed (made on the host, identical for every device): the order of an epoch, "
         "for gather_cols.");

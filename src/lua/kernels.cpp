@@ -26,8 +26,8 @@ static int k_mm(lua_State* L) {
         lua_pushvalue(L, 5);
         return 1;
     }
-    check_nargs(L, 3);
     if (!test_matrix(L, 1)) luaL_typeerror(L, 1, "number (alpha) or matrix");
+    check_nargs(L, 3);
     Matrix& a = check_matrix(L, 1);
     Matrix& b = check_matrix(L, 2);
     Matrix& c = check_matrix(L, 3);
@@ -49,8 +49,8 @@ static int k_mv(lua_State* L) {
         lua_pushvalue(L, 5);
         return 1;
     }
-    check_nargs(L, 3);
     if (!test_matrix(L, 1)) luaL_typeerror(L, 1, "number (alpha) or matrix");
+    check_nargs(L, 3);
     Matrix& a = check_matrix(L, 1);
     Matrix& x = check_matrix(L, 2);
     Matrix& y = check_matrix(L, 3);
@@ -62,8 +62,8 @@ static int k_mv(lua_State* L) {
 // rk(alpha, x, y, a) or rk(x, y, a): a ← α·x·yᵀ + a.
 static int k_rk(lua_State* L) {
     int base = lua_type(L, 1) == LUA_TNUMBER ? 1 : 0;
-    check_nargs(L, 3 + base);
     if (!base && !test_matrix(L, 1)) luaL_typeerror(L, 1, "number (alpha) or matrix");
+    check_nargs(L, 3 + base);
     float alpha = base ? check_float(L, 1) : 1.0f;
     Matrix& x = check_matrix(L, base + 1);
     Matrix& y = check_matrix(L, base + 2);

@@ -519,11 +519,11 @@ static int m_len(lua_State* L) {
 /* operators: allocate their result, unlike the kernels                   */
 /* ---------------------------------------------------------------------- */
 
+static const char* kind(lua_State* L, int arg) { return test_matrix(L, arg) ? "matrix" : luaL_typename(L, arg); }
+
 static Matrix& operand(lua_State* L, int arg, const char* op) {
     Matrix* m = test_matrix(L, arg);
-    if (!m)
-        luaL_error(L, "matrix %s: both operands must be matrices, got %s and %s", op, luaL_typename(L, 1),
-                   luaL_typename(L, 2));
+    if (!m) luaL_error(L, "matrix %s: both operands must be matrices, got %s and %s", op, kind(L, 1), kind(L, 2));
     return *m;
 }
 
@@ -582,8 +582,8 @@ static int m_mul(lua_State* L) {
     }
     int num = a ? 2 : 1;
     if (!(a || b) || lua_type(L, num) != LUA_TNUMBER)
-        luaL_error(L, "matrix *: operands must be two matrices or a number and a matrix, got %s and %s",
-                   luaL_typename(L, 1), luaL_typename(L, 2));
+        luaL_error(L, "matrix *: operands must be two matrices or a number and a matrix, got %s and %s", kind(L, 1),
+                   kind(L, 2));
     float s = float(lua_tonumber(L, num));
     Matrix& m = a ? *a : *b;
     push_matrix(L, guarded(L, [&] { return scaled(m, s); }));

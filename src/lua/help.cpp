@@ -1,0 +1,425 @@
+// help(x), ?name and vela.doc: documentation registered beside each binding.
+//
+// The registry maps a name as the user types it ("mm", "Matrix:view",
+// "nn.linear") to a signature and a text. help(f) on a function value finds
+// its entry by resolving each registered name to the value it names now and
+// comparing; the matches are cached in a weak table, so help(mm), help "mm"
+// and ?mm agree, and a Lua module's functions documented with vela.doc are
+// found the same way.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lua/help.hpp"
+#include "lua/vela.hpp"
+
+namespace vela::lua {
+
+namespace {
+
+struct Entry {
+    std::string signature, text;
+};
+
+std::map<std::string, Entry>& registry() {
+    static std::map<std::string, Entry> docs;  // function-local: doc() may run during static init
+    return docs;
+}
+
+// Names users of Torch7 and PyTorch reach for, and where vela keeps them.
+struct Synonym {
+    const char* theirs;
+    const char* ours;
+};
+const Synonym synonyms[] = {
+    {"addmm", "mm"},        {"matmul", "mm"},          {"gemm", "mm"},
+    {"addmv", "mv"},        {"gemv", "mv"},            {"addr", "rk"},
+    {"ger", "rk"},          {"cmul", "mul"},           {"cdiv", "div"},
+    {"mul_", "scal"},       {"zero_", "fill"},         {"fill_", "fill"},
+    {"iamax", "imax"},      {"uniform_", "rand"},      {"normal_", "randn"},
+    {"manualSeed", "seed"}, {"manual_seed", "seed"},   {"synchronize", "sync"},
+    {"transpose", "Matrix:t"}, {"narrow", "Matrix:view"}, {"clone", "Matrix:copy"},
+    {"cuda", "Matrix:to"},  {"float", "Matrix:to"},    {"index_select", "gather_cols"},
+};
+
+// The areas help() lists, in order. Only names that are documented show.
+struct Area {
+    const char* title;
+    std::vector<const char*> names;
+};
+const std::vector<Area>& areas() {
+    static const std::vector<Area> a = {
+        {"matrices", {"matrix", "zeros", "ones", "rand", "randn", "from"}},
+        {"level 3, 2", {"mm", "mv", "rk"}},
+        {"level 1", {"axpy", "axpby", "scal", "copy", "swap", "fill", "dot", "nrm2", "asum", "sum", "imax"}},
+        {"elementwise", {"tanh", "sigmoid", "relu", "exp", "log", "sqrt", "sqr", "inv", "abs", "linear_frac",
+                         "mul", "div", "add", "sub"}},
+        {"derivatives", {"tanh_prime", "sigmoid_prime", "relu_prime"}},
+        {"fused", {"softmax", "softmax_xent", "argmax", "gather_cols", "add_bias", "dense"}},
+        {"random", {"seed"}},
+        {"devices", {"devices", "device", "sync", "threads", "stats", "mem", "who"}},
+        {"measuring", {"time", "bench", "profile", "compare"}},
+        {"data", {"read_idx"}},
+        {"shell", {"help", "doc", "timing"}},
+    };
+    return a;
+}
+
+const char* const cache_key = "vela.help.byvalue";
+
+// Splits "nn.linear" / "Matrix:view" into the owner part and the last name.
+bool split_name(const std::string& name, std::string& owner, std::string& field, char& sep) {
+    size_t p = name.find_last_of(".:");
+    if (p == std::string::npos) return false;
+    owner = name.substr(0, p);
+    field = name.substr(p + 1);
+    sep = name[p];
+    return true;
+}
+
+// Replaces the value on top with its field k, found without running code:
+// a table's own field, else along its metatables' __index tables; for a
+// userdata, its metatable's __index table or the metatable itself.
+void field_of(lua_State* L, const std::string& k) {
+    for (int hops = 0; hops < 5; ++hops) {
+        if (lua_type(L, -1) == LUA_TTABLE) {
+            lua_pushlstring(L, k.data(), k.size());
+            if (lua_rawget(L, -2) != LUA_TNIL) {
+                lua_remove(L, -2);
+                return;
+            }
+            lua_pop(L, 1);
+        } else if (lua_type(L, -1) != LUA_TUSERDATA) {
+            break;
+        }
+        bool is_udata = lua_type(L, -1) == LUA_TUSERDATA;
+        if (!lua_getmetatable(L, -1)) break;
+        lua_remove(L, -2);  // the metatable replaces the value
+        lua_pushliteral(L, "__index");
+        if (lua_rawget(L, -2) == LUA_TTABLE) {
+            lua_remove(L, -2);
+        } else {
+            lua_pop(L, 1);
+            if (!is_udata) break;  // a userdata's methods may sit in the metatable itself
+        }
+    }
+    lua_pop(L, 1);
+    lua_pushnil(L);
+}
+
+// Pushes the value `name` refers to now, or nil: "Matrix:x" is a method of
+// the matrix userdata; "a.b" walks the globals and, for a module not made
+// global, package.loaded["vela.a"]; a plain name is a global or a field of
+// the vela module.
+void resolve(lua_State* L, const std::string& name) {
+    std::string owner, field;
+    char sep;
+    if (!split_name(name, owner, field, sep)) {
+        lua_pushglobaltable(L);
+        field_of(L, name);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+            lua_getfield(L, -1, "vela");
+            lua_remove(L, -2);
+            field_of(L, name);
+        }
+        return;
+    }
+    if (owner == "Matrix") {
+        luaL_getmetatable(L, "vela.Matrix");
+        lua_pushliteral(L, "__index");
+        if (lua_rawget(L, -2) == LUA_TTABLE) lua_remove(L, -2);
+        else lua_pop(L, 1);
+    } else {
+        resolve(L, owner);
+        if (lua_isnil(L, -1)) {
+            lua_pop(L, 1);
+            lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+            std::string mod = "vela.";
+            mod += owner;
+            lua_getfield(L, -1, mod.c_str());
+            lua_remove(L, -2);
+        }
+    }
+    field_of(L, field);
+}
+
+// The weak table function -> name, made on first use.
+void push_cache(lua_State* L) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, cache_key) == LUA_TTABLE) return;
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_newtable(L);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, cache_key);
+}
+
+// The documented name of the value at idx, or "".
+std::string name_of(lua_State* L, int idx) {
+    idx = lua_absindex(L, idx);
+    if (!lua_isfunction(L, idx) && !lua_isuserdata(L, idx) && !lua_istable(L, idx)) return "";
+    push_cache(L);
+    lua_pushvalue(L, idx);
+    if (lua_rawget(L, -2) == LUA_TSTRING) {
+        std::string n = lua_tostring(L, -1);
+        lua_pop(L, 2);
+        return n;
+    }
+    lua_pop(L, 1);
+    // A miss: resolve every name; modules loaded since the last look are found too.
+    std::string found;
+    for (const auto& [name, e] : registry()) {
+        resolve(L, name);
+        if (lua_isfunction(L, -1)) {
+            lua_pushvalue(L, -1);
+            lua_pushlstring(L, name.data(), name.size());
+            lua_rawset(L, -4);
+            if (found.empty() && lua_rawequal(L, -1, idx)) found = name;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return found;
+}
+
+std::string synonyms_of(const std::string& name) {
+    std::string out;
+    for (const Synonym& s : synonyms)
+        if (name == s.ours) out.append(out.empty() ? "" : ", ").append(s.theirs);
+    return out;
+}
+
+void print_entry(const std::string& name, const Entry& e) {
+    std::printf("%s\n", e.signature.empty() ? name.c_str() : e.signature.c_str());
+    size_t pos = 0;
+    while (pos < e.text.size()) {
+        size_t nl = e.text.find('\n', pos);
+        if (nl == std::string::npos) nl = e.text.size();
+        std::printf("  %s\n", e.text.substr(pos, nl - pos).c_str());
+        pos = nl + 1;
+    }
+    std::string syn = synonyms_of(name);
+    if (!syn.empty()) std::printf("  Torch7/PyTorch: %s\n", syn.c_str());
+}
+
+// Wraps `names` after a title column, 78 columns wide.
+void print_group(const std::string& title, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    const size_t col = 14, width = 78;
+    std::string line = title;
+    line.resize(col - 1, ' ');
+    size_t start = line.size();
+    for (const std::string& n : names) {
+        if (line.size() > start && line.size() + 1 + n.size() > width) {
+            std::printf("%s\n", line.c_str());
+            line.assign(col - 1, ' ');
+        }
+        line.append(1, ' ').append(n);
+    }
+    std::printf("%s\n", line.c_str());
+}
+
+void list_topics() {
+    const auto& docs = registry();
+    std::set<std::string> listed;
+    std::printf("vela %s: help(f), help \"name\" or ?name shows one entry; help(nn) a module.\n\n", VELA_VERSION);
+    for (const Area& a : areas()) {
+        std::vector<std::string> names;
+        for (const char* n : a.names)
+            if (docs.count(n) && listed.insert(n).second) names.push_back(n);
+        print_group(a.title, names);
+    }
+    // Prefixed names group by their owner: Matrix methods, then each module.
+    std::map<std::string, std::vector<std::string>> owners;
+    std::vector<std::string> other;
+    for (const auto& [name, e] : docs) {
+        if (listed.count(name)) continue;
+        std::string owner, field;
+        char sep;
+        if (split_name(name, owner, field, sep)) {
+            std::string shown = name;
+            if (owner == "Matrix") shown = std::string("m").append(1, sep).append(field);
+            owners[owner].push_back(shown);
+        } else {
+            other.push_back(name);
+        }
+    }
+    if (owners.count("Matrix")) print_group("Matrix", owners["Matrix"]);
+    for (const auto& [owner, names] : owners)
+        if (owner != "Matrix") print_group(owner, names);
+    print_group("other", other);
+}
+
+// Entries under a module or class name: "nn" lists nn.*, "Matrix" Matrix:*.
+bool list_owner(const std::string& owner) {
+    std::vector<std::string> names;
+    for (const auto& [name, e] : registry())
+        if (name.size() > owner.size() && name.compare(0, owner.size(), owner) == 0 &&
+            (name[owner.size()] == '.' || name[owner.size()] == ':'))
+            names.push_back(name);
+    if (names.empty()) return false;
+    for (const std::string& n : names) {
+        const Entry& e = registry().at(n);
+        std::string first = e.text.substr(0, e.text.find('\n'));
+        std::printf("%-34s %s\n", (e.signature.empty() ? n : e.signature).c_str(), first.c_str());
+    }
+    return true;
+}
+
+bool help_name(std::string name) {
+    if (name.compare(0, 5, "vela.") == 0 && name.size() > 5) name = name.substr(5);
+    const auto& docs = registry();
+    if (auto it = docs.find(name); it != docs.end()) {
+        print_entry(it->first, it->second);
+        return true;
+    }
+    for (const Synonym& s : synonyms) {
+        if (name == s.theirs && docs.count(s.ours)) {
+            std::printf("(%s is called %s in vela)\n", s.theirs, s.ours);
+            print_entry(s.ours, docs.at(s.ours));
+            return true;
+        }
+    }
+    if (list_owner(name)) return true;
+    // "view" or "m:view": every entry whose last part matches.
+    std::string tail = name.substr(name.find_last_of(".:") == std::string::npos ? 0 : name.find_last_of(".:") + 1);
+    bool any = false;
+    for (const auto& [n, e] : docs) {
+        size_t p = n.find_last_of(".:");
+        if (p != std::string::npos && n.substr(p + 1) == tail) {
+            if (any) std::printf("\n");
+            print_entry(n, e);
+            any = true;
+        }
+    }
+    return any;
+}
+
+// The global name under which a table is reachable, for help(nn).
+std::string global_name_of(lua_State* L, int idx) {
+    std::string found;
+    lua_pushglobaltable(L);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, idx)) {
+            found = lua_tostring(L, -2);
+            lua_pop(L, 2);
+            break;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return found;
+}
+
+int l_help(lua_State* L) {
+    int t = lua_type(L, 1);
+    if (t == LUA_TNONE) {
+        list_topics();
+        return 0;
+    }
+    if (t == LUA_TSTRING) {
+        std::string name = lua_tostring(L, 1);
+        if (!help_name(name)) {
+            std::printf("no help for '%s'", name.c_str());
+            std::vector<std::string> close;
+            for (const auto& [n, e] : registry())
+                if (n.find(name) != std::string::npos) close.push_back(n);
+            if (!close.empty() && close.size() <= 12) {
+                std::printf("; did you mean:");
+                for (const std::string& c : close) std::printf(" %s", c.c_str());
+            }
+            std::printf("\n(help() lists every topic)\n");
+        }
+        return 0;
+    }
+    std::string name = name_of(L, 1);
+    if (!name.empty()) {
+        print_entry(name, registry().at(name));
+        return 0;
+    }
+    if (t == LUA_TTABLE) {
+        if (luaL_getmetatable(L, "vela.Matrix") && lua_rawequal(L, -1, 1)) {
+            lua_pop(L, 1);
+            list_owner("Matrix");
+            return 0;
+        }
+        lua_pop(L, 1);
+        std::string g = global_name_of(L, 1);
+        if (!g.empty() && (g == "vela" ? (list_topics(), true) : list_owner(g))) return 0;
+    }
+    if (t == LUA_TUSERDATA && luaL_getmetafield(L, 1, "__name") == LUA_TSTRING) {
+        std::string cls = lua_tostring(L, -1);
+        lua_pop(L, 1);
+        if (cls.compare(0, 5, "vela.") == 0) cls = cls.substr(5);
+        if (list_owner(cls)) return 0;
+    }
+    if (t == LUA_TFUNCTION) {
+        lua_Debug ar;
+        lua_pushvalue(L, 1);
+        lua_getinfo(L, ">S", &ar);
+        if (ar.what[0] == 'C') std::printf("a built-in function without documentation\n");
+        else std::printf("a Lua function defined at %s:%d, without documentation\n", ar.short_src, ar.linedefined);
+        return 0;
+    }
+    std::printf("no help for a %s value (help() lists every topic)\n", luaL_typename(L, 1));
+    return 0;
+}
+
+// vela.doc(name, signature, text [, fn]): documents Lua code the way the
+// C++ bindings document theirs; fn, when given, is tied to the entry at once.
+int l_doc(lua_State* L) {
+    const char* name = luaL_checkstring(L, 1);
+    const char* sig = luaL_checkstring(L, 2);
+    const char* text = luaL_checkstring(L, 3);
+    if (!lua_isnoneornil(L, 4)) luaL_checktype(L, 4, LUA_TFUNCTION);
+    doc(name, sig, text);
+    if (lua_isfunction(L, 4)) {
+        push_cache(L);
+        lua_pushvalue(L, 4);
+        lua_pushstring(L, name);
+        lua_rawset(L, -3);
+    }
+    return 0;
+}
+
+const luaL_Reg help_funcs[] = {
+    {"help", l_help},
+    {"doc", l_doc},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void doc(const char* name, const char* signature, const char* text) {
+    registry()[name] = Entry{signature ? signature : "", text ? text : ""};
+}
+
+std::string signature_of(lua_State* L, int idx) {
+    if (!lua_isfunction(L, idx)) return "";
+    int top = lua_gettop(L);
+    std::string name = name_of(L, idx);
+    lua_settop(L, top);
+    if (name.empty()) return "";
+    const Entry& e = registry().at(name);
+    return e.signature.empty() ? name : e.signature;
+}
+
+void open_help(lua_State* L) {
+    luaL_setfuncs(L, help_funcs, 0);
+    doc("help", "help([f | \"name\" | module])",
+        "Prints the signature and documentation of f, or of the entry called name\n"
+        "(?name at the prompt does the same); help(nn) lists a module, help() every topic.");
+    doc("doc", "vela.doc(name, signature, text [, fn])",
+        "Registers documentation for Lua code, so help(fn) and ?name find it.");
+}
+
+}  // namespace vela::lua

@@ -1,0 +1,212 @@
+// vela: the command line, as lua.c of Lua 5.4 reads it, plus the device
+// options. With no script and a terminal on stdin it starts the prompt;
+// with stdin piped it runs stdin as a script.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/registry.hpp"
+#include "lua/vela.hpp"
+#include "repl/repl.hpp"
+
+namespace {
+
+const char* progname = "vela";
+
+void print_usage(FILE* out) {
+    std::fprintf(out,
+                 "usage: %s [options] [script [args]]\n"
+                 "Available options are:\n"
+                 "  -e stat          execute string 'stat'\n"
+                 "  -i               enter interactive mode after executing 'script'\n"
+                 "  -l name          require library 'name' into global 'name'\n"
+                 "  -v               show version information\n"
+                 "  -h, --help       show this help\n"
+                 "  --device SPEC    make SPEC the current device (cpu, vulkan, vulkan:N, or a\n"
+                 "                   part of a device's name); also $VELA_DEVICE\n"
+                 "  --list-devices   list the devices and exit\n"
+                 "  --validate       turn on the Vulkan validation layer; also VELA_VALIDATE=1\n"
+                 "  --               stop handling options\n"
+                 "  -                stop handling options and execute stdin\n"
+                 "With no script, vela starts the prompt when stdin is a terminal and runs\n"
+                 "stdin as a script otherwise.\n",
+                 progname);
+}
+
+void print_version() {
+    std::printf("vela %s  (%s)\n", VELA_VERSION, LUA_COPYRIGHT);
+    std::fflush(stdout);
+}
+
+struct Options {
+    bool interactive = false, version = false, help = false, has_e = false;
+    bool list_devices = false, validate = false;
+    std::string device;
+    int script = 0;  // index in argv of the script, or argc when none
+    std::vector<std::pair<char, const char*>> actions;  // -e and -l, in order
+};
+
+// Walks argv up to the script name. Returns false (after saying why) on a
+// bad option.
+bool collect_args(int argc, char** argv, Options& o) {
+    int i = 1;
+    for (; i < argc; ++i) {
+        const char* a = argv[i];
+        if (a[0] != '-') break;  // the script
+        if (std::strcmp(a, "-") == 0) break;  // stdin as the script
+        if (std::strcmp(a, "--") == 0) {
+            ++i;
+            break;
+        }
+        if (std::strcmp(a, "-i") == 0) o.interactive = o.version = true;
+        else if (std::strcmp(a, "-v") == 0) o.version = true;
+        else if (std::strcmp(a, "-h") == 0 || std::strcmp(a, "--help") == 0) o.help = true;
+        else if (std::strcmp(a, "--list-devices") == 0) o.list_devices = true;
+        else if (std::strcmp(a, "--validate") == 0) o.validate = true;
+        else if (std::strncmp(a, "--device=", 9) == 0) o.device = a + 9;
+        else if (std::strcmp(a, "--device") == 0) {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "%s: '--device' needs an argument\n", progname);
+                print_usage(stderr);
+                return false;
+            }
+            o.device = argv[++i];
+        } else if (a[1] == 'e' || a[1] == 'l') {
+            const char* value = a + 2;
+            if (*value == '\0') {
+                if (i + 1 >= argc || argv[i + 1][0] == '-') {
+                    std::fprintf(stderr, "%s: '%s' needs argument\n", progname, a);
+                    print_usage(stderr);
+                    return false;
+                }
+                value = argv[++i];
+            }
+            if (a[1] == 'e') o.has_e = true;
+            o.actions.emplace_back(a[1], value);
+        } else {
+            std::fprintf(stderr, "%s: unrecognized option '%s'\n", progname, a);
+            print_usage(stderr);
+            return false;
+        }
+    }
+    o.script = i;
+    return true;
+}
+
+// arg as lua.c makes it: arg[0] the script, its arguments at 1..n, the
+// interpreter and its options at negative indices.
+void create_arg_table(lua_State* L, int argc, char** argv, int script) {
+    if (script == argc) script = 0;
+    lua_createtable(L, argc - (script + 1), script + 1);
+    for (int i = 0; i < argc; ++i) {
+        lua_pushstring(L, argv[i]);
+        lua_rawseti(L, -2, i - script);
+    }
+    lua_setglobal(L, "arg");
+}
+
+int dochunk(lua_State* L, int status) {
+    if (status == LUA_OK) status = vela::repl::docall(L, 0, 0);
+    return vela::repl::report(L, status, progname);
+}
+
+int dolibrary(lua_State* L, const char* name) {
+    lua_getglobal(L, "require");
+    lua_pushstring(L, name);
+    int status = vela::repl::docall(L, 1, 1);
+    if (status == LUA_OK) lua_setglobal(L, name);
+    return vela::repl::report(L, status, progname);
+}
+
+int handle_script(lua_State* L, char** argv, int script) {
+    const char* fname = argv[script];
+    if (std::strcmp(fname, "-") == 0 && (script == 0 || std::strcmp(argv[script - 1], "--") != 0))
+        fname = nullptr;  // stdin
+    int status = luaL_loadfile(L, fname);
+    if (status == LUA_OK) {
+        lua_getglobal(L, "arg");
+        int n = int(luaL_len(L, -1));
+        luaL_checkstack(L, n + 3, "too many arguments to script");
+        for (int i = 1; i <= n; ++i) lua_rawgeti(L, -i, i);
+        lua_remove(L, -n - 1);
+        status = vela::repl::docall(L, n, 0);
+    }
+    return vela::repl::report(L, status, progname);
+}
+
+// The devices() Lua function prints the list; --list-devices shows the same.
+int list_devices(lua_State* L) {
+    lua_getglobal(L, "vela");
+    lua_getfield(L, -1, "devices");
+    lua_remove(L, -2);
+    return dochunk(L, LUA_OK) == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+int run(lua_State* L, int argc, char** argv) {
+    Options o;
+    if (!collect_args(argc, argv, o)) return EXIT_FAILURE;
+    if (o.help) {
+        print_usage(stdout);
+        return EXIT_SUCCESS;
+    }
+    const char* env_validate = std::getenv("VELA_VALIDATE");
+    if (o.validate || (env_validate && std::strcmp(env_validate, "0") != 0 && *env_validate))
+        vela::vk::set_validation(true);  // before any device opens
+    if (o.version) print_version();
+
+    if (!vela::repl::setup_state(L)) return EXIT_FAILURE;
+    if (o.device.empty())
+        if (const char* env = std::getenv("VELA_DEVICE")) o.device = env;
+    if (!o.device.empty()) {
+        try {
+            vela::set_current_device(vela::get_device(o.device));
+        } catch (const vela::Error& e) {
+            std::fprintf(stderr, "%s: %s\n", progname, e.what());
+            return EXIT_FAILURE;
+        }
+    }
+    if (o.list_devices) return list_devices(L);
+
+    create_arg_table(L, argc, argv, o.script);
+    for (auto [opt, value] : o.actions) {
+        int status = opt == 'e' ? dochunk(L, luaL_loadbuffer(L, value, std::strlen(value), "=(command line)"))
+                                : dolibrary(L, value);
+        if (status != LUA_OK) return EXIT_FAILURE;
+    }
+    if (o.script < argc && handle_script(L, argv, o.script) != LUA_OK) return EXIT_FAILURE;
+
+    if (o.interactive) {
+        vela::repl::run_repl(L);
+    } else if (o.script == argc && !o.has_e && !o.version) {
+        if (isatty(0)) {
+            vela::repl::print_banner();
+            vela::repl::run_repl(L);
+        } else if (dochunk(L, luaL_loadfile(L, nullptr)) != LUA_OK) {
+            return EXIT_FAILURE;
+        }
+    }
+    return EXIT_SUCCESS;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc > 0 && argv[0] && argv[0][0]) {
+        const char* slash = std::strrchr(argv[0], '/');
+        progname = slash ? slash + 1 : argv[0];
+    }
+    lua_State* L = luaL_newstate();
+    if (!L) {
+        std::fprintf(stderr, "%s: cannot create state: not enough memory\n", progname);
+        return EXIT_FAILURE;
+    }
+    int rc = run(L, argc, argv);
+    std::fflush(stdout);
+    lua_close(L);
+    return rc;
+}

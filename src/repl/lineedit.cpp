@@ -1,0 +1,150 @@
+#include "repl/lineedit.hpp"
+
+#include <editline/readline.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "repl/repl.hpp"
+
+namespace vela::repl {
+
+namespace {
+
+constexpr int history_max = 1000;
+
+lua_State* completion_state = nullptr;
+std::vector<std::string> matches;  // what the generator hands to libedit
+size_t match_next = 0;
+
+char* generator(const char*, int state) {
+    if (state == 0) match_next = 0;
+    if (match_next >= matches.size()) return nullptr;
+    return strdup(matches[match_next++].c_str());
+}
+
+// libedit asks for the word between start and end (split at its word-break
+// characters); complete() finds candidates for the whole expression, and
+// each is cut or extended to replace exactly libedit's word.
+char** attempted(const char*, int start, int end) {
+    rl_attempted_completion_over = 1;  // never fall back to file names in code
+    if (!completion_state || !rl_line_buffer) return nullptr;
+    std::string line(rl_line_buffer, size_t(std::max(end, 0)));
+    Completion c = complete(completion_state, line, end);
+    matches.clear();
+    for (const std::string& w : c.words) {
+        if (start >= c.start) {
+            size_t cut = size_t(start - c.start);
+            if (w.size() >= cut) matches.push_back(w.substr(cut));
+        } else {
+            matches.push_back(line.substr(size_t(start), size_t(c.start - start)) + w);
+        }
+    }
+    if (matches.empty()) return nullptr;
+    return rl_completion_matches("", generator);
+}
+
+volatile sig_atomic_t prompt_interrupted = 0;
+
+void on_prompt_sigint(int) { prompt_interrupted = 1; }
+
+}  // namespace
+
+std::string history_file() {
+    if (const char* p = std::getenv("VELA_HISTORY")) return p;
+    if (const char* home = std::getenv("HOME")) return std::string(home) + "/.vela_history";
+    return "";
+}
+
+LineEditor::LineEditor(lua_State* L) : tty_(isatty(0) && isatty(1)), history_path_(history_file()) {
+    if (!tty_) return;
+    completion_state = L;
+    rl_readline_name = "vela";
+    rl_initialize();
+    // '.' and ':' stay inside a word so "string.fo" and "m:ad" complete whole.
+    static char breaks[] = " \t\n\"'`@$><=;|&{(,+-*/%^~#[])}";
+    rl_basic_word_break_characters = breaks;
+    rl_completer_word_break_characters = breaks;
+    rl_attempted_completion_function = attempted;
+    rl_completion_append_character = '\0';
+    // libedit's readline binds ^R to incremental search already; say so
+    // explicitly, the habit every shell user has.
+    rl_parse_and_bind("bind ^R em-inc-search-prev");
+    stifle_history(history_max);
+    if (!history_path_.empty()) {
+        std::ifstream in(history_path_);
+        std::vector<std::string> lines;
+        for (std::string l; std::getline(in, l);)
+            if (!l.empty()) lines.push_back(l);
+        size_t first = lines.size() > size_t(history_max) ? lines.size() - history_max : 0;
+        for (size_t i = first; i < lines.size(); ++i) add_history(lines[i].c_str());
+        if (!lines.empty()) last_ = lines.back();
+        // Keep the file from growing without bound: rewrite it when it holds
+        // twice what is loaded.
+        if (lines.size() > size_t(2 * history_max)) {
+            std::ofstream out(history_path_, std::ios::trunc);
+            for (size_t i = first; i < lines.size(); ++i) out << lines[i] << '\n';
+        }
+    }
+}
+
+LineEditor::~LineEditor() { completion_state = nullptr; }
+
+LineEditor::Status LineEditor::read(const char* prompt, std::string& line) {
+    line.clear();
+    if (!tty_) {
+        std::fputs(prompt, stdout);
+        std::fflush(stdout);
+        char buf[4096];
+        bool any = false;
+        while (std::fgets(buf, sizeof buf, stdin)) {
+            any = true;
+            line += buf;
+            if (!line.empty() && line.back() == '\n') break;
+        }
+        if (!any) return Status::eof;
+        if (!line.empty() && line.back() == '\n') line.pop_back();
+        return Status::line;
+    }
+    // Ctrl-C makes readline return null like Ctrl-D does (libedit passes the
+    // signal on to this handler, installed without SA_RESTART so the read
+    // stops); the flag tells them apart.
+    struct sigaction sa {}, old{};
+    sa.sa_handler = on_prompt_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    prompt_interrupted = 0;
+    sigaction(SIGINT, &sa, &old);
+    char* p = readline(prompt);
+    sigaction(SIGINT, &old, nullptr);
+    if (prompt_interrupted) {
+        std::free(p);
+        std::fputs("\n", stdout);
+        std::fflush(stdout);
+        return Status::interrupted;
+    }
+    if (!p) return Status::eof;
+    line = p;
+    std::free(p);
+    return Status::line;
+}
+
+void LineEditor::remember(const std::string& line) {
+    // Piped input is a script, not something typed: it stays out of history.
+    if (!tty_ || line == last_ || line.find_first_not_of(" \t") == std::string::npos) return;
+    last_ = line;
+    add_history(line.c_str());
+    if (history_path_.empty()) return;
+    if (FILE* f = std::fopen(history_path_.c_str(), "a")) {
+        std::fprintf(f, "%s\n", line.c_str());
+        std::fclose(f);
+    }
+}
+
+}  // namespace vela::repl

@@ -1,0 +1,184 @@
+// The interactive loop, lua.c's doREPL grown up: read a chunk (continuing on
+// ">> " while it is incomplete), try it as an expression first so values
+// print without "return", run it, print the results, then start the device
+// on whatever the command queued.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/registry.hpp"
+#include "lua/vela.hpp"
+#include "repl/lineedit.hpp"
+#include "repl/repl.hpp"
+
+namespace vela::repl {
+
+namespace {
+
+bool timing_on = false;
+
+// timing([on]): with an argument, turns the per-command clock on or off;
+// returns whether it is on.
+int l_timing(lua_State* L) {
+    if (!lua_isnone(L, 1)) timing_on = lua_toboolean(L, 1);
+    lua_pushboolean(L, timing_on);
+    return 1;
+}
+
+const char* const eofmark = "<eof>";
+
+bool incomplete(lua_State* L, int status) {
+    if (status != LUA_ERRSYNTAX) return false;
+    size_t n;
+    const char* msg = lua_tolstring(L, -1, &n);
+    size_t m = std::strlen(eofmark);
+    return n >= m && std::strcmp(msg + n - m, eofmark) == 0;
+}
+
+std::string rtrim(const std::string& s) {
+    size_t e = s.find_last_not_of(" \t\r");
+    return e == std::string::npos ? "" : s.substr(0, e + 1);
+}
+
+// Compiles `code` as an expression ("return code"); on success the function
+// is on the stack.
+bool load_expression(lua_State* L, const std::string& code) {
+    std::string ret = "return ";
+    ret += code;
+    if (luaL_loadbuffer(L, ret.data(), ret.size(), "=stdin") == LUA_OK) return true;
+    lua_pop(L, 1);
+    return false;
+}
+
+struct Command {
+    bool print = true;  // false for a trailing ';'
+};
+
+// Reads one complete chunk and leaves its compiled function (or a syntax
+// error message) on the stack. Returns the load status, or -1 at end of
+// input and -2 when Ctrl-C dropped what was typed.
+int read_command(lua_State* L, LineEditor& ed, Command& cmd) {
+    std::string line;
+    for (;;) {
+        auto st = ed.read("> ", line);
+        if (st == LineEditor::Status::eof) return -1;
+        if (st == LineEditor::Status::interrupted) return -2;
+        if (!rtrim(line).empty()) break;
+    }
+    ed.remember(line);
+    std::string code = rtrim(line);
+    size_t first = code.find_first_not_of(" \t");
+    code = code.substr(first);
+
+    // ?name: help for a name; a bare ? lists the topics.
+    if (code[0] == '?') {
+        std::string name = code.substr(1);
+        size_t b = name.find_first_not_of(" \t");
+        name = b == std::string::npos ? "" : name.substr(b);
+        std::string call = "help(";
+        if (!name.empty()) call.append(1, '"').append(name).append(1, '"');
+        call += ")";
+        cmd.print = false;
+        return luaL_loadbuffer(L, call.data(), call.size(), "=stdin");
+    }
+    if (code[0] == '=') code = code.substr(1);  // lua 5.2 habit: =expr
+
+    for (;;) {
+        cmd.print = code.back() != ';';
+        std::string expr = cmd.print ? code : rtrim(code.substr(0, code.size() - 1));
+        if (!expr.empty() && load_expression(L, expr)) return LUA_OK;
+        int status = luaL_loadbuffer(L, code.data(), code.size(), "=stdin");
+        if (status == LUA_OK) return status;
+        // Either form waiting for more ("for i = 1, 3 do", "{1,") asks for
+        // the next line.
+        std::string ret = "return ";
+        ret += expr;
+        bool more = incomplete(L, status);
+        if (!more) {
+            int s2 = luaL_loadbuffer(L, ret.data(), ret.size(), "=stdin");
+            more = incomplete(L, s2);
+            lua_pop(L, 1);
+        }
+        if (!more) return status;
+        lua_pop(L, 1);
+        auto st = ed.read(">> ", line);
+        if (st == LineEditor::Status::interrupted) return -2;
+        if (st == LineEditor::Status::eof) {
+            return luaL_loadbuffer(L, code.data(), code.size(), "=stdin");
+        }
+        ed.remember(line);
+        code += '\n';
+        code += rtrim(line);
+    }
+}
+
+// Starts queued device work without waiting, so the device runs while the
+// user types; with timing on, waits for it so the time printed is the work's.
+void after_command(bool wait) {
+    InterruptScope scope;
+    for (Device* d : open_devices()) {
+        try {
+            if (wait) d->sync();
+            else d->flush();
+        } catch (const vela::Error& e) {
+            std::fprintf(stderr, "%s: %s\n", d->name().c_str(), e.what());
+        }
+    }
+}
+
+void print_time(double s) {
+    if (s < 1e-3) std::printf("[%.1f µs]\n", s * 1e6);
+    else if (s < 1) std::printf("[%.2f ms]\n", s * 1e3);
+    else std::printf("[%.3f s]\n", s);
+    std::fflush(stdout);
+}
+
+}  // namespace
+
+void open_shell_functions(lua_State* L) {
+    lua_register(L, "timing", l_timing);
+    vela::lua::doc("timing", "timing([on])",
+                   "timing(true) prints the wall time of each command at the prompt after it runs,\n"
+                   "queued device work included (the shell waits for it); timing(false) stops.");
+}
+
+void print_banner() {
+    std::printf("vela %s (%s)  help() lists topics, ?name explains one, Ctrl-D leaves\n", VELA_VERSION,
+                LUA_RELEASE);
+    std::fflush(stdout);
+}
+
+void run_repl(lua_State* L) {
+    InterruptScope session;
+    LineEditor ed(L);
+    for (;;) {
+        lua_settop(L, 0);
+        Command cmd;
+        int status = read_command(L, ed, cmd);
+        if (status == -1) break;
+        if (status == -2) continue;
+        if (status != LUA_OK) {
+            report(L, status, nullptr);
+            continue;
+        }
+        auto t0 = std::chrono::steady_clock::now();
+        status = docall(L, 0, LUA_MULTRET);
+        std::fflush(stdout);
+        after_command(timing_on);
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (status == LUA_OK) {
+            InterruptScope scope;  // printing a matrix waits for the device
+            if (cmd.print) print_results(L, 0);
+        } else {
+            report(L, status, nullptr);
+        }
+        if (timing_on) print_time(seconds);
+    }
+    lua_settop(L, 0);
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+}
+
+}  // namespace vela::repl

@@ -1,0 +1,146 @@
+// The command line, as lua.c users expect it: -e, -l, -i, -v, -h, --, -,
+// scripts with arguments, exit codes, stdin as a script.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include "process.hpp"
+
+using vela_test::run_vela;
+using vela_test::TempFile;
+
+TEST_CASE("cli: -e runs a statement", "[shell][cli]") {
+    auto r = run_vela({"-e", "print(6 * 7)"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "42\n");
+    // Several run in order, in one state.
+    r = run_vela({"-e", "x = 2", "-e", "print(x + 1)"});
+    CHECK(r.out == "3\n");
+    // The attached form -estat too.
+    r = run_vela({"-eprint('joined')"});
+    CHECK(r.out == "joined\n");
+}
+
+TEST_CASE("cli: an error in -e goes to stderr with exit code 1", "[shell][cli]") {
+    auto r = run_vela({"-e", "error('bad thing')"});
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("bad thing") != std::string::npos);
+    CHECK(r.err.find("stack traceback") != std::string::npos);
+}
+
+TEST_CASE("cli: a script gets its arguments in arg and in ...", "[shell][cli]") {
+    TempFile script(
+        "print(#arg, arg[0] ~= nil, arg[1], arg[2])\n"
+        "print(select('#', ...), ...)\n"
+        "print(arg[-1] ~= nil)\n",
+        ".lua");
+    auto r = run_vela({script.path, "alpha", "beta"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "2\ttrue\talpha\tbeta\n2\talpha\tbeta\ntrue\n");
+    // arg[0] is the script; interpreter options sit at negative indices.
+    TempFile show("print(arg[0], arg[-1], arg[-2])", ".lua");
+    r = run_vela({"-e", "x=1", show.path});
+    CHECK(r.out == show.path + "\tx=1\t-e\n");
+}
+
+TEST_CASE("cli: a failing script exits 1 with the message on stderr", "[shell][cli]") {
+    TempFile script("local t = nil\nprint('before')\nerror('script failed here')\n", ".lua");
+    auto r = run_vela({script.path});
+    CHECK(r.status == 1);
+    CHECK(r.out == "before\n");
+    CHECK(r.err.find("script failed here") != std::string::npos);
+    CHECK(r.err.find(":3:") != std::string::npos);
+    // A missing script and a syntax error fail the same way.
+    r = run_vela({"/nonexistent/file.lua"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("cannot open /nonexistent/file.lua") != std::string::npos);
+    TempFile bad("x = = 1", ".lua");
+    r = run_vela({bad.path});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("unexpected symbol") != std::string::npos);
+    // os.exit passes its code through.
+    r = run_vela({"-e", "os.exit(3)"});
+    CHECK(r.status == 3);
+}
+
+TEST_CASE("cli: stdin that is not a terminal runs as a script without prompts", "[shell][cli]") {
+    auto r = run_vela({}, "x = 20\nfor i = 1, 2 do x = x + i end\nprint(x)\n");
+    CHECK(r.status == 0);
+    CHECK(r.out == "23\n");
+    CHECK(r.err.empty());
+    r = run_vela({}, "print('a')\nerror('piped failure')\n");
+    CHECK(r.status == 1);
+    CHECK(r.out == "a\n");
+    CHECK(r.err.find("piped failure") != std::string::npos);
+    // '-' names stdin explicitly, with arguments after it.
+    r = run_vela({"-", "one"}, "print(arg[1])\n");
+    CHECK(r.out == "one\n");
+}
+
+TEST_CASE("cli: -- ends the options", "[shell][cli]") {
+    TempFile script("print(arg[1])", ".lua");
+    auto r = run_vela({"--", script.path, "-v"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "-v\n");
+}
+
+TEST_CASE("cli: -i with piped stdin runs the script and then reads commands", "[shell][cli]") {
+    TempFile script("greeting = 'hi'", ".lua");
+    auto r = run_vela({"-i", script.path}, "greeting .. '!'\n");
+    CHECK(r.status == 0);
+    CHECK(r.out.find("hi!\n") != std::string::npos);
+}
+
+TEST_CASE("cli: -l requires a module into a global", "[shell][cli]") {
+    TempFile mod("return {answer = 42}", ".lua");
+    std::string dir = mod.path.substr(0, mod.path.rfind('/'));
+    // The module's name must be a Lua name: a link to the file gives it one.
+    std::string name = "velamod" + std::to_string(getpid());
+    std::string link = dir + "/" + name + ".lua";
+    REQUIRE(symlink(mod.path.c_str(), link.c_str()) == 0);
+    auto r = run_vela({"-e", "package.path = '" + dir + "/?.lua;' .. package.path", "-l", name, "-e",
+                       "print(" + name + ".answer)"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "42\n");
+    r = run_vela({"-l", "no_such_module_anywhere"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("module 'no_such_module_anywhere' not found") != std::string::npos);
+    unlink(link.c_str());
+}
+
+TEST_CASE("cli: -v and -h", "[shell][cli]") {
+    auto r = run_vela({"-v"});
+    CHECK(r.status == 0);
+    CHECK(r.out.rfind("vela " VELA_VERSION, 0) == 0);
+    CHECK(r.out.find("Lua 5.4") != std::string::npos);
+    r = run_vela({"-h"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("usage: vela [options] [script [args]]") != std::string::npos);
+    CHECK(r.out.find("--device") != std::string::npos);
+    CHECK(r.out.find("--list-devices") != std::string::npos);
+}
+
+TEST_CASE("cli: an unknown option or a missing argument is an error with usage", "[shell][cli]") {
+    auto r = run_vela({"-z"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("unrecognized option '-z'") != std::string::npos);
+    CHECK(r.err.find("usage:") != std::string::npos);
+    r = run_vela({"--frobnicate"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("unrecognized option '--frobnicate'") != std::string::npos);
+    r = run_vela({"-e"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("'-e' needs argument") != std::string::npos);
+    r = run_vela({"--device"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("'--device' needs an argument") != std::string::npos);
+}
+
+TEST_CASE("cli: the vela module's fields are globals in scripts", "[shell][cli]") {
+    auto r = run_vela({"-e", "print(type(vela), type(help), vela.help == help, vela.version)"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "table\tfunction\ttrue\t" VELA_VERSION "\n");
+    r = run_vela({"-e", "local v = require 'vela' print(v == vela)"});
+    CHECK(r.out == "true\n");
+}

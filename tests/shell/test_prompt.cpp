@@ -1,0 +1,220 @@
+// The prompt, driven through a pseudo-terminal as a user would drive it.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "process.hpp"
+
+using vela_test::Pty;
+
+namespace {
+
+// A pty session at its first prompt.
+struct Session {
+    Pty pty;
+    explicit Session(const std::vector<std::string>& args = {}, const std::map<std::string, std::string>& env = {})
+        : pty(args, env) {
+        REQUIRE(pty.expect("> "));
+    }
+    // Sends a line and waits for `needle` in what follows.
+    bool run(const std::string& line, const std::string& needle) {
+        pty.send(line + "\n");
+        return pty.expect(needle);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("prompt: an expression prints its value without return", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("1+1", "\r\n2\r\n> "));
+    CHECK(s.run("'a' .. 'b', 2^10", "ab\t1024.0"));
+}
+
+TEST_CASE("prompt: an assignment and a trailing ';' print nothing", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("x = 3", "x = 3\r\n> "));
+    CHECK(s.run("x;", "x;\r\n> "));
+    CHECK(s.run("x * 2", "\r\n6\r\n> "));
+}
+
+TEST_CASE("prompt: _ holds the last printed value", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("6 * 7", "42"));
+    CHECK(s.run("_ + 1", "\r\n43\r\n> "));
+}
+
+TEST_CASE("prompt: a multi-line for loop continues on >> and runs", "[shell][pty]") {
+    Session s;
+    s.pty.send("for i = 1, 3 do\n");
+    CHECK(s.pty.expect(">> "));
+    s.pty.send("  io.write(i * 11, ' ')\n");
+    CHECK(s.pty.expect(">> "));
+    s.pty.send("end\n");
+    CHECK(s.pty.expect("11 22 33"));
+    // An expression may span lines too.
+    s.pty.send("{1,\n");
+    CHECK(s.pty.expect(">> "));
+    CHECK(s.run("2}", "{1, 2}"));
+}
+
+TEST_CASE("prompt: tables print nested with sorted keys", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("{3, 4, z = 1, a = 'x', sub = {k = true}}", "{3, 4, a = \"x\", sub = {k = true}, z = 1}"));
+    // Deep nesting is cut, long tables are cut with a count.
+    CHECK(s.run("{{{{{1}}}}}", "{{{{...}}}}"));
+    CHECK(s.run("t = {} for i = 1, 100 do t[i] = i end", "> "));
+    CHECK(s.run("t", "... (60 more)"));
+}
+
+TEST_CASE("prompt: an error prints its message and a traceback, the session lives on", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("keep = 41", "> "));
+    s.pty.send("error('boom')\n");
+    CHECK(s.pty.expect("boom"));
+    CHECK(s.pty.expect("stack traceback:"));
+    CHECK(s.pty.expect("> "));
+    CHECK(s.run("keep + 1", "\r\n42\r\n"));
+    // A syntax error too.
+    CHECK(s.run("x = = 1", "unexpected symbol"));
+    CHECK(s.run("keep", "\r\n41\r\n"));
+}
+
+TEST_CASE("prompt: Ctrl-C stops a running loop and returns to a working prompt", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("n = 7", "> "));
+    s.pty.send("while true do end\n");
+    CHECK(s.pty.expect("while true do end\r\n"));
+    s.pty.pause(0.3);  // a Ctrl-C before the command starts is dropped with the flag
+    s.pty.send("\x03");
+    CHECK(s.pty.expect("interrupted"));
+    CHECK(s.pty.expect("> "));
+    CHECK(s.run("n * 6", "\r\n42\r\n"));
+    // It works a second time (the handler is set again for each command).
+    s.pty.send("while true do end\n");
+    CHECK(s.pty.expect("while true do end\r\n"));
+    s.pty.pause(0.3);  // a Ctrl-C before the command starts is dropped with the flag
+    s.pty.send("\x03");
+    CHECK(s.pty.expect("interrupted"));
+    CHECK(s.run("n", "\r\n7\r\n"));
+}
+
+TEST_CASE("prompt: Ctrl-C at the prompt clears the line", "[shell][pty]") {
+    Session s;
+    s.pty.send("this is not lua");
+    CHECK(s.pty.expect("lua"));
+    s.pty.send("\x03");
+    CHECK(s.pty.expect("> "));
+    CHECK(s.run("1 + 2", "\r\n3\r\n"));
+    // At a continuation prompt it drops the unfinished chunk.
+    s.pty.send("for i = 1, 2 do\n");
+    CHECK(s.pty.expect(">> "));
+    s.pty.send("\x03");
+    CHECK(s.pty.expect("> "));
+    CHECK(s.run("2 + 2", "\r\n4\r\n"));
+}
+
+TEST_CASE("prompt: Ctrl-D leaves with exit code 0", "[shell][pty]") {
+    Session s;
+    s.pty.send("\x04");
+    CHECK(s.pty.wait_exit() == 0);
+}
+
+TEST_CASE("prompt: tab completes globals and table fields", "[shell][pty]") {
+    Session s;
+    // "string.fo" + TAB becomes string.format: the call only works if it did.
+    s.pty.send("string.fo\t");
+    CHECK(s.pty.expect("rmat"));
+    CHECK(s.run("('<%d>', 41 + 1)", "<42>"));
+    s.pty.send("my_long_global = 5\n");
+    CHECK(s.pty.expect("> "));
+    s.pty.send("my_long_g\t");
+    CHECK(s.pty.expect("lobal"));
+    CHECK(s.run(" * 2", "\r\n10\r\n"));
+}
+
+TEST_CASE("prompt: tab completes methods after ':' through the metatable", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("s = 'xy'", "> "));
+    s.pty.send("s:up\t");
+    CHECK(s.pty.expect("per"));
+    CHECK(s.run("()", "\r\nXY\r\n"));
+    // A table whose methods live in its metatable's __index table.
+    CHECK(s.run("Point = {} Point.__index = Point function Point:norm1() return self.x + self.y end", "> "));
+    CHECK(s.run("p = setmetatable({x = 2, y = 3}, Point)", "> "));
+    s.pty.send("p:no\t");
+    CHECK(s.pty.expect("rm1"));
+    CHECK(s.run("()", "\r\n5\r\n"));
+}
+
+TEST_CASE("prompt: tab completes file names inside a string", "[shell][pty]") {
+    vela_test::TempFile f("return 1", ".lua");
+    std::string dir = f.path.substr(0, f.path.rfind('/') + 1);
+    std::string base = f.path.substr(dir.size());
+    Session s;
+    // Type the directory and most of the name; TAB finishes it.
+    std::string partial = base.substr(0, base.size() - 5);
+    s.pty.send("dofile('" + dir + partial + "\t");
+    CHECK(s.pty.expect(".lua"));
+    CHECK(s.run("') + 41", "\r\n42\r\n"));
+}
+
+TEST_CASE("prompt: ?name and help(f) print documentation", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("?help", "help([f"));
+    CHECK(s.run("help(help)", "help([f"));
+    CHECK(s.run("help(timing)", "wall time"));
+    s.pty.send("help()\n");
+    CHECK(s.pty.expect("shell"));
+    CHECK(s.pty.expect("timing"));
+    CHECK(s.run("?no_such_thing_here", "no help for 'no_such_thing_here'"));
+    // Lua code documents itself with vela.doc.
+    CHECK(s.run("function twice(x) return 2 * x end", "> "));
+    CHECK(s.run("vela.doc('twice', 'twice(x)', 'Doubles x.')", "> "));
+    CHECK(s.run("help(twice)", "Doubles x."));
+    CHECK(s.run("twice", "function: twice(x)"));
+}
+
+TEST_CASE("prompt: timing(true) prints each command's wall time", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("timing(true)", "true"));
+    CHECK(s.pty.expect("s]"));
+    CHECK(s.run("x = 1", "s]"));
+    CHECK(s.run("timing(false)", "false"));
+    s.pty.send("1\n");
+    CHECK(s.pty.expect("\r\n1\r\n> "));
+    CHECK(s.pty.rest().find("s]") == std::string::npos);
+}
+
+TEST_CASE("prompt: history is saved per line to VELA_HISTORY", "[shell][pty]") {
+    vela_test::TempFile hist;
+    {
+        Session s({}, {{"VELA_HISTORY", hist.path}});
+        CHECK(s.run("hist_a = 1", "> "));
+        CHECK(s.run("hist_b = 2", "> "));
+        // Saved as typed, before leaving.
+        std::ifstream in(hist.path);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        CHECK(ss.str() == "hist_a = 1\nhist_b = 2\n");
+        s.pty.send("\x04");
+        CHECK(s.pty.wait_exit() == 0);
+    }
+    // A new session recalls it with the up arrow.
+    Session s({}, {{"VELA_HISTORY", hist.path}});
+    CHECK(s.run("hist_a = 10 hist_b = 20", "> "));
+    s.pty.send("\x1b[A\x1b[A");  // two lines up: "hist_b = 2"
+    s.pty.send("\n");
+    CHECK(s.run("hist_b", "\r\n2\r\n"));
+}
+
+TEST_CASE("prompt: -i runs the script, then the prompt sees its globals", "[shell][pty]") {
+    vela_test::TempFile script("from_script = 'hello'\n", ".lua");
+    Pty pty({"-i", script.path});
+    REQUIRE(pty.expect("> "));
+    pty.send("from_script\n");
+    CHECK(pty.expect("hello"));
+    pty.send("\x04");
+    CHECK(pty.wait_exit() == 0);
+}

@@ -65,7 +65,7 @@ function data.subset(set, first, n)
   if first < 1 or n < 0 or first + n - 1 > set.n then
     error(fmt("data.subset: samples %d..%d are outside the set of %d", first, first + n - 1, set.n), 2)
   end
-  return {images = set.images:cols(first, n), labels = set.labels:cols(first, n), n = n, classes = set.classes}
+  return {images = set.images:columns(first, n), labels = set.labels:columns(first, n), n = n, classes = set.classes}
 end
 
 -- Both sets of a data set moved to dev.
@@ -110,7 +110,7 @@ function data.loader(set, batch, opts)
   self.y = vela.zeros(1, batch, "float32", dev)
   local last = set.n - (self.nbatches - 1) * batch
   self.views = {[batch] = {self.x, self.y}}
-  if last ~= batch then self.views[last] = {self.x:cols(1, last), self.y:cols(1, last)} end
+  if last ~= batch then self.views[last] = {self.x:columns(1, last), self.y:columns(1, last)} end
   if set.labels and set.labels.cols ~= set.n then
     error(fmt("data.loader: the set has %d labels for %d images", set.labels.cols, set.n), 2)
   end
@@ -143,7 +143,7 @@ function Loader:epoch(e)
     b = b + 1
     local n = math.min(batch, set.n - first + 1)
     local v = self.views[n]
-    local idx = order:cols(first, n)
+    local idx = order:columns(first, n)
     vela.gather_cols(set.images, idx, v[1], scale)  -- x ← images(:, order[first..]) / 255
     if set.labels then vela.gather_cols(set.labels, idx, v[2]) end  -- y ← labels(order[first..])
     return v[1], v[2], b, n

@@ -57,7 +57,7 @@ function Buffers:get(n)
   v = {}
   for name in pairs(self.rows) do
     local m = self.full[name]
-    v[name] = (n == self.cap) and m or m:cols(1, n)
+    v[name] = (n == self.cap) and m or m:columns(1, n)
   end
   self.views[n] = v
   return v
@@ -454,7 +454,7 @@ function Counter:add(z, y, loss)
   local b = self.buf:get(n)
   local v = self.views[n]
   if not v then
-    v = {acc = n == self.cap and self.acc or self.acc:cols(1, n), loss = n == self.cap and self.loss or self.loss:cols(1, n)}
+    v = {acc = n == self.cap and self.acc or self.acc:columns(1, n), loss = n == self.cap and self.loss or self.loss:columns(1, n)}
     self.views[n] = v
   end
   vela.argmax(z, b.pred)
@@ -514,7 +514,7 @@ function nn.predict(net, images, batch)
   local pred = alloc(set.images:device(), 1, set.n)
   local first = 1
   for x, _, _, n in loader:epoch(1) do
-    vela.argmax(net:forward(x), pred:cols(first, n))
+    vela.argmax(net:forward(x), pred:columns(first, n))
     first = first + n
   end
   return pred

@@ -681,7 +681,7 @@ static int m_tostring(lua_State* L) {
 /* fields and registration                                                */
 /* ---------------------------------------------------------------------- */
 
-// __index: the fields rows and cols, then the methods (upvalue 1).
+// __index: the fields rows and cols, then the methods (in the metatable, upvalue 1).
 static int m_index(lua_State* L) {
     Matrix& m = check_matrix(L, 1);
     size_t len;
@@ -694,6 +694,7 @@ static int m_index(lua_State* L) {
         lua_pushinteger(L, m.cols);
         return 1;
     }
+    if (k && len >= 2 && k[0] == '_' && k[1] == '_') return 0;  // metamethods are not fields
     lua_pushvalue(L, 2);
     lua_rawget(L, lua_upvalueindex(1));
     return 1;
@@ -759,9 +760,12 @@ static void document() {
 }
 
 void open_matrix(lua_State* L) {
+    // The methods sit in the metatable itself, where help() and the shell's
+    // completion look when __index is a function (it must be, for m.rows).
     luaL_newmetatable(L, kMatrixType);
     luaL_setfuncs(L, metamethods, 0);
-    luaL_newlib(L, methods);
+    luaL_setfuncs(L, methods, 0);
+    lua_pushvalue(L, -1);
     lua_pushcclosure(L, m_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);

@@ -445,7 +445,7 @@ static float* download(lua_State* L, const Matrix& m) {
     float* host = scratch<float>(L, size_t(m.size()));
     guarded(L, [&] {
         std::vector<float> v = to_host(m);
-        std::memcpy(host, v.data(), v.size() * sizeof(float));
+        if (!v.empty()) std::memcpy(host, v.data(), v.size() * sizeof(float));
     });
     return host;
 }

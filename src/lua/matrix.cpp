@@ -428,15 +428,22 @@ static int m_shape(lua_State* L) {
     return 2;
 }
 
+// Only a userdata resurrected after its __gc (a finalizer keeping it) lacks a buffer.
+static Matrix& check_storage(lua_State* L, int arg, const char* fn) {
+    Matrix& m = check_matrix(L, arg);
+    if (!m.buf) luaL_error(L, "%s: the matrix was garbage-collected", fn);
+    return m;
+}
+
 static int m_dtype(lua_State* L) {
     check_nargs(L, 1);
-    lua_pushstring(L, dtype_name(check_matrix(L, 1).dtype()));
+    lua_pushstring(L, dtype_name(check_storage(L, 1, "dtype").dtype()));
     return 1;
 }
 
 static int m_device(lua_State* L) {
     check_nargs(L, 1);
-    push_device(L, check_matrix(L, 1).device());
+    push_device(L, check_storage(L, 1, "device").device());
     return 1;
 }
 
@@ -503,8 +510,8 @@ static int m_release(lua_State* L) {
 
 static int m_gc(lua_State* L) {
     auto* lm = static_cast<LMatrix*>(luaL_testudata(L, 1, kMatrixType));
-    if (lm && lm->m.buf) {
-        unlink(lm);
+    if (lm) {
+        unlink(lm);        // a no-op when already unlinked
         lm->m = Matrix{};  // drops the buffer reference; a resurrected userdata reads as empty
     }
     return 0;

@@ -1,0 +1,261 @@
+// CpuDevice: host-memory buffers and the kernel table of the CPU device.
+// Kernels run at once on the calling thread (and the pool), so flush and
+// sync are no-ops and every buffer can be freed the moment it is released.
+#include "cpu/cpu_device.hpp"
+
+#include <cblas.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "core/error.hpp"
+#include "cpu/cpu_kernels.hpp"
+
+namespace vela::cpu {
+
+namespace {
+
+class CpuBuffer final : public Buffer {
+public:
+    CpuBuffer(Device* dev, DType dtype, size_t count, void* data, std::atomic<uint64_t>& used)
+        : Buffer(dev, dtype, count), data_(data), used_(used) {
+        used_ += bytes();
+    }
+    ~CpuBuffer() override { release(); }
+    void* data() const { return data_; }
+
+protected:
+    void free_storage() override {
+        std::free(data_);
+        data_ = nullptr;
+        used_ -= bytes();
+    }
+
+private:
+    void* data_;
+    std::atomic<uint64_t>& used_;
+};
+
+class CpuDevice final : public Device {
+public:
+    std::string name() const override { return "cpu"; }
+
+    std::shared_ptr<Buffer> alloc(DType dtype, size_t count) override {
+        size_t bytes = count * dtype_size(dtype);
+        void* p = nullptr;
+        if (bytes > 0) {
+            // 64-byte aligned (a cache line, an AVX-512 vector), size rounded up as aligned_alloc requires.
+            p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+            if (!p) fail("cpu: out of memory allocating %zu bytes (%zu %s elements)", bytes, count, dtype_name(dtype));
+        }
+        return std::make_shared<CpuBuffer>(this, dtype, count, p, used_);
+    }
+
+    void upload(const Matrix& dst, const void* host) override { transfer(dst, const_cast<void*>(host), true); }
+    void download(const Matrix& src, void* host) override { transfer(src, host, false); }
+
+    void flush() override {}
+    void sync() override { check_interrupt(); }
+
+    void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) override {
+        Timed t(this, "mm");
+        cpu::mm(alpha, a, b, beta, c);
+    }
+    void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) override {
+        Timed t(this, "mv");
+        cpu::mv(alpha, a, x, beta, y);
+    }
+    void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) override {
+        Timed t(this, "rk");
+        cpu::rk(alpha, x, y, a);
+    }
+    void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) override {
+        Timed t(this, beta == 1.0f ? "axpy" : "axpby");
+        cpu::axpby(alpha, x, beta, y);
+    }
+    void scal(float alpha, const Matrix& x) override {
+        Timed t(this, "scal");
+        cpu::scal(alpha, x);
+    }
+    void copy(const Matrix& x, const Matrix& y) override {
+        Timed t(this, "copy");
+        cpu::copy(x, y);
+    }
+    void swap(const Matrix& x, const Matrix& y) override {
+        Timed t(this, "swap");
+        cpu::swap(x, y);
+    }
+    void fill(const Matrix& x, float v) override {
+        Timed t(this, "fill");
+        cpu::fill(x, v);
+    }
+    double reduce(Reduce op, const Matrix& x, const Matrix* y) override {
+        Timed t(this, reduce_name(op));
+        return cpu::reduce(op, x, y);
+    }
+    int64_t imax(const Matrix& x) override {
+        Timed t(this, "imax");
+        return cpu::imax(x);
+    }
+    void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) override {
+        Timed t(this, unary_name(op));
+        cpu::unary(op, x, y, params);
+    }
+    void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) override {
+        Timed t(this, binary_name(op));
+        cpu::binary(op, a, b, c);
+    }
+    void softmax(const Matrix& x, const Matrix& y) override {
+        Timed t(this, "softmax");
+        cpu::softmax(x, y);
+    }
+    void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale,
+                      const Matrix& dz) override {
+        Timed t(this, "softmax_xent");
+        cpu::softmax_xent(z, labels, loss, scale, dz);
+    }
+    void argmax(const Matrix& x, const Matrix& idx) override {
+        Timed t(this, "argmax");
+        cpu::argmax(x, idx);
+    }
+    void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) override {
+        Timed t(this, "gather_cols");
+        cpu::gather_cols(src, idx, dst, scale);
+    }
+    void add_bias(const Matrix& b, const Matrix& y) override {
+        Timed t(this, "add_bias");
+        cpu::add_bias(b, y);
+    }
+    void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) override {
+        Timed t(this, "dense");
+        cpu::dense(w, x, b, act, y);
+    }
+    void random(Dist dist, uint64_t seed, const Matrix& x) override {
+        Timed t(this, dist == Dist::normal ? "randn" : "rand");
+        cpu::random(dist, seed, x);
+    }
+
+    DeviceStats stats() const override {
+        DeviceStats s;
+        s.dispatches = dispatches_;
+        return s;
+    }
+    MemoryInfo memory() const override {
+        MemoryInfo m;
+        m.used = m.reserved = used_.load();
+        m.total = physical_memory();
+        return m;
+    }
+    void profile_begin() override {
+        profile_.clear();
+        profiling_ = true;
+    }
+    std::vector<KernelTime> profile_end() override {
+        profiling_ = false;
+        return std::move(profile_);
+    }
+
+private:
+    // Counts every kernel; times it only while profiling (a branch otherwise).
+    struct Timed {
+        CpuDevice* d;
+        const char* kernel;
+        std::chrono::steady_clock::time_point start;
+        Timed(CpuDevice* dev, const char* k) : d(dev), kernel(k) {
+            d->dispatches_++;
+            if (d->profiling_) start = std::chrono::steady_clock::now();
+        }
+        ~Timed() {
+            if (!d->profiling_ || d->profile_.size() >= kMaxProfile) return;
+            double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+            d->profile_.push_back({kernel, ms});
+        }
+    };
+    static constexpr size_t kMaxProfile = 1 << 20;
+
+    // Between dense column-major host data and a view of any layout.
+    void transfer(const Matrix& m, void* host, bool to_device) {
+        if (m.empty()) return;
+        Timed t(this, to_device ? "upload" : "download");
+        const size_t es = dtype_size(m.dtype());
+        char* dev = static_cast<char*>(base(m));
+        char* h = static_cast<char*>(host);
+        auto move = [&](char* d, const char* s, size_t n) { std::memcpy(d, s, n); };
+        if (m.contiguous()) {
+            char* p = dev + m.offset * es;
+            size_t n = size_t(m.size()) * es;
+            to_device ? move(p, h, n) : move(h, p, n);
+            return;
+        }
+        const int64_t rs = m.row_step();
+        for (int64_t j = 0; j < m.cols; j++) {
+            char* col = dev + m.index(0, j) * es;
+            char* hc = h + size_t(j * m.rows) * es;
+            if (rs == 1) {
+                to_device ? move(col, hc, size_t(m.rows) * es) : move(hc, col, size_t(m.rows) * es);
+                continue;
+            }
+            for (int64_t i = 0; i < m.rows; i++)
+                to_device ? move(col + i * rs * es, hc + i * es, es) : move(hc + i * es, col + i * rs * es, es);
+        }
+    }
+
+    uint64_t dispatches_ = 0;
+    std::atomic<uint64_t> used_{0};
+    bool profiling_ = false;
+    std::vector<KernelTime> profile_;
+};
+
+int default_threads() {
+    unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : int(n);
+}
+
+}  // namespace
+
+void* base(const Matrix& m) { return static_cast<CpuBuffer*>(m.buf.get())->data(); }
+
+Device& device() {
+    static CpuDevice* d = [] {
+        set_threads(default_threads());
+        return new CpuDevice;  // lives until exit: buffers may outlive static destruction order
+    }();
+    return *d;
+}
+
+void set_threads(int n) {
+    if (n < 1) fail("threads: n is %d (must be ≥ 1)", n);
+    pool_resize(n);
+    openblas_set_num_threads(n);
+}
+
+int threads() { return pool_threads(); }
+
+std::string description() {
+    std::ifstream f("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(f, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            size_t c = line.find(':');
+            if (c != std::string::npos) return line.substr(line.find_first_not_of(' ', c + 1));
+        }
+    }
+    return "cpu";
+}
+
+std::string blas_version() {
+    std::string s = openblas_get_config();
+    return s;
+}
+
+uint64_t physical_memory() {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? uint64_t(pages) * uint64_t(size) : 0;
+}
+
+}  // namespace vela::cpu

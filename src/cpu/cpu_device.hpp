@@ -1,0 +1,23 @@
+// The CPU device: storage in host memory, OpenBLAS (cblas) for levels 1–3,
+// own threaded loops for the rest (src/cpu/*.cpp, one file per kernel group).
+// Everything here is synchronous: flush() and sync() have nothing to wait for.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/device.hpp"
+
+namespace vela::cpu {
+
+Device& device();  // the one CpuDevice, made on first use
+
+// Threads used by both the own loops and OpenBLAS; n ≥ 1 (threads(n) in Lua).
+void set_threads(int n);
+int threads();
+
+// For devices(): the processor's model name, the OpenBLAS build, RAM in bytes.
+std::string description();
+std::string blas_version();
+uint64_t physical_memory();
+
+}  // namespace vela::cpu

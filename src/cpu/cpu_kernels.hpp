@@ -1,0 +1,114 @@
+// Internal to the CPU device: the kernel functions CpuDevice forwards to, and
+// the walk over equal-shape operands that the own loops share. Operands are
+// valid (checked by core/ops.cpp) and live in CpuBuffers.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "core/device.hpp"
+#include "cpu/pool.hpp"
+
+namespace vela::cpu {
+
+// Host address of a buffer's first element, and of a view's element (0, 0).
+void* base(const Matrix& m);
+inline float* fbase(const Matrix& m) { return static_cast<float*>(base(m)); }
+inline uint8_t* bbase(const Matrix& m) { return static_cast<uint8_t*>(base(m)); }
+inline float* fptr(const Matrix& m) { return fbase(m) + m.offset; }
+
+// The runs of one or two equal-shape operands, for the kernels that go
+// through BLAS or need the logical index: calls
+//   f(n, k0, xo, xinc, yo, yinc)
+// for runs of n elements, k0 the first element's column-major logical index,
+// xo/yo buffer element indices of the run's start. A vector is one run, two
+// dense operands one run, anything else one run per column. With `reorder`
+// (the result does not depend on the order) two transposed operands are
+// walked in their stored order instead.
+template <class F>
+void runs(const Matrix& x0, const Matrix* y0, bool reorder, F&& f) {
+    Matrix x = x0, y = y0 ? *y0 : x0;
+    if (reorder && x.trans && y.trans && !x.is_vector()) x = x.t(), y = y.t();
+    if (x.empty()) return;
+    if (x.is_vector()) return f(x.size(), int64_t(0), x.offset, x.inc(), y.offset, y.inc());
+    if (x.contiguous() && y.contiguous()) return f(x.size(), int64_t(0), x.offset, int64_t(1), y.offset, int64_t(1));
+    for (int64_t j = 0; j < x.cols; j++) f(x.rows, j * x.rows, x.index(0, j), x.row_step(), y.index(0, j), y.row_step());
+}
+
+// Elements per task below which the own loops stay on the calling thread.
+constexpr int64_t kGrain = 1 << 15;
+
+// blas.cpp
+void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c);
+void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y);
+void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a);
+void axpby(float alpha, const Matrix& x, float beta, const Matrix& y);
+void scal(float alpha, const Matrix& x);
+void copy(const Matrix& x, const Matrix& y);
+void swap(const Matrix& x, const Matrix& y);
+double reduce(Reduce op, const Matrix& x, const Matrix* y);
+int64_t imax(const Matrix& x);
+
+// elementwise.cpp
+void fill(const Matrix& x, float v);
+void unary(Unary op, const Matrix& x, const Matrix& y, const float* params);
+void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c);
+
+// fused.cpp
+void softmax(const Matrix& x, const Matrix& y);
+void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz);
+void argmax(const Matrix& x, const Matrix& idx);
+void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale);
+void add_bias(const Matrix& b, const Matrix& y);
+void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y);
+
+// random.cpp
+void random(Dist dist, uint64_t seed, const Matrix& x);
+
+// Element k of a vector view (any orientation).
+inline float vec_at(const float* p, int64_t inc, int64_t k) { return p[k * inc]; }
+
+// Calls f(n, p, s) over runs of n elements of K equal-shape float operands,
+// p[k] the run's start in operand k and s[k] its stride, in parallel above
+// kGrain elements. Elementwise math does not care about order, so when every
+// operand is transposed the walk follows the stored layout, and when every
+// operand is one dense run the whole matrix is one run (cut into chunks).
+template <size_t K, class F>
+void walk(std::array<Matrix, K> ms, F&& f) {
+    bool all_trans = true;
+    for (const Matrix& m : ms) all_trans = all_trans && m.trans;
+    if (all_trans)
+        for (Matrix& m : ms) m = m.t();
+    const int64_t rows = ms[0].rows, cols = ms[0].cols;
+    if (rows == 0 || cols == 0) return;
+    std::array<float*, K> base;
+    std::array<int64_t, K> rs, cs;
+    bool dense = true;
+    for (size_t k = 0; k < K; k++) {
+        base[k] = fptr(ms[k]);
+        rs[k] = ms[k].row_step();
+        cs[k] = ms[k].col_step();
+        dense = dense && ms[k].contiguous();
+    }
+    if (dense || rows == 1 || cols == 1) {
+        // One run: a row vector steps by its column step, a dense block by 1.
+        if (rows == 1) rs = cs;
+        else if (cols > 1) rs.fill(1);
+        const int64_t n = rows * cols;
+        parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+            std::array<float*, K> p;
+            for (size_t k = 0; k < K; k++) p[k] = base[k] + b * rs[k];
+            f(e - b, p, rs);
+        });
+        return;
+    }
+    const int64_t grain = rows >= kGrain ? 1 : kGrain / rows;
+    parallel_for(cols, grain, [&](int64_t jb, int64_t je) {
+        for (int64_t j = jb; j < je; j++) {
+            std::array<float*, K> p;
+            for (size_t k = 0; k < K; k++) p[k] = base[k] + j * cs[k];
+            f(rows, p, rs);
+        }
+    });
+}
+
+}  // namespace vela::cpu

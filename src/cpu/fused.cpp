@@ -1,0 +1,173 @@
+// The fused kernels of the CPU device, one pass per column, threaded over
+// columns: softmax, softmax + cross-entropy, argmax, gather_cols, the bias
+// broadcast and the dense layer's bias + activation pass after the GEMM.
+#include <cmath>
+#include <limits>
+
+#include "cpu/cpu_kernels.hpp"
+#include "cpu/vmath.hpp"
+
+namespace vela::cpu {
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// A column j of a view: p[i * s] for i < rows.
+struct Col {
+    float* p;
+    int64_t s;
+};
+inline Col column(const Matrix& m, int64_t j) { return {fbase(m) + m.index(0, j), m.row_step()}; }
+
+// Vector element k, float or uint8.
+inline float element(const Matrix& v, int64_t k) {
+    int64_t at = v.offset + k * v.inc();
+    return v.dtype() == DType::f32 ? fbase(v)[at] : float(bbase(v)[at]);
+}
+
+template <class F>
+void per_column(const Matrix& m, F&& f) {
+    const int64_t grain = m.rows >= kGrain ? 1 : kGrain / (m.rows > 0 ? m.rows : 1);
+    parallel_for(m.cols, grain, [&](int64_t jb, int64_t je) {
+        for (int64_t j = jb; j < je; j++) f(j);
+    });
+}
+
+float col_max(Col x, int64_t n) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t i = 0; i < n; i++) m = x.p[i * x.s] > m ? x.p[i * x.s] : m;
+    return m;
+}
+
+// y ← exp(x − m) and returns Σ y in double.
+double exp_shifted(Col x, Col y, int64_t n, float m) {
+    if (x.s == 1 && y.s == 1) {
+        for (int64_t i = 0; i < n; i++) y.p[i] = exp_f(x.p[i] - m);
+    } else {
+        for (int64_t i = 0; i < n; i++) y.p[i * y.s] = exp_f(x.p[i * x.s] - m);
+    }
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += y.p[i * y.s];
+    return s;
+}
+
+void scale_col(Col y, int64_t n, float f) {
+    if (y.s == 1) {
+        for (int64_t i = 0; i < n; i++) y.p[i] *= f;
+    } else {
+        for (int64_t i = 0; i < n; i++) y.p[i * y.s] *= f;
+    }
+}
+
+}  // namespace
+
+void softmax(const Matrix& x, const Matrix& y) {
+    const int64_t n = x.rows;
+    per_column(x, [&](int64_t j) {
+        Col xc = column(x, j), yc = column(y, j);
+        float m = col_max(xc, n);
+        double s = exp_shifted(xc, yc, n, m);
+        scale_col(yc, n, float(1.0 / s));
+    });
+}
+
+// Labels are truncated to integers; a label outside 1..k gives that column
+// a NaN loss and the plain softmax (nothing subtracted) as its gradient.
+void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz) {
+    const int64_t k = z.rows;
+    const bool has_loss = loss.buf != nullptr;
+    per_column(z, [&](int64_t j) {
+        Col zc = column(z, j), dc = column(dz, j);
+        float lv = element(labels, j);
+        int64_t c = lv >= 1.0f && lv < float(k) + 1.0f ? int64_t(lv) - 1 : -1;
+        float m = col_max(zc, k);
+        float zl = c >= 0 ? zc.p[c * zc.s] : 0.0f;  // read before dz (which may be z) is written
+        double s = exp_shifted(zc, dc, k, m);
+        if (has_loss) fbase(loss)[loss.offset + j * loss.inc()] = c >= 0 ? float(std::log(s) + double(m) - zl) : kNaN;
+        scale_col(dc, k, float(double(scale) / s));
+        if (c >= 0) dc.p[c * dc.s] -= scale;
+    });
+}
+
+void argmax(const Matrix& x, const Matrix& idx) {
+    float* out = fbase(idx) + idx.offset;
+    const int64_t inc = idx.inc();
+    per_column(x, [&](int64_t j) {
+        Col xc = column(x, j);
+        int64_t best = 0;
+        float bv = xc.p[0];
+        for (int64_t i = 1; i < x.rows; i++) {
+            float v = xc.p[i * xc.s];
+            if (v > bv || (bv != bv && v == v)) bv = v, best = i;  // first maximum; NaN loses to any number
+        }
+        out[j * inc] = float(best + 1);
+    });
+}
+
+// An index outside 1..cols(src) (or not a number) fills its column with NaN.
+void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
+    const int64_t m = dst.rows, ncols = src.cols;
+    const bool u8 = src.dtype() == DType::u8;
+    per_column(dst, [&](int64_t j) {
+        Col d = column(dst, j);
+        float v = element(idx, j);
+        if (!(v >= 1.0f && v < float(ncols) + 1.0f)) {
+            for (int64_t i = 0; i < m; i++) d.p[i * d.s] = kNaN;
+            return;
+        }
+        int64_t c = int64_t(v) - 1;
+        int64_t at = src.index(0, c), s = src.row_step();
+        if (u8) {
+            const uint8_t* p = bbase(src) + at;
+            if (s == 1 && d.s == 1) {
+                for (int64_t i = 0; i < m; i++) d.p[i] = float(p[i]) * scale;
+            } else {
+                for (int64_t i = 0; i < m; i++) d.p[i * d.s] = float(p[i * s]) * scale;
+            }
+        } else {
+            const float* p = fbase(src) + at;
+            if (s == 1 && d.s == 1) {
+                for (int64_t i = 0; i < m; i++) d.p[i] = p[i] * scale;
+            } else {
+                for (int64_t i = 0; i < m; i++) d.p[i * d.s] = p[i * s] * scale;
+            }
+        }
+    });
+}
+
+namespace {
+
+// y(:, j) ← act(y(:, j) + b) for every column.
+template <class F>
+void bias_act(const Matrix& b, const Matrix& y, F act) {
+    const float* bp = fbase(b) + b.offset;
+    const int64_t bi = b.inc(), m = y.rows;
+    per_column(y, [&](int64_t j) {
+        Col yc = column(y, j);
+        if (yc.s == 1 && bi == 1) {
+            for (int64_t i = 0; i < m; i++) yc.p[i] = act(yc.p[i] + bp[i]);
+        } else {
+            for (int64_t i = 0; i < m; i++) yc.p[i * yc.s] = act(yc.p[i * yc.s] + bp[i * bi]);
+        }
+    });
+}
+
+}  // namespace
+
+void add_bias(const Matrix& b, const Matrix& y) {
+    bias_act(b, y, [](float v) { return v; });
+}
+
+void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
+    mm(1.0f, w, x, 0.0f, y);
+    switch (act) {
+        case Act::identity: return bias_act(b, y, [](float v) { return v; });
+        case Act::relu: return bias_act(b, y, [](float v) { return v < 0.0f ? 0.0f : v; });
+        case Act::sigmoid: return bias_act(b, y, [](float v) { return sigmoid_f(v); });
+        case Act::tanh: return bias_act(b, y, [](float v) { return tanh_f(v); });
+        case Act::count_: break;
+    }
+}
+
+}  // namespace vela::cpu

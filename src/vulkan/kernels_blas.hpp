@@ -13,4 +13,11 @@ void record_mv(Recorder& r, float alpha, const Matrix& a, const Matrix& x, float
 void record_rk(Recorder& r, float alpha, const Matrix& x, const Matrix& y, const Matrix& a);
 void record_dense(Recorder& r, const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y);
 
+// The shader family used: chosen from Caps (regblock where Caps::software,
+// tiled otherwise) unless forced, so the tests run both variants on one
+// device. mv follows: regblock = one invocation per row, tiled = one
+// workgroup per row with a shared-memory reduction.
+enum class GemmVariant : uint8_t { automatic, regblock, tiled };
+void force_gemm_variant(GemmVariant v);
+
 }  // namespace vela::vk

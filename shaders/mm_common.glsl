@@ -1,0 +1,26 @@
+// What both mm variants share: the push-constant block and the fused
+// epilogue. Included after gemm.glsl.
+// mm / dense: c ← α·op(a)·op(b) + β·c, or c ← act(op(a)·op(b) + bias).
+// op() is chosen by spec constants TA/TB; c may be any view (crs/ccs steps).
+layout(push_constant) uniform GemmPush {
+    uint64_t a, b, c, bias;
+    uint m, n, k;
+    uint lda, ldb;
+    uint crs, ccs;  // buffer steps between consecutive rows / columns of c
+    uint binc;      // bias element step
+    float alpha, beta;
+} p;
+
+uint64_t gemm_c_addr(uint i, uint j) { return p.c + (uint64_t(i) * p.crs + uint64_t(j) * p.ccs) * 4; }
+
+void gemm_epilogue(uint epi, uint act, uint i, uint j, float acc) {
+    uint64_t addr = gemm_c_addr(i, j);
+    float v;
+    if (epi == EPI_DENSE) {
+        v = gemm_act(act, acc + gemm_load(p.bias + uint64_t(i) * p.binc * 4));
+    } else {
+        v = p.alpha * acc;
+        if (p.beta != 0.0) v += p.beta * gemm_load(addr);  // β = 0: c may hold NaN, never read
+    }
+    gemm_store(addr, v);
+}

@@ -1,0 +1,126 @@
+#version 450
+// mm for devices where workgroup barriers and shared memory are expensive
+// (lavapipe and other CPU implementations, Caps::software). No shared memory,
+// no barrier: a workgroup is one subgroup of SG lanes and computes an
+// (SG·MR)×NR block of c; lane l owns MR rows of it and keeps MR·NR
+// accumulators in registers. Per k, each lane loads its MR values of op(a)
+// (8-byte pairs when the host allows it, halving the loads, which dominate
+// on a CPU); op(b) is loaded once per SG values of k, lane l holding
+// op(b)(k0 + l, j), and handed to all lanes with subgroupBroadcast.
+// c ← α·op(a)·op(b) + β·c (EPI_AXPBY) or c ← act(op(a)·op(b) + bias) (EPI_DENSE).
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#include "gemm.glsl"
+#include "mm_common.glsl"
+
+layout(constant_id = 0) const uint SG = 8;    // lanes: the workgroup is one subgroup
+layout(constant_id = 1) const uint MR = 8;    // rows of c per lane (even when PAIR)
+layout(constant_id = 2) const uint NR = 12;   // columns of c per workgroup
+layout(constant_id = 3) const uint TA = 0;    // op(a) = aᵀ of the stored matrix
+layout(constant_id = 4) const uint TB = 0;
+layout(constant_id = 5) const uint PAIR = 0;  // a's address and ld are even: load 8 bytes
+layout(constant_id = 6) const uint EPI = EPI_AXPBY;
+layout(constant_id = 7) const uint ACT = ACT_IDENTITY;
+layout(local_size_x_id = 0) in;
+
+// Untransposed a: a pair is two rows of one column, so lane l owns the row
+// pairs 2l + 2·SG·q. Transposed a: a pair is two consecutive k of one row.
+const bool ROWPAIR = PAIR != 0 && TA == 0;
+const bool KPAIR = PAIR != 0 && TA != 0;
+
+uint lane_row(uint i0, uint l, uint r) {
+    return ROWPAIR ? i0 + 2 * l + SG * (r & ~1u) + (r & 1u) : i0 + l + SG * r;
+}
+
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    uint i0 = gl_WorkGroupID.x * SG * MR;
+    uint j0 = gl_WorkGroupID.y * NR;
+    // Byte steps between consecutive k of op(a) and of op(b).
+    uint64_t sa = TA != 0 ? 4 : uint64_t(p.lda) * 4;
+    uint64_t sb = TB != 0 ? uint64_t(p.ldb) * 4 : 4;
+
+    // Rows and columns past the edge are clamped, so every load is in
+    // bounds and the inner loop has no test; the epilogue stores only the
+    // elements inside c.
+    uint64_t pa[MR];
+    [[unroll]] for (uint r = 0; r < MR; r++) {
+        uint i = ROWPAIR ? min(lane_row(i0, l, r & ~1u), p.m - 2) : min(lane_row(i0, l, r), p.m - 1);
+        pa[r] = p.a + uint64_t(i) * (TA != 0 ? uint64_t(p.lda) * 4 : 4);
+    }
+    uint64_t qb[NR];
+    [[unroll]] for (uint j = 0; j < NR; j++) {
+        uint jc = min(j0 + j, p.n - 1);
+        qb[j] = p.b + uint64_t(jc) * (TB != 0 ? 4 : uint64_t(p.ldb) * 4);
+    }
+    float acc[MR * NR];
+    [[unroll]] for (uint t = 0; t < MR * NR; t++) acc[t] = 0.0;
+
+    uint k0 = 0;
+    for (; k0 + SG <= p.k; k0 += SG) {
+        float bl[NR];
+        uint64_t boff = uint64_t(k0 + l) * sb;
+        [[unroll]] for (uint j = 0; j < NR; j++) bl[j] = gemm_load(qb[j] + boff);
+        float av[MR], an[MR];
+        [[unroll]] for (uint kk = 0; kk < SG; kk++) {
+            if (ROWPAIR) {
+                [[unroll]] for (uint r = 0; r < MR; r += 2) {
+                    vec2 t = gemm_load2(pa[r]);
+                    av[r] = t.x;
+                    av[r + 1] = t.y;
+                    pa[r] += sa;
+                }
+            } else if (KPAIR) {
+                [[unroll]] for (uint r = 0; r < MR; r++) {
+                    if ((kk & 1) == 0) {
+                        vec2 t = gemm_load2(pa[r]);
+                        av[r] = t.x;
+                        an[r] = t.y;
+                        pa[r] += 8;
+                    } else {
+                        av[r] = an[r];
+                    }
+                }
+            } else {
+                [[unroll]] for (uint r = 0; r < MR; r++) {
+                    av[r] = gemm_load(pa[r]);
+                    pa[r] += sa;
+                }
+            }
+            [[unroll]] for (uint j = 0; j < NR; j++) {
+                float bv = subgroupBroadcast(bl[j], kk);
+                [[unroll]] for (uint r = 0; r < MR; r++) acc[r * NR + j] = fma(av[r], bv, acc[r * NR + j]);
+            }
+        }
+    }
+    // The last k % SG values: every lane loads op(b) itself.
+    for (; k0 < p.k; k0++) {
+        float av[MR];
+        [[unroll]] for (uint r = 0; r < MR; r++) {
+            if (ROWPAIR) {
+                if ((r & 1) == 0) {
+                    vec2 t = gemm_load2(pa[r]);
+                    av[r] = t.x;
+                    av[r + 1] = t.y;
+                    pa[r] += sa;
+                }
+            } else {
+                av[r] = gemm_load(pa[r]);
+                pa[r] += sa;
+            }
+        }
+        [[unroll]] for (uint j = 0; j < NR; j++) {
+            float bv = gemm_load(qb[j] + uint64_t(k0) * sb);
+            [[unroll]] for (uint r = 0; r < MR; r++) acc[r * NR + j] = fma(av[r], bv, acc[r * NR + j]);
+        }
+    }
+
+    [[unroll]] for (uint j = 0; j < NR; j++) {
+        if (j0 + j < p.n) {
+            [[unroll]] for (uint r = 0; r < MR; r++) {
+                uint i = lane_row(i0, l, r);
+                if (i < p.m) gemm_epilogue(EPI, ACT, i, j0 + j, acc[r * NR + j]);
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+#version 450
+// y ← α·op(a)·x + β·y for an m×n op(a); y is not read when β = 0.
+// MODE 0: one invocation per row of op(a), no shared memory and no barrier
+//   (the choice on CPU implementations, and on GPUs when a row's elements
+//   are strided, so neighbouring invocations read neighbouring addresses).
+// MODE 1: one workgroup per row with a tree reduction in shared memory (for
+//   a transposed a on a GPU, whose rows are contiguous). No float atomics.
+// Workgroups beyond the x limit continue along y: id = x + y·countx.
+#include "gemm.glsl"
+
+layout(constant_id = 0) const uint WG = 64;  // a power of two for MODE 1
+layout(constant_id = 1) const uint TA = 0;
+layout(constant_id = 2) const uint MODE = 0;
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform MvPush {
+    uint64_t a, x, y;
+    uint m, n;
+    uint lda, incx, incy;
+    float alpha, beta;
+} p;
+
+shared float red[MODE == 1 ? WG : 1];
+
+float load_a(uint i, uint j) {
+    uint64_t e = TA != 0 ? uint64_t(j) + uint64_t(i) * p.lda : uint64_t(i) + uint64_t(j) * p.lda;
+    return gemm_load(p.a + e * 4);
+}
+float load_x(uint j) { return gemm_load(p.x + uint64_t(j) * p.incx * 4); }
+
+void finish(uint i, float acc) {
+    uint64_t addr = p.y + uint64_t(i) * p.incy * 4;
+    float v = p.alpha * acc;
+    if (p.beta != 0.0) v += p.beta * gemm_load(addr);
+    gemm_store(addr, v);
+}
+
+void main() {
+    uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
+    if (MODE == 0) {
+        uint i = group * WG + gl_LocalInvocationID.x;
+        if (i >= p.m) return;
+        // Four independent sums hide the add latency.
+        vec4 s = vec4(0.0);
+        uint j = 0;
+        for (; j + 4 <= p.n; j += 4)
+            s += vec4(load_a(i, j), load_a(i, j + 1), load_a(i, j + 2), load_a(i, j + 3)) *
+                 vec4(load_x(j), load_x(j + 1), load_x(j + 2), load_x(j + 3));
+        for (; j < p.n; j++) s.x += load_a(i, j) * load_x(j);
+        finish(i, (s.x + s.y) + (s.z + s.w));
+    } else {
+        uint i = group;
+        if (i >= p.m) return;  // uniform over the workgroup: no barrier is skipped by part of it
+        uint t = gl_LocalInvocationID.x;
+        float s = 0.0;
+        for (uint j = t; j < p.n; j += WG) s += load_a(i, j) * load_x(j);
+        red[t] = s;
+        barrier();
+        for (uint h = WG / 2; h > 0; h /= 2) {
+            if (t < h) red[t] += red[t + h];
+            barrier();
+        }
+        if (t == 0) finish(i, red[0]);
+    }
+}

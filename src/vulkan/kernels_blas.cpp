@@ -1,0 +1,270 @@
+// Host side of the GEMM family on Vulkan: picks the shader variant and its
+// specialization constants from the device's Caps, fills the push constants
+// (addresses with the view offset applied, leading dimensions, steps, α, β)
+// and splits grids that exceed maxComputeWorkGroupCount into several
+// dispatches. Transposes are spec constants of the pipeline, never a copy.
+// See docs/gemm.md for the design and the measurements behind the choices.
+#include "vulkan/kernels_blas.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "core/error.hpp"
+
+namespace vela::vk {
+
+namespace {
+
+GemmVariant forced = GemmVariant::automatic;
+
+// Layouts of the push-constant blocks in shaders/mm_common.glsl, mv.comp, rk.comp.
+struct GemmPush {
+    uint64_t a, b, c, bias;
+    uint32_t m, n, k;
+    uint32_t lda, ldb;
+    uint32_t crs, ccs;
+    uint32_t binc;
+    float alpha, beta;
+};
+static_assert(sizeof(GemmPush) == 72);
+
+struct MvPush {
+    uint64_t a, x, y;
+    uint32_t m, n;
+    uint32_t lda, incx, incy;
+    float alpha, beta;
+};
+
+struct RkPush {
+    uint64_t x, y, a;
+    uint32_t m, n;
+    uint32_t incx, incy;
+    uint32_t ars, acs;
+    float alpha;
+};
+
+// Epilogues and activations as numbered in shaders/gemm.glsl and mm_common.glsl.
+constexpr uint32_t EPI_AXPBY = 0, EPI_DENSE = 1;
+
+uint64_t addr(const Recorder& r, const Matrix& m) { return r.address(m) + uint64_t(m.offset) * sizeof(float); }
+
+// Sizes, leading dimensions and steps travel as 32-bit words; larger ones
+// would need a matrix of more than 2^32 rows or columns.
+uint32_t u32(const char* fn, const char* what, int64_t v) {
+    if (v < 0 || v > int64_t(std::numeric_limits<uint32_t>::max()))
+        fail("%s: %s is %lld, but the Vulkan kernels take at most 2^32-1", fn, what, (long long)v);
+    return uint32_t(v);
+}
+
+uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
+
+bool use_regblock(const Caps& caps) {
+    if (forced != GemmVariant::automatic) return forced == GemmVariant::regblock;
+    return caps.software;
+}
+
+// The mm/dense dispatch shared by record_mm and record_dense.
+void record_gemm(Recorder& r, const char* fn, float alpha, const Matrix& a, const Matrix& b, float beta,
+                 const Matrix& c, uint32_t epi, const Matrix* bias, Act act) {
+    if (c.empty()) return;
+    const Caps& caps = r.caps();
+    GemmPush p{};
+    p.a = addr(r, a);
+    p.b = addr(r, b);
+    p.c = addr(r, c);
+    p.bias = bias ? addr(r, *bias) : 0;
+    p.m = u32(fn, "the number of rows", c.rows);
+    p.n = u32(fn, "the number of columns", c.cols);
+    p.k = u32(fn, "the inner dimension", a.cols);
+    p.lda = u32(fn, "a's leading dimension", a.ld);
+    p.ldb = u32(fn, "b's leading dimension", b.ld);
+    p.crs = u32(fn, "c's row step", c.row_step());
+    p.ccs = u32(fn, "c's column step", c.col_step());
+    p.binc = bias ? u32(fn, "the bias step", bias->inc()) : 0;
+    p.alpha = alpha;
+    p.beta = beta;
+    const uint32_t ta = a.trans, tb = b.trans;
+
+    uint32_t spec[9];
+    uint32_t spec_count, tile_m, tile_n;
+    const char* shader;
+    if (use_regblock(caps)) {
+        // Tuned on lavapipe (docs/gemm.md): 8 rows per lane and 12 columns;
+        // smaller blocks for thin matrices so a 10-row output layer does
+        // not compute 64 rows.
+        uint32_t sg = std::clamp<uint32_t>(caps.subgroup_size, 1, caps.max_workgroup_invocations);
+        uint32_t mr = p.m <= 2 * sg ? 2 : p.m <= 4 * sg ? 4 : 8;
+        uint32_t nr = p.n <= 4 ? 4 : 12;
+        // 8-byte loads of a need an even address and leading dimension; for
+        // row pairs also an even row count, so a pair never leaves the column.
+        bool pair = p.a % 8 == 0 && p.lda % 2 == 0 && sg % 2 == 0 && (ta || p.m % 2 == 0);
+        spec[0] = sg;
+        spec[1] = mr;
+        spec[2] = nr;
+        spec[3] = ta;
+        spec[4] = tb;
+        spec[5] = pair;
+        spec[6] = epi;
+        spec[7] = uint32_t(act);
+        spec_count = 8;
+        tile_m = sg * mr;
+        tile_n = nr;
+        shader = "mm_regblock";
+    } else {
+        uint32_t t = caps.max_workgroup_invocations >= 256 && caps.max_workgroup_size[0] >= 16 &&
+                             caps.max_workgroup_size[1] >= 16
+                         ? 16
+                         : 8;
+        spec[0] = t;
+        spec[1] = t;
+        spec[2] = 4;   // TM
+        spec[3] = 4;   // TN
+        spec[4] = 16;  // BK: (64+1 + 64+1)·16·4 bytes = 8.3 KiB of shared memory
+        spec[5] = ta;
+        spec[6] = tb;
+        spec[7] = epi;
+        spec[8] = uint32_t(act);
+        spec_count = 9;
+        tile_m = t * 4;
+        tile_n = t * 4;
+        shader = "mm_tiled";
+    }
+
+    // Split the grid where it exceeds the device's workgroup counts: each
+    // piece is the same problem on a sub-block of c, with its addresses moved.
+    const uint64_t rows_per = uint64_t(caps.max_workgroup_count[0]) * tile_m;
+    const uint64_t cols_per = uint64_t(caps.max_workgroup_count[1]) * tile_n;
+    const uint64_t a_row_step = ta ? p.lda : 1, b_col_step = tb ? 1 : p.ldb;
+    for (uint64_t j0 = 0; j0 < p.n; j0 += cols_per) {
+        for (uint64_t i0 = 0; i0 < p.m; i0 += rows_per) {
+            GemmPush q = p;
+            q.m = uint32_t(std::min<uint64_t>(rows_per, p.m - i0));
+            q.n = uint32_t(std::min<uint64_t>(cols_per, p.n - j0));
+            q.a += i0 * a_row_step * sizeof(float);
+            q.b += j0 * b_col_step * sizeof(float);
+            q.c += (i0 * p.crs + j0 * p.ccs) * sizeof(float);
+            if (bias) q.bias += i0 * p.binc * sizeof(float);
+            if (bias)
+                r.dispatch(Dispatch{.shader = shader,
+                                    .push = &q,
+                                    .push_size = sizeof q,
+                                    .groups = {ceil_div(q.m, tile_m), ceil_div(q.n, tile_n), 1},
+                                    .spec = spec,
+                                    .spec_count = spec_count,
+                                    .reads = {&a, &b, bias},
+                                    .writes = {&c},
+                                    .label = fn});
+            else
+                r.dispatch(Dispatch{.shader = shader,
+                                    .push = &q,
+                                    .push_size = sizeof q,
+                                    .groups = {ceil_div(q.m, tile_m), ceil_div(q.n, tile_n), 1},
+                                    .spec = spec,
+                                    .spec_count = spec_count,
+                                    .reads = {&a, &b, &c},
+                                    .writes = {&c},
+                                    .label = fn});
+        }
+    }
+}
+
+// A 1-D grid of `count` workgroups laid out within the device's limits;
+// shaders recover the index as x + y·countx and skip the excess.
+void grid_1d(const Caps& caps, uint64_t count, uint32_t groups[3]) {
+    uint64_t x = std::min<uint64_t>(count, caps.max_workgroup_count[0]);
+    groups[0] = uint32_t(std::max<uint64_t>(x, 1));
+    groups[1] = ceil_div(count, groups[0]);
+    groups[2] = 1;
+    if (groups[1] > caps.max_workgroup_count[1])
+        fail("mv: %llu rows need more workgroups than the device allows", (unsigned long long)count);
+}
+
+}  // namespace
+
+void force_gemm_variant(GemmVariant v) { forced = v; }
+
+void record_mm(Recorder& r, float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
+    record_gemm(r, "mm", alpha, a, b, beta, c, EPI_AXPBY, nullptr, Act::identity);
+}
+
+void record_dense(Recorder& r, const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
+    record_gemm(r, "dense", 1.0f, w, x, 0.0f, y, EPI_DENSE, &b, act);
+}
+
+void record_mv(Recorder& r, float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) {
+    if (y.empty()) return;
+    const Caps& caps = r.caps();
+    MvPush p{};
+    p.a = addr(r, a);
+    p.x = addr(r, x);
+    p.y = addr(r, y);
+    p.m = u32("mv", "the number of rows", a.rows);
+    p.n = u32("mv", "the number of columns", a.cols);
+    p.lda = u32("mv", "a's leading dimension", a.ld);
+    p.incx = u32("mv", "x's step", x.inc());
+    p.incy = u32("mv", "y's step", y.inc());
+    p.alpha = alpha;
+    p.beta = beta;
+    // A row of a transposed view is contiguous: on a GPU one workgroup reads
+    // it coalesced and reduces in shared memory. Otherwise (and always on a
+    // CPU implementation, where barriers are costly) one invocation per row.
+    bool reduce = forced == GemmVariant::automatic ? !caps.software && a.trans : forced == GemmVariant::tiled;
+    uint32_t wg = 64;
+    while (wg > caps.max_workgroup_invocations || wg > caps.max_workgroup_size[0]) wg /= 2;
+    uint32_t spec[3] = {wg, uint32_t(a.trans), uint32_t(reduce)};
+    uint32_t groups[3];
+    grid_1d(caps, reduce ? uint64_t(p.m) : ceil_div(p.m, wg), groups);
+    r.dispatch(Dispatch{.shader = "mv",
+                        .push = &p,
+                        .push_size = sizeof p,
+                        .groups = {groups[0], groups[1], groups[2]},
+                        .spec = spec,
+                        .spec_count = 3,
+                        .reads = {&a, &x, &y},
+                        .writes = {&y},
+                        .label = "mv"});
+}
+
+void record_rk(Recorder& r, float alpha, const Matrix& x, const Matrix& y, const Matrix& a) {
+    if (a.empty()) return;
+    const Caps& caps = r.caps();
+    RkPush p{};
+    p.x = addr(r, x);
+    p.y = addr(r, y);
+    p.a = addr(r, a);
+    p.m = u32("rk", "the number of rows", a.rows);
+    p.n = u32("rk", "the number of columns", a.cols);
+    p.incx = u32("rk", "x's step", x.inc());
+    p.incy = u32("rk", "y's step", y.inc());
+    p.ars = u32("rk", "a's row step", a.row_step());
+    p.acs = u32("rk", "a's column step", a.col_step());
+    p.alpha = alpha;
+    uint32_t wg = 64;
+    while (wg > caps.max_workgroup_invocations || wg > caps.max_workgroup_size[0]) wg /= 2;
+    const uint32_t cb = 8;
+    uint32_t spec[2] = {wg, cb};
+    const uint64_t rows_per = uint64_t(caps.max_workgroup_count[0]) * wg;
+    const uint64_t cols_per = uint64_t(caps.max_workgroup_count[1]) * cb;
+    for (uint64_t j0 = 0; j0 < p.n; j0 += cols_per) {
+        for (uint64_t i0 = 0; i0 < p.m; i0 += rows_per) {
+            RkPush q = p;
+            q.m = uint32_t(std::min<uint64_t>(rows_per, p.m - i0));
+            q.n = uint32_t(std::min<uint64_t>(cols_per, p.n - j0));
+            q.x += i0 * p.incx * sizeof(float);
+            q.y += j0 * p.incy * sizeof(float);
+            q.a += (i0 * p.ars + j0 * p.acs) * sizeof(float);
+            r.dispatch(Dispatch{.shader = "rk",
+                                .push = &q,
+                                .push_size = sizeof q,
+                                .groups = {ceil_div(q.m, wg), ceil_div(q.n, cb), 1},
+                                .spec = spec,
+                                .spec_count = 2,
+                                .reads = {&x, &y, &a},
+                                .writes = {&a},
+                                .label = "rk"});
+        }
+    }
+}
+
+}  // namespace vela::vk

@@ -12,13 +12,14 @@
 
 layout(constant_id = 0) const uint TX = 16;
 layout(constant_id = 1) const uint TY = 16;
-layout(constant_id = 2) const uint TM = 4;
-layout(constant_id = 3) const uint TN = 4;
-layout(constant_id = 4) const uint BK = 16;
-layout(constant_id = 5) const uint TA = 0;
-layout(constant_id = 6) const uint TB = 0;
-layout(constant_id = 7) const uint EPI = EPI_AXPBY;
-layout(constant_id = 8) const uint ACT = ACT_IDENTITY;
+layout(constant_id = 2) const uint TT = 4;  // register block TT×TT per invocation
+layout(constant_id = 3) const uint BK = 16;
+layout(constant_id = 4) const uint TA = 0;
+layout(constant_id = 5) const uint TB = 0;
+layout(constant_id = 6) const uint EPI = EPI_AXPBY;
+layout(constant_id = 7) const uint ACT = ACT_IDENTITY;
+const uint TM = TT;
+const uint TN = TT;
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 const uint BM = TX * TM;

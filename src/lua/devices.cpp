@@ -48,6 +48,49 @@ static void out(const std::string& s) {
     std::fflush(stdout);
 }
 
+// Display width of UTF-8 text (×, µ, … count as one column).
+static size_t width_of(const std::string& s) {
+    size_t w = 0;
+    for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+    return w;
+}
+
+// Cuts text longer than n columns, ending it with "…".
+static std::string clip(const std::string& s, size_t n) {
+    if (width_of(s) <= n) return s;
+    std::string r;
+    size_t w = 0;
+    for (size_t k = 0; k < s.size(); k++) {
+        unsigned char c = static_cast<unsigned char>(s[k]);
+        if ((c & 0xC0) != 0x80 && ++w > n - 1) break;
+        r += s[k];
+    }
+    return r + "…";
+}
+
+// Prints rows as aligned columns, two spaces apart; the columns flagged in
+// `right` are right-aligned (numbers). Row 0 is the header.
+static void print_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right = {}) {
+    std::vector<size_t> w;
+    for (const auto& r : rows) {
+        if (w.size() < r.size()) w.resize(r.size(), 0);
+        for (size_t c = 0; c < r.size(); c++) w[c] = std::max(w[c], width_of(r[c]));
+    }
+    std::string s;
+    for (const auto& r : rows) {
+        std::string line;
+        for (size_t c = 0; c < r.size(); c++) {
+            std::string pad(w[c] - width_of(r[c]), ' ');
+            bool ra = c < right.size() && right[c];
+            line += ra ? pad + r[c] : r[c] + (c + 1 < r.size() ? pad : "");
+            if (c + 1 < r.size()) line += "  ";
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        s += line + "\n";
+    }
+    out(s);
+}
+
 /* ---------------------------------------------------------------------- */
 /* the device userdata                                                    */
 /* ---------------------------------------------------------------------- */
@@ -179,29 +222,19 @@ static int l_devices(lua_State* L) {
     check_nargs(L, 0);
     std::vector<DeviceInfo> list = guarded(L, [] { return list_devices(); });
     std::string current = guarded(L, [] { return current_device().name(); });
-    // Column widths from the content.
     std::vector<std::vector<std::string>> rows = {
         {"", "id", "name", "type", "driver", "memory", "subgroup", "status"}};
     for (const DeviceInfo& i : list) {
         char mem[32];
-        rows.push_back({i.id == current ? "*" : "", i.id, i.name, i.type,
-                        i.driver + (i.driver_version.empty() ? "" : " " + i.driver_version),
+        // The version often repeats the driver's name ("OpenBLAS 0.3.21 ..."): show it once.
+        std::string driver = i.driver_version.rfind(i.driver, 0) == 0 ? i.driver_version
+                             : i.driver + (i.driver_version.empty() ? "" : " " + i.driver_version);
+        rows.push_back({i.id == current ? "*" : "", i.id, clip(i.name, 40), i.type, clip(driver, 32),
                         i.memory ? format_bytes(mem, sizeof mem, i.memory) : "-",
                         i.subgroup ? std::to_string(i.subgroup) : "-",
                         i.usable ? "usable" : "unusable: " + i.reason});
     }
-    std::vector<size_t> w(rows[0].size(), 0);
-    for (const auto& r : rows)
-        for (size_t c = 0; c < r.size(); c++) w[c] = std::max(w[c], r[c].size());
-    std::string s;
-    for (const auto& r : rows) {
-        for (size_t c = 0; c < r.size(); c++) {
-            s += r[c];
-            if (c + 1 < r.size()) s += std::string(w[c] - r[c].size() + 2, ' ');
-        }
-        s += "\n";
-    }
-    out(s);
+    print_table(rows, {false, false, false, false, false, true, true, false});
     lua_createtable(L, int(list.size()), 0);
     for (size_t k = 0; k < list.size(); k++) {
         push_info(L, list[k]);
@@ -242,18 +275,17 @@ static int l_mem(lua_State* L) {
     check_nargs(L, 1);
     Device* only = test_device(L, 1);
     Device& d = only ? *only : guarded(L, []() -> Device& { return current_device(); });
-    std::string s;
+    std::vector<std::vector<std::string>> rows = {{"device", "used", "reserved", "total"}};
     guarded(L, [&] {
         std::vector<Device*> devs = only ? std::vector<Device*>{only} : vela::open_devices();
         for (Device* dev : devs) {
             MemoryInfo m = dev->memory();
             char u[32], r[32], t[32];
-            s += format("%-10s %s used, %s reserved, %s total\n", dev->name().c_str(),
-                        format_bytes(u, sizeof u, m.used), format_bytes(r, sizeof r, m.reserved),
-                        m.total ? format_bytes(t, sizeof t, m.total) : "?");
+            rows.push_back({dev->name(), format_bytes(u, sizeof u, m.used), format_bytes(r, sizeof r, m.reserved),
+                            m.total ? format_bytes(t, sizeof t, m.total) : "?"});
         }
     });
-    out(s);
+    print_table(rows, {false, true, true, true});
     MemoryInfo m = guarded(L, [&] { return d.memory(); });
     lua_createtable(L, 0, 3);
     lua_pushinteger(L, lua_Integer(m.used)), lua_setfield(L, -2, "used");
@@ -305,7 +337,7 @@ static int l_who(lua_State* L) {
     lua_pop(L, 1);
     lua_newtable(L);
     int list = lua_gettop(L);
-    std::string s = "name        shape         dtype    device    bytes\n";
+    std::vector<std::vector<std::string>> rows = {{"name", "shape", "dtype", "device", "bytes"}};
     uint64_t total = 0, count = 0;
     std::vector<const Buffer*> seen;
     for (LMatrix* lm = live_matrices(); lm; lm = lm->next) {
@@ -323,9 +355,7 @@ static int l_who(lua_State* L) {
         std::string shape = m.shape_str() + (m.trans ? " (t)" : "");
         std::string bytes = released ? "released" : view ? std::string("view of ") + format_bytes(b, sizeof b, m.buf->bytes())
                                                          : format_bytes(b, sizeof b, m.buf->bytes());
-        // The shape holds a two-byte ×: pad by display width.
-        s += format("%-11s %-14s %-8s %-9s %s\n", name.c_str(), shape.c_str(), dtype_name(m.dtype()),
-                    m.device().name().c_str(), bytes.c_str());
+        rows.push_back({name, shape, dtype_name(m.dtype()), m.device().name(), bytes});
         count++;
         lua_createtable(L, 0, 8);
         lua_pushstring(L, name.c_str()), lua_setfield(L, -2, "name");
@@ -339,9 +369,9 @@ static int l_who(lua_State* L) {
         lua_rawseti(L, list, lua_Integer(count));
     }
     char b[32];
-    s += format("%llu matri%s on %zu buffer%s, %s\n", (unsigned long long)count, count == 1 ? "x" : "ces",
-                seen.size(), seen.size() == 1 ? "" : "s", format_bytes(b, sizeof b, total));
-    out(s);
+    print_table(rows);
+    out(format("%llu matri%s on %zu buffer%s, %s\n", (unsigned long long)count, count == 1 ? "x" : "ces",
+               seen.size(), seen.size() == 1 ? "" : "s", format_bytes(b, sizeof b, total)));
     return 1;
 }
 
@@ -463,12 +493,15 @@ static int l_profile(lua_State* L) {
     double wall = now() - t0;
     if (status != LUA_OK || !ok) return lua_error(L);
     std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
-    std::string s = format("%-14s %-10s %12s %8s %7s\n", "kernel", "device", "total ms", "calls", "share");
+    std::vector<std::vector<std::string>> table = {{"kernel", "device", "total ms", "calls", "share"}};
     for (const Row& r : rows)
-        s += format("%-14s %-10s %12.3f %8lld %6.1f%%\n", r.kernel.c_str(), r.device.c_str(), r.ms,
-                    (long long)r.calls, total > 0 ? 100.0 * r.ms / total : 0.0);
-    s += format("%-14s %-10s %12.3f %8s (wall %s)\n", "total", "", total, "", format_seconds(wall).c_str());
-    out(s);
+        table.push_back({r.kernel, r.device, format("%.3f", r.ms), std::to_string(r.calls),
+                         format("%.1f%%", total > 0 ? 100.0 * r.ms / total : 0.0)});
+    int64_t calls = 0;
+    for (const Row& r : rows) calls += r.calls;
+    table.push_back({"total", "", format("%.3f", total), std::to_string(calls), rows.empty() ? "" : "100.0%"});
+    print_table(table, {false, false, true, true, true});
+    out("wall time " + format_seconds(wall) + "\n");
     lua_createtable(L, int(rows.size()), 0);
     for (size_t k = 0; k < rows.size(); k++) {
         lua_createtable(L, 0, 5);
@@ -567,20 +600,19 @@ static int l_compare(lua_State* L) {
     }
     guarded(L, [&] { set_current_device(prev); });
     lua_settop(L, results);
-    std::string s = format("%-12s %12s %14s %14s\n", "device", "time", "max abs diff", "max rel diff");
+    std::vector<std::vector<std::string>> table = {{"device", "time", "max abs diff", "max rel diff"}};
     for (lua_Integer k = 1; k <= ndev; k++) {
         lua_rawgeti(L, results, k);
         lua_getfield(L, -1, "device");
         lua_getfield(L, -2, "seconds");
         lua_getfield(L, -3, "max_abs");
         lua_getfield(L, -4, "max_rel");
-        std::string dev = lua_tostring(L, -4);
-        std::string t = format_seconds(lua_tonumber(L, -3));
-        if (k == 1) s += format("%-12s %12s %14s %14s\n", dev.c_str(), t.c_str(), "(reference)", "");
-        else s += format("%-12s %12s %14.3g %14.3g\n", dev.c_str(), t.c_str(), lua_tonumber(L, -2), lua_tonumber(L, -1));
+        std::string dev = lua_tostring(L, -4), t = format_seconds(lua_tonumber(L, -3));
+        if (k == 1) table.push_back({dev, t, "(reference)", ""});
+        else table.push_back({dev, t, format("%.3g", lua_tonumber(L, -2)), format("%.3g", lua_tonumber(L, -1))});
         lua_pop(L, 5);
     }
-    out(s);
+    print_table(table, {false, true, true, true});
     lua_pushnil(L);
     lua_setfield(L, results, "reference");
     return 1;

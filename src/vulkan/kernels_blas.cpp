@@ -86,7 +86,7 @@ void record_gemm(Recorder& r, const char* fn, float alpha, const Matrix& a, cons
     p.beta = beta;
     const uint32_t ta = a.trans, tb = b.trans;
 
-    uint32_t spec[9];
+    uint32_t spec[8];
     uint32_t spec_count, tile_m, tile_n;
     const char* shader;
     if (use_regblock(caps)) {
@@ -118,14 +118,13 @@ void record_gemm(Recorder& r, const char* fn, float alpha, const Matrix& a, cons
                          : 8;
         spec[0] = t;
         spec[1] = t;
-        spec[2] = 4;   // TM
-        spec[3] = 4;   // TN
-        spec[4] = 16;  // BK: (64+1 + 64+1)·16·4 bytes = 8.3 KiB of shared memory
-        spec[5] = ta;
-        spec[6] = tb;
-        spec[7] = epi;
-        spec[8] = uint32_t(act);
-        spec_count = 9;
+        spec[2] = 4;   // 4×4 accumulators per invocation
+        spec[3] = 16;  // BK: (64+1 + 64+1)·16·4 bytes = 8.3 KiB of shared memory
+        spec[4] = ta;
+        spec[5] = tb;
+        spec[6] = epi;
+        spec[7] = uint32_t(act);
+        spec_count = 8;
         tile_m = t * 4;
         tile_n = t * 4;
         shader = "mm_tiled";

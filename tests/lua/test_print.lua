@@ -1,0 +1,93 @@
+-- Printing: a header with shape, dtype and device, then right-aligned values
+-- with one common width; the corners of large matrices with ⋯ ⋮ ⋱; the same
+-- text on every device (printing downloads, so it waits for queued work).
+local t = dofile("tests/lua/t.lua")
+
+local ids = {}
+for _, d in ipairs(devices()) do
+  if d.usable then ids[#ids + 1] = d.id end
+end
+
+local function is(got, want)
+  assert(got == want, ("printed\n%s\nexpected\n%s"):format(got, want))
+end
+
+for _, id in ipairs(ids) do
+  device(id)
+  local D = id .. ": "
+  local on = " on " .. id
+
+  t.test(D .. "small matrices print every value, aligned", function()
+    is(tostring(from{{1, 2, 3}, {4, 5, 6}}), "matrix 2×3 float32" .. on .. "\n  1  2  3\n  4  5  6")
+    is(tostring(from{{1.5, -2}, {3, 100}}), "matrix 2×2 float32" .. on .. "\n  1.5   -2\n    3  100")
+    is(tostring(from{{0.1, 1e-5}}), "matrix 1×2 float32" .. on .. "\n    0.1  1e-05")
+    is(tostring(from{7}), "matrix 1×1 float32" .. on .. "\n  7")
+    is(tostring(from{1, 2, 3}), "matrix 3×1 float32" .. on .. "\n  1\n  2\n  3")
+    is(tostring(matrix(1, 2, {0, 255}, "uint8")), "matrix 1×2 uint8" .. on .. "\n    0  255")
+    is(tostring(from{{1 / 3, -0.25}}), "matrix 1×2 float32" .. on .. "\n  0.333333     -0.25")
+    is(tostring(zeros(6, 6)):gsub("\n.*", ""), "matrix 6×6 float32" .. on)
+    local _, lines = tostring(ones(6, 6)):gsub("\n", "")
+    assert(lines == 6, "a 6×6 matrix prints in full")
+  end)
+
+  t.test(D .. "views print their own logical elements", function()
+    local a = from{{1, 2, 3}, {4, 5, 6}}
+    is(tostring(a:t()), "matrix 3×2 float32" .. on .. "\n  1  4\n  2  5\n  3  6")
+    is(tostring(a:col(2)), "matrix 2×1 float32" .. on .. "\n  2\n  5")
+    is(tostring(a:row(2)), "matrix 1×3 float32" .. on .. "\n  4  5  6")
+    is(tostring(a:view(1, 2, 2, 2)), "matrix 2×2 float32" .. on .. "\n  2  3\n  5  6")
+  end)
+
+  t.test(D .. "empty and released matrices print their header", function()
+    is(tostring(zeros(0, 3)), "matrix 0×3 float32" .. on)
+    is(tostring(zeros(4, 0)), "matrix 4×0 float32" .. on)
+    local m = ones(3, 2)
+    m:release()
+    is(tostring(m), "matrix 3×2 float32" .. on .. " (released)")
+  end)
+
+  t.test(D .. "large matrices show their corners", function()
+    -- element (i, j) = 10·i + j
+    local vals = {}
+    for j = 1, 8 do
+      for i = 1, 8 do vals[#vals + 1] = 10 * i + j end
+    end
+    is(tostring(matrix(8, 8, vals)), table.concat({
+      "matrix 8×8 float32" .. on,
+      "  11  12  13  ⋯  16  17  18",
+      "  21  22  23  ⋯  26  27  28",
+      "  31  32  33  ⋯  36  37  38",
+      "   ⋮   ⋮   ⋮  ⋱   ⋮   ⋮   ⋮",
+      "  61  62  63  ⋯  66  67  68",
+      "  71  72  73  ⋯  76  77  78",
+      "  81  82  83  ⋯  86  87  88"}, "\n"))
+    is(tostring(matrix(2, 10, 1.5)), table.concat({
+      "matrix 2×10 float32" .. on,
+      "  1.5  1.5  1.5  ⋯  1.5  1.5  1.5",
+      "  1.5  1.5  1.5  ⋯  1.5  1.5  1.5"}, "\n"))
+    local col = zeros(7, 1)
+    for i = 1, 7 do col:set(i, i) end
+    is(tostring(col), "matrix 7×1 float32" .. on .. "\n  1\n  2\n  3\n  ⋮\n  5\n  6\n  7")
+    is(tostring(col:t()), "matrix 1×7 float32" .. on .. "\n  1  2  3  ⋯  5  6  7")
+    -- a big matrix: only the corners are downloaded, the header has the full shape
+    local big = zeros(784, 60000, "uint8")
+    local s = tostring(big)
+    assert(s:find("^matrix 784×60000 uint8" .. on .. "\n  0  0  0  ⋯  0  0  0\n"), s)
+    local _, lines = s:gsub("\n", "")
+    assert(lines == 7)
+    big:release()
+  end)
+end
+
+t.test("the same text on every device", function()
+  local m = from{{1, -2.5, 3e-7}, {4e6, 5, 0}}
+  local first
+  for _, id in ipairs(ids) do
+    local s = tostring(m:to(id)):gsub(" on [^\n]*", "")
+    first = first or s
+    is(s, first)
+  end
+  is(first, "matrix 2×3 float32\n      1   -2.5  3e-07\n  4e+06      5      0")
+end)
+
+t.done()

@@ -764,7 +764,7 @@ TEST_CASE("kernels: random values depend only on the seed and the logical index"
 
 // ---- agreement between devices ------------------------------------------------------------
 
-TEST_CASE("kernels: every device agrees with the cpu; rand and randn bit for bit", "[kernels][devices]") {
+TEST_CASE("kernels: every device agrees with the cpu, rand and randn bit for bit", "[kernels][devices]") {
     Device& cpu = cpu_device();
     for (Device* d : devices()) {
         if (d == &cpu) continue;

@@ -1,6 +1,7 @@
 // Data-set helpers in C: reading IDX files and making the per-epoch shuffle.
 // The rest of the data module (batches, show, the MNIST loaders) is Lua, in
 // lua/vela/data.lua, on top of these.
+#include <chrono>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -9,33 +10,17 @@
 #include "core/idx.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
+#include "lua/check.hpp"
 #include "lua/vela.hpp"
 
 namespace vela::lua {
 
 namespace {
 
-// The optional device argument: a spec string is resolved here; anything else
-// (a device object) is handed to Matrix:to after the data is read on the cpu,
-// so this file needs no knowledge of how devices are represented in Lua.
+// The optional device argument: a device or a spec string; the current device when absent.
 Device& target_device(lua_State* L, int arg) {
-    if (lua_isnoneornil(L, arg)) return current_device();
-    if (lua_type(L, arg) == LUA_TSTRING) {
-        std::string spec = lua_tostring(L, arg);
-        return guarded(L, [&]() -> Device& { return get_device(spec); });
-    }
-    return cpu_device();
-}
-
-// Leaves the matrix on top of the stack, moved to the device at `arg` when
-// that argument is a device object rather than a spec string.
-void push_on(lua_State* L, Matrix m, int arg) {
-    push_matrix(L, std::move(m));
-    if (lua_isnoneornil(L, arg) || lua_type(L, arg) == LUA_TSTRING) return;
-    lua_getfield(L, -1, "to");
-    lua_insert(L, -2);
-    lua_pushvalue(L, arg);
-    lua_call(L, 2, 1);
+    Device* d = test_device(L, arg);
+    return d ? *d : current_device();
 }
 
 // read_idx(path [, dev]) -> uint8 (sample size)×n matrix
@@ -43,7 +28,7 @@ int l_read_idx(lua_State* L) {
     std::string path = luaL_checkstring(L, 1);
     Device& dev = target_device(L, 2);
     Matrix m = guarded(L, [&] { return idx_to_matrix(read_idx(path), dev); });
-    push_on(L, std::move(m), 2);
+    push_matrix(L, std::move(m));
     return 1;
 }
 
@@ -54,7 +39,7 @@ int l_read_labels(lua_State* L) {
     luaL_argcheck(L, classes >= 1 && classes <= 256, 2, "classes must be in 1..256");
     Device& dev = target_device(L, 3);
     Matrix m = guarded(L, [&] { return read_idx_labels(path, int(classes), dev); });
-    push_on(L, std::move(m), 3);
+    push_matrix(L, std::move(m));
     return 1;
 }
 
@@ -81,11 +66,20 @@ int l_permutation(lua_State* L) {
         std::swap(idx[i - 1], idx[j]);
     }
     Matrix m = guarded(L, [&] { return from_host(dev, 1, n, idx.data()); });
-    push_on(L, std::move(m), 3);
+    push_matrix(L, std::move(m));
+    return 1;
+}
+
+// clock() -> seconds on a monotonic wall clock: what progress bars and
+// examples/s need (os.clock is processor time, which counts every thread).
+int l_clock(lua_State* L) {
+    using namespace std::chrono;
+    lua_pushnumber(L, duration<double>(steady_clock::now().time_since_epoch()).count());
     return 1;
 }
 
 const luaL_Reg funcs[] = {
+    {"clock", l_clock},
     {"read_idx", l_read_idx},
     {"read_labels", l_read_labels},
     {"permutation", l_permutation},
@@ -101,6 +95,7 @@ void open_data(lua_State* L) {
         "column; a labels file becomes 1×n. Magic, dimensions and length are checked.");
     doc("read_labels", "read_labels(path, classes [, dev]) -> float 1×n",
         "Reads an IDX labels file as 1-based class indices (label v becomes v + 1), each checked < classes.");
+    doc("clock", "clock() -> seconds", "A monotonic wall clock, for timing loops by hand (time(fn) syncs the device).");
     doc("permutation", "permutation(n, seed [, dev]) -> float 1×n",
         "1..n shuffled by seed (made on the host, identical for every device): the order of an epoch, "
         "for gather_cols.");

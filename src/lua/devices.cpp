@@ -91,6 +91,21 @@ static void print_table(const std::vector<std::vector<std::string>>& rows, const
     out(s);
 }
 
+static int summary_tostring(lua_State* L) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    return 1;
+}
+
+// The functions that print a table also return it; at the prompt the shell
+// prints that value again, so it prints as this one line instead.
+static void set_summary(lua_State* L, const std::string& line) {
+    lua_createtable(L, 0, 1);
+    lua_pushlstring(L, line.data(), line.size());
+    lua_pushcclosure(L, summary_tostring, 1);
+    lua_setfield(L, -2, "__tostring");
+    lua_setmetatable(L, -2);
+}
+
 /* ---------------------------------------------------------------------- */
 /* the device userdata                                                    */
 /* ---------------------------------------------------------------------- */
@@ -236,10 +251,13 @@ static int l_devices(lua_State* L) {
     }
     print_table(rows, {false, false, false, false, false, true, true, false});
     lua_createtable(L, int(list.size()), 0);
+    std::string ids;
     for (size_t k = 0; k < list.size(); k++) {
         push_info(L, list[k]);
         lua_rawseti(L, -2, lua_Integer(k + 1));
+        ids += (k ? ", " : "") + list[k].id;
     }
+    set_summary(L, format("%zu device%s: %s", list.size(), list.size() == 1 ? "" : "s", ids.c_str()));
     return 1;
 }
 
@@ -291,6 +309,8 @@ static int l_mem(lua_State* L) {
     lua_pushinteger(L, lua_Integer(m.used)), lua_setfield(L, -2, "used");
     lua_pushinteger(L, lua_Integer(m.reserved)), lua_setfield(L, -2, "reserved");
     lua_pushinteger(L, lua_Integer(m.total)), lua_setfield(L, -2, "total");
+    char u[32];
+    set_summary(L, d.name() + ": " + format_bytes(u, sizeof u, m.used) + " used");
     return 1;
 }
 
@@ -329,8 +349,15 @@ static int l_who(lua_State* L) {
     lua_pushnil(L);
     while (lua_next(L, -2)) {
         if (lua_type(L, -2) == LUA_TSTRING && test_matrix(L, -1)) {
-            lua_pushvalue(L, -2);
-            lua_rawsetp(L, names, lua_touserdata(L, -2));
+            // Prefer a real name to the shell's `_` (the last printed value).
+            bool underscore = std::strcmp(lua_tostring(L, -2), "_") == 0;
+            if (!underscore || lua_rawgetp(L, names, lua_touserdata(L, -1)) == LUA_TNIL) {
+                if (underscore) lua_pop(L, 1);
+                lua_pushvalue(L, -2);
+                lua_rawsetp(L, names, lua_touserdata(L, -2));
+            } else {
+                lua_pop(L, 1);
+            }
         }
         lua_pop(L, 1);
     }
@@ -370,8 +397,10 @@ static int l_who(lua_State* L) {
     }
     char b[32];
     print_table(rows);
-    out(format("%llu matri%s on %zu buffer%s, %s\n", (unsigned long long)count, count == 1 ? "x" : "ces",
-               seen.size(), seen.size() == 1 ? "" : "s", format_bytes(b, sizeof b, total)));
+    std::string line = format("%llu matri%s on %zu buffer%s, %s", (unsigned long long)count, count == 1 ? "x" : "ces",
+                              seen.size(), seen.size() == 1 ? "" : "s", format_bytes(b, sizeof b, total));
+    out(line + "\n");
+    set_summary(L, line);
     return 1;
 }
 
@@ -512,6 +541,7 @@ static int l_profile(lua_State* L) {
         lua_pushnumber(L, total > 0 ? rows[k].ms / total : 0.0), lua_setfield(L, -2, "share");
         lua_rawseti(L, -2, lua_Integer(k + 1));
     }
+    set_summary(L, format("%zu kernel%s, %.3f ms device time", rows.size(), rows.size() == 1 ? "" : "s", total));
     return 1;
 }
 
@@ -615,6 +645,9 @@ static int l_compare(lua_State* L) {
     print_table(table, {false, true, true, true});
     lua_pushnil(L);
     lua_setfield(L, results, "reference");
+    std::string ids;
+    for (size_t k = 1; k < table.size(); k++) ids += (k > 1 ? ", " : "") + table[k][0];
+    set_summary(L, "compared " + ids);
     return 1;
 }
 

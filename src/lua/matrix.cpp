@@ -428,15 +428,22 @@ static int m_shape(lua_State* L) {
     return 2;
 }
 
+// Only a userdata resurrected after its __gc (a finalizer keeping it) lacks a buffer.
+static Matrix& check_storage(lua_State* L, int arg, const char* fn) {
+    Matrix& m = check_matrix(L, arg);
+    if (!m.buf) luaL_error(L, "%s: the matrix was garbage-collected", fn);
+    return m;
+}
+
 static int m_dtype(lua_State* L) {
     check_nargs(L, 1);
-    lua_pushstring(L, dtype_name(check_matrix(L, 1).dtype()));
+    lua_pushstring(L, dtype_name(check_storage(L, 1, "dtype").dtype()));
     return 1;
 }
 
 static int m_device(lua_State* L) {
     check_nargs(L, 1);
-    push_device(L, check_matrix(L, 1).device());
+    push_device(L, check_storage(L, 1, "device").device());
     return 1;
 }
 
@@ -445,7 +452,7 @@ static float* download(lua_State* L, const Matrix& m) {
     float* host = scratch<float>(L, size_t(m.size()));
     guarded(L, [&] {
         std::vector<float> v = to_host(m);
-        std::memcpy(host, v.data(), v.size() * sizeof(float));
+        if (!v.empty()) std::memcpy(host, v.data(), v.size() * sizeof(float));
     });
     return host;
 }
@@ -503,8 +510,8 @@ static int m_release(lua_State* L) {
 
 static int m_gc(lua_State* L) {
     auto* lm = static_cast<LMatrix*>(luaL_testudata(L, 1, kMatrixType));
-    if (lm && lm->m.buf) {
-        unlink(lm);
+    if (lm) {
+        unlink(lm);        // a no-op when already unlinked
         lm->m = Matrix{};  // drops the buffer reference; a resurrected userdata reads as empty
     }
     return 0;
@@ -681,7 +688,7 @@ static int m_tostring(lua_State* L) {
 /* fields and registration                                                */
 /* ---------------------------------------------------------------------- */
 
-// __index: the fields rows and cols, then the methods (upvalue 1).
+// __index: the fields rows and cols, then the methods (in the metatable, upvalue 1).
 static int m_index(lua_State* L) {
     Matrix& m = check_matrix(L, 1);
     size_t len;
@@ -694,6 +701,7 @@ static int m_index(lua_State* L) {
         lua_pushinteger(L, m.cols);
         return 1;
     }
+    if (k && len >= 2 && k[0] == '_' && k[1] == '_') return 0;  // metamethods are not fields
     lua_pushvalue(L, 2);
     lua_rawget(L, lua_upvalueindex(1));
     return 1;
@@ -759,9 +767,12 @@ static void document() {
 }
 
 void open_matrix(lua_State* L) {
+    // The methods sit in the metatable itself, where help() and the shell's
+    // completion look when __index is a function (it must be, for m.rows).
     luaL_newmetatable(L, kMatrixType);
     luaL_setfuncs(L, metamethods, 0);
-    luaL_newlib(L, methods);
+    luaL_setfuncs(L, methods, 0);
+    lua_pushvalue(L, -1);
     lua_pushcclosure(L, m_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);

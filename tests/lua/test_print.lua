@@ -90,4 +90,35 @@ t.test("the same text on every device", function()
   is(first, "matrix 2×3 float32\n      1   -2.5  3e-07\n  4e+06      5      0")
 end)
 
+t.test("help: every function of this surface and every method is documented", function()
+  local names = {
+    "matrix", "zeros", "ones", "rand", "randn", "from", "mm", "mv", "rk", "axpy", "axpby", "scal", "copy", "swap",
+    "fill", "dot", "nrm2", "asum", "sum", "imax", "tanh", "sigmoid", "relu", "exp", "log", "sqrt", "sqr", "inv", "abs",
+    "linear_frac", "tanh_prime", "sigmoid_prime", "relu_prime", "mul", "div", "add", "sub", "softmax", "softmax_xent",
+    "argmax", "gather_cols", "add_bias", "dense", "devices", "device", "sync", "stats", "mem", "who", "threads",
+    "seed", "time", "bench", "profile", "compare"}
+  for _, m in ipairs{"t", "view", "row", "col", "columns", "get", "set", "shape", "dtype", "device", "totable",
+    "copy", "raw", "to", "release"} do names[#names + 1] = "Matrix:" .. m end
+  for _, m in ipairs{"sync", "stats", "info", "name"} do names[#names + 1] = "Device:" .. m end
+  local script = {}
+  for _, n in ipairs(names) do script[#script + 1] = ("print('@@%s') help(%q)"):format(n, n) end
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(table.concat(script, "\n"))
+  f:close()
+  local p = assert(io.popen(("%q %q"):format(arg[-1], path)))
+  local out = p:read("a")
+  p:close()
+  os.remove(path)
+  for _, n in ipairs(names) do
+    local body = out:match("@@" .. n:gsub("%p", "%%%0") .. "\n(.-)\n@@") or out:match("@@" .. n:gsub("%p", "%%%0") .. "\n(.*)$")
+    assert(body and #body > 20, "no help for " .. n .. ": " .. tostring(body))
+    assert(not body:find("without documentation") and not body:find("no help for"), n .. ": " .. body)
+  end
+  assert(out:find("@@tanh_prime\n[^@]*ACTIVATION"), "derivatives say what they take")
+  assert(out:find("@@relu_prime\n[^@]*pre%-activation z"))
+  assert(out:find("@@mm\n[^@]*addmm") and out:find("@@rk\n[^@]*addr") and out:find("@@axpy\n[^@]*add%(α, x%)"))
+  assert(out:find("@@mv\n[^@]*addmv"))
+end)
+
 t.done()

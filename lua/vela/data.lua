@@ -1,0 +1,249 @@
+-- vela.data: data sets kept on the device, and batches taken from them there.
+--
+-- A set is {images = uint8 (pixels)×n, labels = float 1×n of 1-based class
+-- indices, n = n, classes = {names}}, resident on one device. A loader
+-- shuffles by seed (one permutation uploaded per epoch) and gathers each
+-- batch with gather_cols straight into a reused float buffer, scaled to
+-- [0, 1]: no per-batch host transfer and no per-batch allocation.
+-- data.show and data.show_weights draw digits and learned templates in the
+-- terminal.
+local vela = require "vela"
+
+local data = {}
+local fmt = string.format
+
+data.mnist_classes = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+data.fashion_classes = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                        "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+
+local function exists(path)
+  local f = io.open(path, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+-- The IDX file `name` in dir, raw or gzipped.
+local function find(dir, name, what)
+  for _, p in ipairs{dir .. "/" .. name, dir .. "/" .. name .. ".gz"} do
+    if exists(p) then return p end
+  end
+  error(fmt("%s: no %s in '%s' (looked for %s and %s.gz; scripts/get-data fetches the data sets)",
+    what, name, dir, name, name), 3)
+end
+
+-- One IDX images/labels pair as a set, the counts checked against each other.
+function data.read_set(images_path, labels_path, classes, dev)
+  local images = vela.read_idx(images_path, dev)
+  local labels = vela.read_labels(labels_path, #classes, dev)
+  if images.cols ~= labels.cols then
+    error(fmt("data: '%s' holds %d images but '%s' holds %d labels", images_path, images.cols,
+      labels_path, labels.cols), 2)
+  end
+  return {images = images, labels = labels, n = images.cols, classes = classes}
+end
+
+local function load_pair(dir, classes, what, dev)
+  local function set(prefix)
+    return data.read_set(find(dir, prefix .. "-images-idx3-ubyte", what),
+                         find(dir, prefix .. "-labels-idx1-ubyte", what), classes, dev)
+  end
+  return {train = set("train"), test = set("t10k")}
+end
+
+-- data.mnist([dir [, dev]]): the four standard IDX files in dir (default data/mnist).
+function data.mnist(dir, dev)
+  return load_pair(dir or "data/mnist", data.mnist_classes, "data.mnist", dev)
+end
+
+-- data.fashion_mnist([dir [, dev]]): the same layout, default data/fashion-mnist.
+function data.fashion_mnist(dir, dev)
+  return load_pair(dir or "data/fashion-mnist", data.fashion_classes, "data.fashion_mnist", dev)
+end
+
+-- The first n samples from `first` on (1-based), as views: no copy.
+function data.subset(set, first, n)
+  if first < 1 or n < 0 or first + n - 1 > set.n then
+    error(fmt("data.subset: samples %d..%d are outside the set of %d", first, first + n - 1, set.n), 2)
+  end
+  return {images = set.images:columns(first, n), labels = set.labels:columns(first, n), n = n, classes = set.classes}
+end
+
+-- Both sets of a data set moved to dev.
+function data.to(sets, dev)
+  local function mv(s)
+    return {images = s.images:to(dev), labels = s.labels:to(dev), n = s.n, classes = s.classes}
+  end
+  local out = {}
+  for k, s in pairs(sets) do out[k] = s.images and mv(s) or s end
+  return out
+end
+
+-- ---------------------------------------------------------------------------
+-- Batches
+-- ---------------------------------------------------------------------------
+
+local Loader = {}
+Loader.__index = Loader
+
+-- data.loader(set, batch [, opts]): opts.seed (default 1), opts.shuffle
+-- (default true), opts.scale (default 1/255 for uint8 images, else 1).
+-- loader:epoch(e) iterates over (x, y, b, n): x the float (pixels)×n batch,
+-- y its 1×n labels, b the batch number; the last batch may be smaller.
+function data.loader(set, batch, opts)
+  opts = opts or {}
+  if type(set) ~= "table" or not set.images then
+    error("data.loader: expected a set {images =, labels =, n =}", 2)
+  end
+  if not set.n then set = {images = set.images, labels = set.labels, n = set.images.cols, classes = set.classes} end
+  if math.type(batch) ~= "integer" or batch < 1 then
+    error(fmt("data.loader: batch size must be a positive integer, got %s", tostring(batch)), 2)
+  end
+  if batch > set.n then
+    error(fmt("data.loader: batch size %d is larger than the set (%d samples)", batch, set.n), 2)
+  end
+  local dev = set.images:device()
+  local scale = opts.scale or (set.images:dtype() == "uint8" and 1 / 255 or 1)
+  local self = setmetatable({set = set, batch = batch, dev = dev, scale = scale,
+                             seed = opts.seed or 1, shuffle = opts.shuffle ~= false}, Loader)
+  self.nbatches = (set.n + batch - 1) // batch
+  self.x = vela.zeros(set.images.rows, batch, "float32", dev)
+  self.y = vela.zeros(1, batch, "float32", dev)
+  local last = set.n - (self.nbatches - 1) * batch
+  self.views = {[batch] = {self.x, self.y}}
+  if last ~= batch then self.views[last] = {self.x:columns(1, last), self.y:columns(1, last)} end
+  if set.labels and set.labels.cols ~= set.n then
+    error(fmt("data.loader: the set has %d labels for %d images", set.labels.cols, set.n), 2)
+  end
+  return self
+end
+
+-- The order of epoch e: a permutation by (seed, e), made on the host and
+-- uploaded once (the same on every device), or 1..n unshuffled.
+function Loader:order(e)
+  if not self.shuffle then
+    if not self.identity then
+      local t = {}
+      for i = 1, self.set.n do t[i] = i end
+      self.identity = vela.matrix(1, self.set.n, t, "float32", self.dev)
+    end
+    return self.identity
+  end
+  if self.perm then self.perm:release() end
+  self.perm = vela.permutation(self.set.n, self.seed * 1000003 + (e or 1), self.dev)
+  return self.perm
+end
+
+function Loader:epoch(e)
+  local order = self:order(e)
+  local set, batch, scale = self.set, self.batch, self.scale
+  local b = 0
+  return function()
+    local first = b * batch + 1
+    if first > set.n then return nil end
+    b = b + 1
+    local n = math.min(batch, set.n - first + 1)
+    local v = self.views[n]
+    local idx = order:columns(first, n)
+    vela.gather_cols(set.images, idx, v[1], scale)  -- x ← images(:, order[first..]) / 255
+    if set.labels then vela.gather_cols(set.labels, idx, v[2]) end  -- y ← labels(order[first..])
+    return v[1], v[2], b, n
+  end
+end
+
+-- data.batches(set, batch [, opts]): one epoch's batches (opts.epoch picks the shuffle).
+function data.batches(set, batch, opts)
+  opts = opts or {}
+  return data.loader(set, batch, opts):epoch(opts.epoch or 1)
+end
+
+-- ---------------------------------------------------------------------------
+-- Pictures in the terminal
+-- ---------------------------------------------------------------------------
+
+local shades = {" ", "░", "▒", "▓", "█"}
+
+-- Two image rows per text line (terminal cells are about twice as tall as
+-- wide): each cell shows the darker of the two pixels it covers.
+local function render(pix, side, lo, hi)
+  local lines = {}
+  local range = (hi > lo) and (hi - lo) or 1
+  for r = 1, side, 2 do
+    local cells = {}
+    for c = 1, side do
+      local v = pix[(r - 1) * side + c]
+      if r + 1 <= side then v = math.max(v, pix[r * side + c]) end
+      local k = math.floor((v - lo) / range * (#shades - 1) + 0.5)
+      cells[c] = shades[math.max(0, math.min(#shades - 1, k)) + 1]
+    end
+    lines[#lines + 1] = table.concat(cells)
+  end
+  return lines
+end
+
+local function column(m, j)
+  local t = m:col(j):to("cpu"):totable()
+  local v = {}
+  for i = 1, #t do v[i] = t[i][1] end
+  return v
+end
+
+local function side_of(rows, what)
+  local side = math.floor(math.sqrt(rows) + 0.5)
+  if side * side ~= rows then error(fmt("%s: %d pixels is not a square image", what, rows), 3) end
+  return side
+end
+
+-- data.show(images, i [, quiet]): draws image i (a column) of images, a set
+-- (then with its class) or a matrix; returns the lines drawn.
+function data.show(images, i, quiet)
+  local set
+  if type(images) == "table" then set, images = images, images.images end
+  i = i or 1
+  if i < 1 or i > images.cols then
+    error(fmt("data.show: image %d is outside 1..%d", i, images.cols), 2)
+  end
+  local side = side_of(images.rows, "data.show")
+  local pix = column(images, i)
+  local lo, hi = math.huge, -math.huge
+  for _, v in ipairs(pix) do lo, hi = math.min(lo, v), math.max(hi, v) end
+  if images:dtype() == "uint8" then lo, hi = 0, 255 end
+  local lines = render(pix, side, lo, hi)
+  if set then
+    local c = math.floor(set.labels:get(1, i) + 0.5)
+    table.insert(lines, 1, fmt("image %d: class %d (%s)", i, c, set.classes and set.classes[c] or "?"))
+  end
+  if not quiet then print(table.concat(lines, "\n")) end
+  return lines
+end
+
+-- data.show_weights(layer [, count [, per_row]]): the first `count` rows of a
+-- first layer's W drawn as images: the templates each unit learned, scaled
+-- each between its own minimum and maximum.
+function data.show_weights(layer, count, per_row, quiet)
+  local w = layer.w or layer
+  if layer.layers then w = layer.layers[1].w end
+  count = math.min(count or 10, w.rows)
+  per_row = per_row or 5
+  local side = side_of(w.cols, "data.show_weights")
+  local wt = w:t()
+  local out = {}
+  for start = 1, count, per_row do
+    local blocks = {}
+    for u = start, math.min(count, start + per_row - 1) do
+      local pix = column(wt, u)
+      local lo, hi = math.huge, -math.huge
+      for _, v in ipairs(pix) do lo, hi = math.min(lo, v), math.max(hi, v) end
+      blocks[#blocks + 1] = render(pix, side, lo, hi)
+    end
+    for r = 1, #blocks[1] do
+      local parts = {}
+      for b = 1, #blocks do parts[b] = blocks[b][r] end
+      out[#out + 1] = table.concat(parts, "  ")
+    end
+    out[#out + 1] = ""
+  end
+  if not quiet then print(table.concat(out, "\n")) end
+  return out
+end
+
+return data

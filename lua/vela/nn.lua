@@ -1,0 +1,649 @@
+-- vela.nn: fully connected networks written with vela's kernels, meant to be
+-- read as a worked example (in the manner of llm.c): each layer keeps its
+-- forward and backward side by side, each starting with the shapes it takes
+-- and gives, and each backward is the derivative as written on paper, one
+-- kernel call per equation.
+--
+-- Conventions: one sample per column (a batch of n MNIST images is 784×n);
+-- labels are a 1×n vector of 1-based class indices; every buffer a layer
+-- needs is allocated once per batch size and reused, so a training step
+-- allocates no device memory. The losses keep their per-sample values on the
+-- device; reading them (a host wait) is left to the caller.
+local vela = require "vela"
+
+local nn = {}
+
+local mm, mv, dense, mul = vela.mm, vela.mv, vela.dense, vela.mul
+local fmt = string.format
+
+-- ---------------------------------------------------------------------------
+-- helpers
+-- ---------------------------------------------------------------------------
+
+local function alloc(dev, rows, cols) return vela.zeros(rows, cols, "float32", dev) end
+
+local function same_device(a, b) return rawequal(a, b) or a == b or tostring(a) == tostring(b) end
+
+local function dev_name(d) return (tostring(d):match("^(%S+)")) end
+
+-- A ones vector of length n on dev, kept per (device, n): the bias gradient
+-- is δ·1, the row sums of δ, done by mv.
+local ones_cache = setmetatable({}, {__mode = "k"})
+local function ones_on(dev, n)
+  local key = dev_name(dev)
+  local t = ones_cache[key]
+  if not t then t = {}; ones_cache[key] = t end
+  local v = t[n]
+  if not v then v = vela.fill(alloc(dev, n, 1), 1); t[n] = v end
+  return v
+end
+
+-- Per-batch-size buffers: one matrix of `cap` columns per name, handed out as
+-- views of the first n columns (the views themselves cached per n), grown
+-- only when a larger batch arrives.
+local Buffers = {}
+Buffers.__index = Buffers
+
+local function buffers(dev, rows) return setmetatable({dev = dev, rows = rows, cap = 0, full = {}, views = {}}, Buffers) end
+
+function Buffers:get(n)
+  local v = self.views[n]
+  if v then return v end
+  if n > self.cap then
+    self.cap = n
+    for name, r in pairs(self.rows) do self.full[name] = alloc(self.dev, r, n) end
+    self.views = {}
+  end
+  v = {}
+  for name in pairs(self.rows) do
+    local m = self.full[name]
+    v[name] = (n == self.cap) and m or m:columns(1, n)
+  end
+  self.views[n] = v
+  return v
+end
+
+nn._buffers, nn._ones = buffers, ones_on
+
+-- ---------------------------------------------------------------------------
+-- nn.linear: a ← act(W·x + b·1ᵀ)
+-- ---------------------------------------------------------------------------
+
+local activations = {identity = true, relu = true, sigmoid = true, tanh = true}
+local primes = {relu = vela.relu_prime, sigmoid = vela.sigmoid_prime, tanh = vela.tanh_prime}
+
+local Linear = {}
+Linear.__index = Linear
+nn.Linear = Linear
+
+-- nn.linear(inputs, outputs [, activation] [, opts]) with opts.init "he"
+-- (default for relu) or "xavier" (default otherwise), opts.seed (default: the
+-- next seed of vela's sequence, see seed(n)), opts.device.
+-- Weights: W ~ N(0, 1)·s with s = √(2/inputs) (He) or √(2/(inputs+outputs))
+-- (Xavier/Glorot); b = 0. The same seed gives the same W on every device.
+function nn.linear(inputs, outputs, activation, opts)
+  if type(activation) == "table" then activation, opts = nil, activation end
+  opts = opts or {}
+  activation = activation or "identity"
+  assert(math.type(inputs) == "integer" and inputs > 0, "nn.linear: inputs must be a positive integer")
+  assert(math.type(outputs) == "integer" and outputs > 0, "nn.linear: outputs must be a positive integer")
+  if not activations[activation] then
+    error(fmt("nn.linear: unknown activation '%s' (expected identity, relu, sigmoid or tanh)", tostring(activation)), 2)
+  end
+  local init = opts.init or (activation == "relu" and "he" or "xavier")
+  local scale
+  if init == "he" then scale = math.sqrt(2 / inputs)
+  elseif init == "xavier" then scale = math.sqrt(2 / (inputs + outputs))
+  else error(fmt("nn.linear: unknown init '%s' (expected he or xavier)", tostring(init)), 2) end
+
+  local dev = opts.device or vela.device()
+  if type(dev) == "string" then dev = vela.device(dev) end
+  local self = setmetatable({inputs = inputs, outputs = outputs, activation = activation, init = init}, Linear)
+  self.w = alloc(dev, outputs, inputs)
+  if opts.seed then vela.randn(self.w, opts.seed) else vela.randn(self.w) end
+  vela.scal(scale, self.w)
+  self.b = alloc(dev, outputs, 1)
+  self:_setup(dev)
+  return self
+end
+
+-- Gradients, optimizer state and batch buffers, all on the parameters' device.
+function Linear:_setup(dev)
+  self.dev = dev
+  self.dw = alloc(dev, self.outputs, self.inputs)
+  self.db = alloc(dev, self.outputs, 1)
+  self.state = self.state or {w = {}, b = {}}
+  self.buf = buffers(dev, {a = self.outputs, delta = self.outputs, dx = self.inputs})
+  self._params = {{self.w, self.dw, self.state.w, name = "w"}, {self.b, self.db, self.state.b, name = "b"}}
+  self._checked = nil
+end
+
+function Linear:__tostring()
+  return fmt("linear(%d→%d, %s)", self.inputs, self.outputs, self.activation)
+end
+
+-- Checks the input once per distinct matrix (batches are cached views, so
+-- the hot path compares one reference).
+function Linear:_check(x, where)
+  if rawequal(x, self._checked) then return end
+  local name = where or tostring(self)
+  if x.rows ~= self.inputs then
+    error(fmt("%s: input is %d×%d but the layer takes %d rows (one sample per column)",
+      name, x.rows, x.cols, self.inputs), 3)
+  end
+  if not same_device(x:device(), self.dev) then
+    error(fmt("%s: input is on %s but the layer is on %s (move one: x:to(dev) or net:to(dev))",
+      name, dev_name(x:device()), dev_name(self.dev)), 3)
+  end
+  self._checked = x
+end
+
+-- forward: x (inputs×n) → a (outputs×n)
+--   a = act(W·x + b·1ᵀ)
+-- One fused kernel; unfused it reads  mm(1, W, x, 0, a); add_bias(b, a); act(a).
+function Linear:forward(x, where)
+  self:_check(x, where)
+  local n = x.cols
+  local buf = self.buf:get(n)
+  self.x, self.a, self.n = x, buf.a, n
+  dense(self.w, x, self.b, buf.a, self.activation)
+  return buf.a
+end
+
+-- backward: da = ∂L/∂a (outputs×n) → dx = ∂L/∂x (inputs×n), or nothing when
+-- need_dx is false (the first layer: nobody wants the gradient of the data).
+-- The four equations of backprop, one kernel each:
+--   δ  = da ∘ act′(z)        (outputs×n)       mul, with act′ from a
+--   dW = δ·xᵀ                (outputs×inputs)  mm
+--   db = δ·1                 (outputs)         mv with a ones vector
+--   dx = Wᵀ·δ                (inputs×n)        mm with W:t()
+function Linear:backward(da, need_dx)
+  local n = self.n
+  assert(n, "nn.linear: backward before forward")
+  if da.rows ~= self.outputs or da.cols ~= n then
+    error(fmt("%s: backward got a %d×%d gradient, expected %d×%d (the shape of the last forward's output)",
+      tostring(self), da.rows, da.cols, self.outputs, n), 2)
+  end
+  local buf = self.buf:get(n)
+  local delta = da
+  local prime = primes[self.activation]
+  if prime then
+    delta = buf.delta
+    prime(self.a, delta)   -- δ ← act′
+    mul(da, delta)         -- δ ← da ∘ δ
+  end
+  mm(1, delta, self.x:t(), 0, self.dw)
+  mv(1, delta, ones_on(self.dev, n), 0, self.db)
+  if need_dx == false then return nil end
+  mm(1, self.w:t(), delta, 0, buf.dx)
+  return buf.dx
+end
+
+function Linear:params() return self._params end
+
+function Linear:to(dev)
+  if type(dev) == "string" then dev = vela.device(dev) end
+  self.w, self.b = self.w:to(dev), self.b:to(dev)
+  for _, st in pairs(self.state) do
+    for k, m in pairs(st) do
+      if type(m) ~= "number" then st[k] = m:to(dev) end
+    end
+  end
+  self:_setup(dev)
+  return self
+end
+
+-- ---------------------------------------------------------------------------
+-- nn.sequential{layer, layer, ...}
+-- ---------------------------------------------------------------------------
+
+local Sequential = {}
+Sequential.__index = Sequential
+nn.Sequential = Sequential
+
+function nn.sequential(layers)
+  assert(type(layers) == "table" and #layers > 0, "nn.sequential: expected a list of layers")
+  for i = 2, #layers do
+    if layers[i].inputs ~= layers[i - 1].outputs then
+      error(fmt("nn.sequential: layer %d (%s) takes %d inputs but layer %d (%s) gives %d outputs",
+        i, tostring(layers[i]), layers[i].inputs, i - 1, tostring(layers[i - 1]), layers[i - 1].outputs), 2)
+    end
+  end
+  local self = setmetatable({layers = layers, inputs = layers[1].inputs, outputs = layers[#layers].outputs}, Sequential)
+  self:_collect()
+  return self
+end
+
+function Sequential:_collect()
+  local ps = {}
+  for i, l in ipairs(self.layers) do
+    for _, p in ipairs(l:params()) do
+      p.name = fmt("%d.%s", i, p.name:match("[^.]*$"))
+      ps[#ps + 1] = p
+    end
+  end
+  self._params = ps
+end
+
+function Sequential:__tostring()
+  local parts = {}
+  for i, l in ipairs(self.layers) do parts[i] = tostring(l) end
+  return fmt("sequential{%s} on %s", table.concat(parts, ", "), dev_name(self:device()))
+end
+
+function Sequential:device() return self.layers[1].dev end
+
+-- forward: x (inputs×n) → output (outputs×n), layer by layer.
+function Sequential:forward(x)
+  for i, l in ipairs(self.layers) do
+    x = l:forward(x, fmt("layer %d, %s", i, tostring(l)))
+  end
+  return x
+end
+
+-- backward: ∂L/∂output (outputs×n) → nothing; every layer's gradients are
+-- filled. The first layer skips the gradient of its input.
+function Sequential:backward(dout)
+  for i = #self.layers, 1, -1 do
+    dout = self.layers[i]:backward(dout, i > 1)
+  end
+end
+
+-- The list of {param, grad, state, name = "1.w"}: what an optimizer steps.
+function Sequential:params() return self._params end
+
+-- Moves parameters, gradients and optimizer state to dev; buffers are made
+-- afresh there. The net object stays the same, so code holding it carries on.
+function Sequential:to(dev)
+  for _, l in ipairs(self.layers) do l:to(dev) end
+  self:_collect()
+  return self
+end
+
+function Sequential:nparams()
+  local n = 0
+  for _, p in ipairs(self._params) do n = n + #p[1] end
+  return n
+end
+
+-- ---------------------------------------------------------------------------
+-- Losses: forward(output, labels) → per-sample loss vector (1×n, on the
+-- device); backward() → ∂L/∂output for L the mean over the batch.
+-- ---------------------------------------------------------------------------
+
+local function check_loss_args(name, z, labels, k)
+  if labels.rows ~= 1 or labels.cols ~= z.cols then
+    error(fmt("%s: labels are %d×%d but the output has %d columns (expected a 1×%d vector of class indices)",
+      name, labels.rows, labels.cols, z.cols, z.cols), 3)
+  end
+  if k and z.rows ~= k then
+    error(fmt("%s: output has %d rows, expected %d", name, z.rows, k), 3)
+  end
+end
+
+-- nn.softmax_xent(): softmax followed by cross-entropy, fused in one kernel.
+--   forward: z (k×n) logits, labels (1×n) → loss (1×n), lossᵢ = −log softmax(zᵢ)[labelᵢ]
+--   backward: dz = (softmax(z) − onehot(labels)) / n   (k×n)
+local Xent = {name = "softmax_xent"}
+Xent.__index = Xent
+
+function nn.softmax_xent() return setmetatable({}, Xent) end
+
+function Xent:forward(z, labels)
+  check_loss_args("nn.softmax_xent", z, labels)
+  local n = z.cols
+  if not self.buf or not same_device(self.buf.dev, z:device()) or self.k ~= z.rows then
+    self.k = z.rows
+    self.buf = buffers(z:device(), {dz = z.rows, loss = 1})
+  end
+  local b = self.buf:get(n)
+  vela.softmax_xent(z, labels, b.dz, b.loss, 1 / n)
+  self.dz, self.loss = b.dz, b.loss
+  return b.loss
+end
+
+function Xent:backward() return self.dz end
+
+-- nn.quadratic(): half the squared error against one-hot targets.
+--   forward: a (k×n), labels (1×n) → loss (1×n), lossᵢ = ½‖aᵢ − yᵢ‖², y = onehot(labels)
+--   backward: da = (a − y) / n   (k×n)
+-- The one-hot targets are columns of the k×k identity gathered by label.
+local Quad = {name = "quadratic"}
+Quad.__index = Quad
+
+function nn.quadratic() return setmetatable({}, Quad) end
+
+function Quad:forward(a, labels)
+  check_loss_args("nn.quadratic", a, labels)
+  local n, k, dev = a.cols, a.rows, a:device()
+  if not self.buf or not same_device(self.buf.dev, dev) or self.k ~= k then
+    self.k = k
+    self.buf = buffers(dev, {y = k, d = k, sq = k, loss = 1})
+    self.eye = alloc(dev, k, k)
+    for i = 1, k do self.eye:set(i, i, 1) end
+  end
+  local b = self.buf:get(n)
+  vela.gather_cols(self.eye, labels, b.y)        -- y  ← onehot(labels)
+  vela.sub(a, b.y, b.d)                          -- d  ← a − y
+  vela.sqr(b.d, b.sq)                            -- sq ← d²
+  mv(0.5, b.sq:t(), ones_on(dev, k), 0, b.loss:t())  -- lossᵢ ← ½ Σ_rows d²
+  vela.scal(1 / n, b.d)                          -- da ← d / n
+  self.da, self.loss = b.d, b.loss
+  return b.loss
+end
+
+function Quad:backward() return self.da end
+
+nn.losses = {softmax_xent = nn.softmax_xent, quadratic = nn.quadratic}
+
+-- The mean of a per-sample loss vector, read to the host (the host waits).
+function nn.mean(loss) return vela.sum(loss) / #loss end
+
+-- ---------------------------------------------------------------------------
+-- save / load: a small, versioned binary format, device independent.
+--
+--   bytes  what
+--   8      magic "VELANN\r\n" (the \r\n catches text-mode mangling)
+--   4      format version, uint32 little-endian (1)
+--   4      number of layers L
+--   L ×    4 layer kind (1 = linear), 4 inputs, 4 outputs,
+--          4 activation (0 identity, 1 relu, 2 sigmoid, 3 tanh),
+--          then outputs·inputs float32 W (column-major), outputs float32 b
+--   8      "VELAEND\n": a truncated file is caught even at a layer boundary
+-- ---------------------------------------------------------------------------
+
+local MAGIC, TRAILER, VERSION = "VELANN\r\n", "VELAEND\n", 1
+local act_code = {identity = 0, relu = 1, sigmoid = 2, tanh = 3}
+local act_of_code = {[0] = "identity", "relu", "sigmoid", "tanh"}
+nn.format_version = VERSION
+
+-- Column-major float32 bytes of a matrix, read from its device once.
+local function pack_matrix(m)
+  local rows = m:to("cpu"):totable()
+  local flat, k = {}, 0
+  local parts = {}
+  for j = 1, m.cols do
+    for i = 1, m.rows do
+      k = k + 1
+      flat[k] = rows[i][j]
+      if k == 4096 then parts[#parts + 1] = string.pack(string.rep("<f", k), table.unpack(flat, 1, k)); k = 0 end
+    end
+  end
+  if k > 0 then parts[#parts + 1] = string.pack(string.rep("<f", k), table.unpack(flat, 1, k)) end
+  return table.concat(parts)
+end
+
+function Sequential:save(path)
+  local out = {MAGIC, string.pack("<I4I4", VERSION, #self.layers)}
+  for _, l in ipairs(self.layers) do
+    if getmetatable(l) ~= Linear then error("net:save: only linear layers can be saved", 2) end
+    out[#out + 1] = string.pack("<I4I4I4I4", 1, l.inputs, l.outputs, act_code[l.activation])
+    out[#out + 1] = pack_matrix(l.w)
+    out[#out + 1] = pack_matrix(l.b)
+  end
+  out[#out + 1] = TRAILER
+  local f, err = io.open(path, "wb")
+  if not f then error("net:save: " .. err, 2) end
+  f:write(table.concat(out))
+  f:close()
+  return path
+end
+
+-- nn.load(path [, dev]) → a sequential net on dev (default: the current device).
+function nn.load(path, dev)
+  local f, err = io.open(path, "rb")
+  if not f then error("nn.load: " .. err, 2) end
+  local s = f:read("a")
+  f:close()
+  local function bad(what, ...) error(fmt("nn.load: '%s' " .. what, path, ...), 3) end
+  if #s < 16 or s:sub(1, 8) ~= MAGIC then bad("is not a vela net (no VELANN magic)") end
+  local version, nlayers, pos = string.unpack("<I4I4", s, 9)
+  if version ~= VERSION then bad("has format version %d; this vela reads version %d", version, VERSION) end
+  if nlayers < 1 or nlayers > 1000 then bad("declares %d layers", nlayers) end
+  dev = dev or vela.device()
+  local layers = {}
+  for i = 1, nlayers do
+    if pos + 16 > #s + 1 then bad("is truncated in layer %d's header", i) end
+    local kind, inputs, outputs, act
+    kind, inputs, outputs, act, pos = string.unpack("<I4I4I4I4", s, pos)
+    if kind ~= 1 then bad("layer %d has unknown kind %d (1 = linear)", i, kind) end
+    if not act_of_code[act] then bad("layer %d has unknown activation code %d", i, act) end
+    if inputs < 1 or outputs < 1 or inputs * outputs > (1 << 31) then bad("layer %d has bad size %d→%d", i, inputs, outputs) end
+    local nw, nb = inputs * outputs, outputs
+    if pos + 4 * (nw + nb) > #s + 1 then bad("is truncated in layer %d's parameters", i) end
+    local l = nn.linear(inputs, outputs, act_of_code[act], {device = dev, seed = 1})
+    local function read(m, count)
+      local vals = {}
+      local k = 0
+      while k < count do
+        local c = math.min(4096, count - k)
+        local chunk = {string.unpack(string.rep("<f", c), s, pos)}
+        pos = chunk[c + 1]
+        for t = 1, c do vals[k + t] = chunk[t] end
+        k = k + c
+      end
+      vela.copy(vela.matrix(m.rows, m.cols, vals, "float32", dev), m)
+    end
+    read(l.w, nw)
+    read(l.b, nb)
+    layers[i] = l
+  end
+  if s:sub(pos, pos + 7) ~= TRAILER or pos + 8 ~= #s + 1 then bad("is truncated or has trailing bytes (no end marker where expected)") end
+  return nn.sequential(layers)
+end
+
+-- ---------------------------------------------------------------------------
+-- Training and evaluation
+-- ---------------------------------------------------------------------------
+
+local clock = vela.clock or os.clock
+
+-- Counts correct predictions of one batch on the device, without a host
+-- wait: pred ← argmax(z); c ← 1/(1 + 10⁶·(pred − y)²), 1 where right and
+-- at most 10⁻⁶ where wrong; acc ← acc + c. The sum rounds to the count.
+local Counter = {}
+Counter.__index = Counter
+
+local function counter(dev, cap)
+  return setmetatable({buf = buffers(dev, {pred = 1, c = 1}), acc = alloc(dev, 1, cap),
+                       loss = alloc(dev, 1, cap), cap = cap, views = {}}, Counter)
+end
+
+function Counter:add(z, y, loss)
+  local n = z.cols
+  local b = self.buf:get(n)
+  local v = self.views[n]
+  if not v then
+    v = {acc = n == self.cap and self.acc or self.acc:columns(1, n), loss = n == self.cap and self.loss or self.loss:columns(1, n)}
+    self.views[n] = v
+  end
+  vela.argmax(z, b.pred)
+  vela.sub(b.pred, y, b.c)
+  vela.sqr(b.c)
+  vela.linear_frac(b.c, 0, 1, 1e6, 1)
+  vela.axpy(1, b.c, v.acc)
+  if loss then vela.axpy(1 / n, loss, v.loss) end
+end
+
+-- Reads and clears: (number correct, sum of batch-mean losses). The host waits here.
+function Counter:read()
+  local correct, loss = vela.sum(self.acc), vela.sum(self.loss)
+  vela.fill(self.acc, 0)
+  vela.fill(self.loss, 0)
+  return math.floor(correct + 0.5), loss
+end
+
+local eval_cache = setmetatable({}, {__mode = "k"})
+
+-- The loader and counter evaluate uses for a set, kept while the set lives.
+local function eval_tools(set, batch)
+  local t = eval_cache[set]
+  local dev = set.images:device()
+  if not t or t.batch ~= batch or not same_device(t.dev, dev) then
+    local data = require "vela.data"
+    local b = math.min(batch, set.n or set.images.cols)
+    t = {batch = batch, dev = dev, loader = data.loader(set, b, {shuffle = false}), counter = counter(dev, b)}
+    eval_cache[set] = t
+  end
+  return t
+end
+
+-- nn.evaluate(net, set [, {batch = 1000, loss = nn.softmax_xent()}]) →
+-- accuracy in [0, 1], and the mean loss when a loss is given.
+function nn.evaluate(net, set, opts)
+  opts = opts or {}
+  local t = eval_tools(set, opts.batch or 1000)
+  local lossfn = opts.loss
+  t.counter:read()
+  for x, y in t.loader:epoch(1) do
+    local z = net:forward(x)
+    t.counter:add(z, y, lossfn and lossfn:forward(z, y))
+  end
+  local correct, loss = t.counter:read()
+  local n = t.loader.set.n
+  return correct / n, lossfn and loss / t.loader.nbatches or nil
+end
+
+-- nn.predict(net, images [, batch]) → float 1×n of predicted class indices
+-- on the device (images: a matrix or a set).
+function nn.predict(net, images, batch)
+  local set = images.images and images or {images = images, n = images.cols}
+  local data = require "vela.data"
+  batch = math.min(batch or 1000, set.n)
+  local loader = data.loader({images = set.images, n = set.n}, batch, {shuffle = false})
+  local pred = alloc(set.images:device(), 1, set.n)
+  local first = 1
+  for x, _, _, n in loader:epoch(1) do
+    vela.argmax(net:forward(x), pred:columns(first, n))
+    first = first + n
+  end
+  return pred
+end
+
+-- nn.confusion(net, set [, quiet]) → counts[true][predicted] (a Lua table),
+-- printed as a table with each class's accuracy.
+function nn.confusion(net, set, quiet)
+  local k = net.outputs
+  local pred = nn.predict(net, set):to("cpu"):totable()[1]
+  local truth = set.labels:to("cpu"):totable()[1]
+  local counts = {}
+  for i = 1, k do counts[i] = {} for j = 1, k do counts[i][j] = 0 end end
+  for s = 1, #pred do
+    local t, p = math.floor(truth[s] + 0.5), math.floor(pred[s] + 0.5)
+    counts[t][p] = counts[t][p] + 1
+  end
+  if not quiet then
+    local names = set.classes or {}
+    local function name(i) return (names[i] or tostring(i)):sub(1, 6) end
+    local lines = {"confusion: rows are the true class, columns the predicted one"}
+    local head = {fmt("%-7s", "")}
+    for j = 1, k do head[#head + 1] = fmt("%6s", name(j)) end
+    head[#head + 1] = "  accuracy"
+    lines[#lines + 1] = table.concat(head)
+    local right, total = 0, 0
+    for i = 1, k do
+      local row, n = {fmt("%-7s", name(i))}, 0
+      for j = 1, k do row[#row + 1] = fmt("%6d", counts[i][j]); n = n + counts[i][j] end
+      row[#row + 1] = n > 0 and fmt("  %6.1f%%", 100 * counts[i][i] / n) or "       -"
+      lines[#lines + 1] = table.concat(row)
+      right, total = right + counts[i][i], total + n
+    end
+    lines[#lines + 1] = fmt("overall %.2f%% of %d", 100 * right / math.max(total, 1), total)
+    print(table.concat(lines, "\n"))
+  end
+  return counts
+end
+
+local function hms(s)
+  s = math.max(0, math.floor(s + 0.5))
+  if s >= 3600 then return fmt("%d:%02d:%02d", s // 3600, s % 3600 // 60, s % 60) end
+  return fmt("%d:%02d", s // 60, s % 60)
+end
+
+local function rate(x)
+  if x >= 1e6 then return fmt("%.2fM", x / 1e6) end
+  if x >= 1e3 then return fmt("%.1fk", x / 1e3) end
+  return fmt("%.0f", x)
+end
+
+-- nn.fit(net, train, opts) trains and returns a history table.
+--   opts.epochs (10), opts.batch (128), opts.optimizer (optim.sgd{lr = 0.05,
+--   momentum = 0.9}), opts.loss (nn.softmax_xent() or a name), opts.test (a
+--   set, evaluated after each epoch), opts.seed (1: the shuffle), opts.schedule
+--   (epoch → lr), opts.every (20: batches between reads of the loss; the
+--   only host waits of an epoch), opts.progress (true: a progress bar).
+-- History: {loss = {…}, train_accuracy = {…}, test_accuracy = {…},
+--   seconds = {…}, examples_per_s = {…}, batch_loss = {…}} per epoch
+--   (batch_loss: the mean loss of each stretch of `every` batches).
+function nn.fit(net, train, opts)
+  opts = opts or {}
+  local optim = require "vela.optim"
+  local data = require "vela.data"
+  local epochs, batch, every = opts.epochs or 10, opts.batch or 128, opts.every or 20
+  local opt = opts.optimizer or optim.sgd{lr = 0.05, momentum = 0.9}
+  local lossfn = opts.loss or nn.softmax_xent()
+  if type(lossfn) == "string" then
+    local make = nn.losses[lossfn]
+    if not make then error(fmt("nn.fit: unknown loss '%s' (softmax_xent or quadratic)", lossfn), 2) end
+    lossfn = make()
+  end
+  local progress = opts.progress ~= false
+  local out = opts.output or io.stdout
+  local loader = data.loader(train, batch, {seed = opts.seed or 1})
+  local dev = train.images:device()
+  local count = counter(dev, batch)
+  net.optimizer = opt
+  local hist = {loss = {}, train_accuracy = {}, test_accuracy = {}, seconds = {}, examples_per_s = {},
+                batch_loss = {}, lr = {}}
+  local nb, n_total = loader.nbatches, loader.set.n
+
+  for epoch = 1, epochs do
+    if opts.schedule then opt.lr = opts.schedule(epoch) end
+    hist.lr[epoch] = opt.lr
+    count:read()
+    local t0 = clock()
+    local seen, seen_at_read, correct_sum, loss_sum, read_batches = 0, 0, 0, 0, 0
+    local shown_loss, shown_acc = 0 / 0, 0 / 0
+    for x, y, b, n in loader:epoch(epoch) do
+      local z = net:forward(x)
+      local loss = lossfn:forward(z, y)
+      net:backward(lossfn:backward())
+      opt:step(net:params())
+      count:add(z, y, loss)
+      seen = seen + n
+      if b % every == 0 or b == nb then
+        local correct, l = count:read()          -- the one host wait per `every` batches
+        local k = b - read_batches
+        correct_sum, loss_sum, read_batches = correct_sum + correct, loss_sum + l, b
+        shown_loss, shown_acc = l / k, correct / (seen - seen_at_read)
+        seen_at_read = seen
+        hist.batch_loss[#hist.batch_loss + 1] = shown_loss
+        if progress then
+          local dt = clock() - t0
+          local width = 20
+          local done = math.floor(width * b / nb)
+          out:write(fmt("\repoch %d/%d [%s%s] %d/%d  loss %.4f  acc %5.1f%%  %s ex/s  ETA %s ",
+            epoch, epochs, string.rep("=", done), string.rep(" ", width - done), b, nb, shown_loss,
+            100 * shown_acc, rate(seen / math.max(dt, 1e-9)), hms(dt / b * (nb - b))))
+          out:flush()
+        end
+      end
+    end
+    local dt = clock() - t0
+    hist.seconds[epoch] = dt
+    hist.examples_per_s[epoch] = n_total / dt
+    hist.loss[epoch] = loss_sum / nb
+    hist.train_accuracy[epoch] = correct_sum / n_total
+    local line = fmt("\repoch %d/%d  loss %.4f  train %.2f%%", epoch, epochs, hist.loss[epoch],
+      100 * hist.train_accuracy[epoch])
+    if opts.test then
+      hist.test_accuracy[epoch] = nn.evaluate(net, opts.test)
+      line = line .. fmt("  test %.2f%%", 100 * hist.test_accuracy[epoch])
+    end
+    line = line .. fmt("  %.2f s  %s ex/s", dt, rate(hist.examples_per_s[epoch]))
+    if progress then out:write(line, string.rep(" ", 24), "\n"); out:flush() end
+  end
+  return hist
+end
+
+return nn

@@ -1,0 +1,135 @@
+-- vela.optim: optimizers that update parameters in place with the axpy
+-- family and elementwise kernels, and learning-rate schedules.
+--
+-- An optimizer steps a list of {param, grad, state} (what net:params()
+-- returns). Its state (velocities, moments) lives in that state table, made
+-- on the parameter's device on the first step; net:to(dev) moves it with the
+-- parameters, so training carries on where it stopped.
+local vela = require "vela"
+
+local optim = {}
+local axpy, axpby = vela.axpy, vela.axpby
+
+local function like(p) return vela.fill(p:raw(), 0) end
+
+local function check_params(name, params)
+  if type(params) ~= "table" then error(name .. ":step: expected net:params() (a list of {param, grad})", 3) end
+  if params.params then return params:params() end
+  return params
+end
+
+-- optim.sgd{lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false}
+--   plain:     w ← w − lr·g
+--   momentum:  v ← μ·v + g ;  w ← w − lr·v            (PyTorch's form)
+--   nesterov:  v ← μ·v + g ;  w ← w − lr·(g + μ·v)
+-- weight decay adds λ·w to g first (g ← g + λ·w, in the gradient buffer).
+local SGD = {}
+SGD.__index = SGD
+
+function optim.sgd(opts)
+  opts = opts or {}
+  local self = setmetatable({lr = opts.lr or 0.01, momentum = opts.momentum or 0,
+                             weight_decay = opts.weight_decay or 0, nesterov = opts.nesterov or false,
+                             name = "sgd"}, SGD)
+  if self.nesterov and self.momentum == 0 then error("optim.sgd: nesterov needs a momentum", 2) end
+  return self
+end
+
+function SGD:step(params)
+  params = check_params("optim.sgd", params)
+  local lr, mu, wd = self.lr, self.momentum, self.weight_decay
+  for i = 1, #params do
+    local p = params[i]
+    local w, g, st = p[1], p[2], p[3]
+    if wd ~= 0 then axpy(wd, w, g) end
+    if mu == 0 then
+      axpy(-lr, g, w)
+    else
+      local v = st.v
+      if not v then v = like(w); st.v = v end
+      axpby(1, g, mu, v)             -- v ← g + μ·v
+      if self.nesterov then
+        axpy(-lr, g, w)
+        axpy(-lr * mu, v, w)
+      else
+        axpy(-lr, v, w)              -- w ← w − lr·v
+      end
+    end
+  end
+end
+
+function SGD:__tostring()
+  return string.format("sgd{lr = %g, momentum = %g%s}", self.lr, self.momentum,
+    self.weight_decay ~= 0 and string.format(", weight_decay = %g", self.weight_decay) or "")
+end
+
+-- optim.momentum{lr =, momentum = 0.9}: sgd with momentum.
+function optim.momentum(opts)
+  opts = opts or {}
+  return optim.sgd{lr = opts.lr, momentum = opts.momentum or 0.9, weight_decay = opts.weight_decay,
+                   nesterov = opts.nesterov}
+end
+
+-- optim.adam{lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-8}
+--   m ← β₁·m + (1 − β₁)·g
+--   v ← β₂·v + (1 − β₂)·g²
+--   w ← w − lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) · m / (√v + ε̂)
+-- (the bias correction folded into the step, as in the Adam paper's
+-- efficient form; ε̂ = ε·√(1 − β₂ᵗ) keeps it equal to the textbook form).
+local Adam = {}
+Adam.__index = Adam
+
+function optim.adam(opts)
+  opts = opts or {}
+  return setmetatable({lr = opts.lr or 0.001, beta1 = opts.beta1 or 0.9, beta2 = opts.beta2 or 0.999,
+                       eps = opts.eps or 1e-8, name = "adam"}, Adam)
+end
+
+function Adam:step(params)
+  params = check_params("optim.adam", params)
+  local b1, b2 = self.beta1, self.beta2
+  for i = 1, #params do
+    local p = params[i]
+    local w, g, st = p[1], p[2], p[3]
+    if not st.m then st.m, st.v, st.tmp, st.t = like(w), like(w), like(w), 0 end
+    st.t = st.t + 1
+    local c1, c2 = 1 - b1 ^ st.t, 1 - b2 ^ st.t
+    local m, v, tmp = st.m, st.v, st.tmp
+    axpby(1 - b1, g, b1, m)                              -- m ← β₁m + (1−β₁)g
+    vela.sqr(g, tmp)                                     -- tmp ← g²
+    axpby(1 - b2, tmp, b2, v)                            -- v ← β₂v + (1−β₂)g²
+    vela.sqrt(v, tmp)                                    -- tmp ← √v
+    vela.linear_frac(tmp, 1, self.eps * math.sqrt(c2), 0, 1)  -- tmp ← √v + ε̂
+    vela.div(m, tmp)                                     -- tmp ← m / tmp
+    axpy(-self.lr * math.sqrt(c2) / c1, tmp, w)          -- w ← w − lrₜ·tmp
+  end
+end
+
+function Adam:__tostring()
+  return string.format("adam{lr = %g, beta1 = %g, beta2 = %g, eps = %g}", self.lr, self.beta1, self.beta2, self.eps)
+end
+
+-- ---------------------------------------------------------------------------
+-- Learning-rate schedules: functions of the epoch (1-based) giving the rate.
+-- nn.fit sets optimizer.lr = schedule(epoch) before each epoch.
+-- ---------------------------------------------------------------------------
+
+-- optim.step_lr(lr, every, gamma): lr·gamma^⌊(epoch − 1)/every⌋.
+function optim.step_lr(lr, every, gamma)
+  assert(every and every >= 1, "optim.step_lr: every must be >= 1")
+  gamma = gamma or 0.1
+  return function(epoch) return lr * gamma ^ ((epoch - 1) // every) end
+end
+
+-- optim.cosine(lr, epochs [, min_lr]): from lr at epoch 1 down to min_lr at
+-- epoch `epochs` along half a cosine.
+function optim.cosine(lr, epochs, min_lr)
+  min_lr = min_lr or 0
+  return function(epoch)
+    if epochs <= 1 then return lr end
+    local t = math.min(math.max((epoch - 1) / (epochs - 1), 0), 1)
+    return min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * t))
+  end
+end
+
+return optim

@@ -1,0 +1,33 @@
+// idx(j) ← 1 + the first row index of the largest value in column j (NaNs
+// are skipped). One invocation per column, as softmax.
+#version 450
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint IDX_U8 = 0;
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Push {
+    View x;
+    View idx;  // a cols-vector, element j at addr + j·rstep
+    uint rows;
+    uint cols;
+} p;
+
+void main() {
+    uint j = global_index();
+    if (j >= p.cols) return;
+    float best = uintBitsToFloat(0xff800000u);
+    uint at = 0;
+    for (uint i = 0; i < p.rows; ++i) {
+        float v = load_f32(p.x.addr, view_index2(p.x, i, j));
+        if (v > best) {
+            best = v;
+            at = i;
+        }
+    }
+    if (IDX_U8 != 0)
+        store_u8(p.idx.addr, j * p.idx.rstep, float(at + 1u));
+    else
+        store_f32(p.idx.addr, j * p.idx.rstep, float(at + 1u));
+}

@@ -1,0 +1,64 @@
+// Reductions to a number: dot, nrm2 (the sum of squares; the host takes the
+// root), asum, sum, and imax (the first index of the largest |x|).
+// Each invocation accumulates a grid-strided share of the elements; the
+// workgroup then combines its invocations in a shared-memory tree, every
+// slot written before the first barrier, and writes one partial result. The
+// host adds the per-workgroup partials in double precision. No atomics.
+#version 450
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 256;  // a power of two
+layout(constant_id = 1) const uint OP = 0;    // 0 dot, 1 nrm2, 2 asum, 3 sum, 4 imax
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Push {
+    View x;
+    View y;             // dot only
+    uint64_t partials;  // float[groups], then for imax uint[groups] of indices
+    uint n;
+} p;
+
+shared float sv[WG];
+shared uint si[WG];
+
+void main() {
+    uint l = gl_LocalInvocationID.x;
+    uint g = group_index();
+    uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_NumWorkGroups.z;
+    uint stride = groups * WG;
+    float acc = OP == 4 ? -1.0 : 0.0;
+    uint best = 0xffffffffu;
+    for (uint k = g * WG + l; k < p.n; k += stride) {
+        float v = ld(p.x, k);
+        if (OP == 0) acc += v * ld(p.y, k);
+        else if (OP == 1) acc += v * v;
+        else if (OP == 2) acc += abs(v);
+        else if (OP == 3) acc += v;
+        else if (abs(v) > acc) {  // k increases: strict > keeps the first of equal values
+            acc = abs(v);
+            best = k;
+        }
+    }
+    sv[l] = acc;
+    si[l] = best;
+    barrier();
+    for (uint s = WG / 2; s > 0; s >>= 1) {
+        if (l < s) {
+            if (OP == 4) {
+                float v2 = sv[l + s];
+                uint i2 = si[l + s];
+                if (v2 > sv[l] || (v2 == sv[l] && i2 < si[l])) {
+                    sv[l] = v2;
+                    si[l] = i2;
+                }
+            } else {
+                sv[l] += sv[l + s];
+            }
+        }
+        barrier();
+    }
+    if (l == 0) {
+        store_f32(p.partials, g, sv[0]);
+        if (OP == 4) U32(p.partials + uint64_t(groups + g) * 4ul).v = si[0];
+    }
+}

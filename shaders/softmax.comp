@@ -1,0 +1,55 @@
+// Per-column softmax, stable (the column maximum is subtracted before exp),
+// and its fused form with the cross-entropy loss and gradient:
+//   loss(j) = −log softmax(z)(label(j), j),  dz = (softmax(z) − onehot(label)) · scale.
+// One invocation per column: columns are short (10 classes for MNIST) and
+// this needs no barriers, which are costly on CPU-based devices. Each
+// column is read completely before it is written, so y (or dz) may be x (z).
+#version 450
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint XENT = 0;       // 0 softmax, 1 softmax + cross-entropy
+layout(constant_id = 2) const uint LABELS_U8 = 0;  // xent: labels are uint8
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Push {
+    View x;       // rows×cols logits
+    View y;       // softmax, or dz
+    View labels;  // xent: a cols-vector of 1-based classes, element j at addr + j·rstep
+    uint64_t loss;  // xent: a cols-vector (0: not wanted)
+    uint loss_step;
+    uint rows;
+    uint cols;
+    float scale;
+} p;
+
+void main() {
+    uint j = global_index();
+    if (j >= p.cols) return;
+    float m = uintBitsToFloat(0xff800000u);  // −inf
+    for (uint i = 0; i < p.rows; ++i) m = max(m, load_f32(p.x.addr, view_index2(p.x, i, j)));
+    float s = 0.0;
+    for (uint i = 0; i < p.rows; ++i) s += exp(load_f32(p.x.addr, view_index2(p.x, i, j)) - m);
+    float inv = 1.0 / s;
+    if (XENT == 0) {
+        for (uint i = 0; i < p.rows; ++i) {
+            uint ix = view_index2(p.x, i, j);
+            store_f32(p.y.addr, view_index2(p.y, i, j), exp(load_f32(p.x.addr, ix) - m) * inv);
+        }
+        return;
+    }
+    float fl = LABELS_U8 != 0 ? load_u8(p.labels.addr, j * p.labels.rstep)
+                              : load_f32(p.labels.addr, j * p.labels.rstep);
+    // A label outside 1..rows matches no class: its loss is NaN, so the mistake shows.
+    bool valid = fl >= 1.0 && fl <= float(p.rows) && fl == floor(fl);
+    uint label = valid ? uint(fl) - 1u : 0xffffffffu;
+    if (p.loss != 0ul) {
+        float zl = valid ? load_f32(p.x.addr, view_index2(p.x, label, j)) : uintBitsToFloat(0x7fc00000u);
+        store_f32(p.loss, j * p.loss_step, -(zl - m - log(s)));
+    }
+    for (uint i = 0; i < p.rows; ++i) {
+        uint ix = view_index2(p.x, i, j);
+        float sm = exp(load_f32(p.x.addr, ix) - m) * inv;
+        store_f32(p.y.addr, view_index2(p.y, i, j), (sm - (i == label ? 1.0 : 0.0)) * p.scale);
+    }
+}

@@ -1,0 +1,40 @@
+// y ← f(x) elementwise, for the 13 functions of vela::Unary; the function is
+// a specialization constant (its enum value), so each gets its own pipeline.
+#version 450
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 256;
+layout(constant_id = 1) const uint OP = 0;  // vela::Unary
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Push {
+    View x;
+    View y;
+    View unused;
+    uint n;
+    float p0, p1, p2, p3;  // linear_frac: (p0·x + p1) / (p2·x + p3)
+} p;
+
+float f(float x) {
+    switch (OP) {
+    case 0: return tanh(clamp(x, -15.0, 15.0));  // tanh(±15) rounds to ±1; past it exp() overflows in some drivers
+    case 1: return 1.0 / (1.0 + exp(-x));
+    case 2: return max(x, 0.0);
+    case 3: return exp(x);
+    case 4: return log(x);
+    case 5: return sqrt(x);
+    case 6: return x * x;
+    case 7: return 1.0 / x;
+    case 8: return abs(x);
+    case 9: return (p.p0 * x + p.p1) / (p.p2 * x + p.p3);
+    case 10: return 1.0 - x * x;       // tanh' from a = tanh(z)
+    case 11: return x * (1.0 - x);     // σ' from a = σ(z)
+    default: return x > 0.0 ? 1.0 : 0.0;  // relu'
+    }
+}
+
+void main() {
+    uint k = global_index();
+    if (k >= p.n) return;
+    st(p.y, k, f(ld(p.x, k)));
+}

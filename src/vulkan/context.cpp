@@ -1,0 +1,257 @@
+#include "vulkan/context.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "vulkan/check.hpp"
+
+namespace vela::vk {
+
+namespace {
+
+std::unique_ptr<Context>& context_slot() {
+    static std::unique_ptr<Context> c;
+    return c;
+}
+int& validation_choice() {  // -1: from VELA_VALIDATE, 0 off, 1 on
+    static int v = -1;
+    return v;
+}
+std::atomic<uint64_t> message_count{0};
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                          VkDebugUtilsMessageTypeFlagsEXT,
+                                          const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
+    const char* level = severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT ? "error" : "warning";
+    std::fprintf(stderr, "vela: validation %s: %s\n", level, data && data->pMessage ? data->pMessage : "");
+    message_count.fetch_add(1);
+    return VK_FALSE;
+}
+
+std::string version_string(uint32_t v) {
+    return format("%u.%u.%u", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v), VK_API_VERSION_PATCH(v));
+}
+
+std::string bytes_string(uint64_t b) {
+    if (b >= (1ull << 30)) return format("%.2f GiB", double(b) / double(1ull << 30));
+    return format("%.0f MiB", double(b) / double(1ull << 20));
+}
+
+const char* type_name(VkPhysicalDeviceType t) {
+    switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual gpu";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "software";
+    default: return "other";
+    }
+}
+
+// Reads everything enumerate() reports and open() needs from one physical device.
+PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
+    PhysicalInfo p;
+    p.handle = pd;
+    auto driver = make<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+    auto subgroup = make<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+    subgroup.pNext = &driver;
+    auto props2 = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    props2.pNext = &subgroup;
+    vkGetPhysicalDeviceProperties(pd, &p.props);
+    bool v12 = p.props.apiVersion >= VK_API_VERSION_1_2;
+    if (v12) vkGetPhysicalDeviceProperties2(pd, &props2);
+    vkGetPhysicalDeviceMemoryProperties(pd, &p.memory);
+
+    const VkPhysicalDeviceLimits& lim = p.props.limits;
+    DeviceInfo& d = p.info;
+    d.id = format("vulkan:%zu", index);
+    d.name = p.props.deviceName;
+    d.type = type_name(p.props.deviceType);
+    d.software = p.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    d.driver = v12 ? driver.driverName : "";
+    d.driver_version = v12 ? driver.driverInfo : version_string(p.props.driverVersion);
+    d.api_version = version_string(p.props.apiVersion);
+    d.subgroup = v12 ? subgroup.subgroupSize : 0;
+    for (uint32_t h = 0; h < p.memory.memoryHeapCount; ++h) {
+        const VkMemoryHeap& heap = p.memory.memoryHeaps[h];
+        if (heap.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) d.memory = std::max<uint64_t>(d.memory, heap.size);
+        d.limits.emplace_back(format("memory heap %u", h),
+                              bytes_string(heap.size) +
+                                  (heap.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT ? " device-local" : " host"));
+    }
+
+    Caps& c = p.caps;
+    c.subgroup_size = d.subgroup ? d.subgroup : 1;
+    c.max_workgroup_invocations = lim.maxComputeWorkGroupInvocations;
+    for (int i = 0; i < 3; ++i) {
+        c.max_workgroup_size[i] = lim.maxComputeWorkGroupSize[i];
+        c.max_workgroup_count[i] = lim.maxComputeWorkGroupCount[i];
+    }
+    c.max_shared_memory = lim.maxComputeSharedMemorySize;
+    c.max_push_constants = std::min<uint32_t>(lim.maxPushConstantsSize, 128);
+    c.software = d.software;
+    c.subgroup_arithmetic = v12 && (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                            (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    c.vendor_id = p.props.vendorID;
+
+    d.limits.emplace_back("maxComputeWorkGroupInvocations", std::to_string(lim.maxComputeWorkGroupInvocations));
+    d.limits.emplace_back("maxComputeWorkGroupCount",
+                          format("%u × %u × %u", lim.maxComputeWorkGroupCount[0], lim.maxComputeWorkGroupCount[1],
+                                 lim.maxComputeWorkGroupCount[2]));
+    d.limits.emplace_back("maxComputeSharedMemorySize", std::to_string(lim.maxComputeSharedMemorySize));
+    d.limits.emplace_back("maxStorageBufferRange", bytes_string(lim.maxStorageBufferRange));
+    d.limits.emplace_back("maxPushConstantsSize", std::to_string(lim.maxPushConstantsSize));
+
+    uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, nullptr);
+    std::vector<VkQueueFamilyProperties> qf(nq);
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, qf.data());
+    bool compute = false;
+    // Prefer a compute-only family (async compute on discrete GPUs), else any with compute.
+    for (int pass = 0; pass < 2 && !compute; ++pass)
+        for (uint32_t i = 0; i < nq; ++i) {
+            bool has = qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT;
+            bool gfx = qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT;
+            if (has && (pass == 1 || !gfx)) {
+                p.queue_family = i;
+                p.timestamps = qf[i].timestampValidBits > 0 && lim.timestampPeriod > 0;
+                compute = true;
+                break;
+            }
+        }
+
+    // What vela needs: Vulkan 1.2, buffer device address, 64-bit integers, 8-bit storage.
+    std::vector<std::string> missing;
+    if (!v12) missing.push_back("Vulkan 1.2 (device offers " + d.api_version + ")");
+    if (!compute) missing.push_back("a compute queue");
+    if (v12) {
+        auto f12 = make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+        auto f2 = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+        f2.pNext = &f12;
+        vkGetPhysicalDeviceFeatures2(pd, &f2);
+        if (!f12.bufferDeviceAddress) missing.push_back("bufferDeviceAddress");
+        if (!f12.storageBuffer8BitAccess) missing.push_back("storageBuffer8BitAccess");
+        if (!f2.features.shaderInt64) missing.push_back("shaderInt64");
+    }
+    if (!missing.empty()) {
+        d.usable = false;
+        d.reason = "missing ";
+        for (size_t i = 0; i < missing.size(); ++i) d.reason += (i ? ", " : "") + missing[i];
+    }
+    return p;
+}
+
+}  // namespace
+
+Context& Context::get() {
+    auto& c = context_slot();
+    if (!c) c.reset(new Context());
+    return *c;
+}
+
+bool Context::exists() { return context_slot() != nullptr; }
+void Context::reset() { context_slot().reset(); }
+
+void Context::set_validation(bool on) { validation_choice() = on ? 1 : 0; }
+
+bool Context::validation() {
+    if (validation_choice() < 0) {
+        const char* e = std::getenv("VELA_VALIDATE");
+        validation_choice() = e && *e && std::strcmp(e, "0") != 0 ? 1 : 0;
+    }
+    return validation_choice() == 1;
+}
+
+uint64_t Context::messages() { return message_count.load(); }
+
+Context::Context() {
+    auto app = make<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+    app.pApplicationName = "vela";
+    app.pEngineName = "vela";
+    app.apiVersion = VK_API_VERSION_1_2;
+
+    std::vector<const char*> layers, extensions;
+    bool validate = validation();
+    if (validate) {
+        uint32_t n = 0;
+        vkEnumerateInstanceLayerProperties(&n, nullptr);
+        std::vector<VkLayerProperties> have(n);
+        vkEnumerateInstanceLayerProperties(&n, have.data());
+        bool found = false;
+        for (auto& l : have) found |= std::strcmp(l.layerName, "VK_LAYER_KHRONOS_validation") == 0;
+        if (!found)
+            fail("validation: VK_LAYER_KHRONOS_validation is not installed (Debian: apt install "
+                 "vulkan-validationlayers)");
+        layers.push_back("VK_LAYER_KHRONOS_validation");
+        extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    }
+    auto dbg = make<VkDebugUtilsMessengerCreateInfoEXT>(VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
+    dbg.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+    dbg.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                      VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+    dbg.pfnUserCallback = on_message;
+
+    auto ci = make<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+    ci.pApplicationInfo = &app;
+    ci.enabledLayerCount = uint32_t(layers.size());
+    ci.ppEnabledLayerNames = layers.data();
+    ci.enabledExtensionCount = uint32_t(extensions.size());
+    ci.ppEnabledExtensionNames = extensions.data();
+    if (validate) ci.pNext = &dbg;  // also catches messages from vkCreateInstance itself
+    check(vkCreateInstance(&ci, nullptr, &instance_), "vkCreateInstance");
+
+    if (validate) {
+        auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+        if (create) check(create(instance_, &dbg, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
+    }
+
+    uint32_t n = 0;
+    check(vkEnumeratePhysicalDevices(instance_, &n, nullptr), "vkEnumeratePhysicalDevices");
+    std::vector<VkPhysicalDevice> pds(n);
+    check(vkEnumeratePhysicalDevices(instance_, &n, pds.data()), "vkEnumeratePhysicalDevices");
+    for (size_t i = 0; i < pds.size(); ++i) physical_.push_back(describe(pds[i], i));
+}
+
+Context::~Context() {
+    if (messenger_) {
+        auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+        if (destroy) destroy(instance_, messenger_, nullptr);
+    }
+    if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+Gpu::Gpu(const PhysicalInfo& p) : phys(p) {
+    float priority = 1.0f;
+    auto q = make<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+    q.queueFamilyIndex = p.queue_family;
+    q.queueCount = 1;
+    q.pQueuePriorities = &priority;
+
+    auto f12 = make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+    f12.bufferDeviceAddress = VK_TRUE;
+    f12.storageBuffer8BitAccess = VK_TRUE;
+    auto f2 = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+    f2.pNext = &f12;
+    f2.features.shaderInt64 = VK_TRUE;
+
+    auto ci = make<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+    ci.pNext = &f2;
+    ci.queueCreateInfoCount = 1;
+    ci.pQueueCreateInfos = &q;
+    check(vkCreateDevice(p.handle, &ci, nullptr, &device), "vkCreateDevice");
+    vkGetDeviceQueue(device, p.queue_family, 0, &queue);
+}
+
+Gpu::~Gpu() {
+    if (device) {
+        vkDeviceWaitIdle(device);
+        vkDestroyDevice(device, nullptr);
+    }
+}
+
+}  // namespace vela::vk

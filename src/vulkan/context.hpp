@@ -1,0 +1,66 @@
+// The Vulkan context: the one instance (with the validation layer and its
+// message counter when asked for), the physical devices it sees, and a
+// logical device per physical device, made once, on first use. Owns nothing
+// below the VkDevice: memory, pipelines and the stream are the device's.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/registry.hpp"
+#include "vulkan/kernel.hpp"
+
+namespace vela::vk {
+
+// One physical device as the context sees it: what enumerate() reports and
+// what opening it needs.
+struct PhysicalInfo {
+    VkPhysicalDevice handle = VK_NULL_HANDLE;
+    DeviceInfo info;
+    Caps caps;
+    VkPhysicalDeviceProperties props{};
+    VkPhysicalDeviceMemoryProperties memory{};
+    uint32_t queue_family = 0;  // a compute-capable family
+    bool timestamps = false;    // the queue family supports timestamp queries
+};
+
+// A logical device: the VkDevice and its compute queue. Destroyed last by the
+// device that owns it (after every buffer, pipeline and command buffer).
+class Gpu {
+public:
+    explicit Gpu(const PhysicalInfo& phys);
+    ~Gpu();
+    Gpu(const Gpu&) = delete;
+    Gpu& operator=(const Gpu&) = delete;
+
+    const PhysicalInfo& phys;
+    VkDevice device = VK_NULL_HANDLE;
+    VkQueue queue = VK_NULL_HANDLE;
+};
+
+class Context {
+public:
+    static Context& get();  // made on first use; throws vela::Error without a Vulkan loader/ICD
+    ~Context();
+
+    const std::vector<PhysicalInfo>& physical() const { return physical_; }
+    VkInstance instance() const { return instance_; }
+
+    // Validation must be chosen before the instance exists; reset() drops the
+    // instance when no logical device has been made from it yet.
+    static void set_validation(bool on);
+    static bool validation();
+    static uint64_t messages();
+    static bool exists();
+    static void reset();
+
+private:
+    Context();
+    VkInstance instance_ = VK_NULL_HANDLE;
+    VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+    std::vector<PhysicalInfo> physical_;
+};
+
+}  // namespace vela::vk

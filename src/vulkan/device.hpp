@@ -1,0 +1,111 @@
+// VulkanDevice: the Device interface on one Vulkan physical device, and the
+// Recorder that kernel files record through. Owns, in this order, the logical
+// device, memory, pipelines and the stream; each is a separate file.
+// Kernels outside the GEMM family live in kernels_*.cpp beside this file,
+// each recording dispatches of the shader of the same name in shaders/.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/device.hpp"
+#include "vulkan/buffer.hpp"
+#include "vulkan/context.hpp"
+#include "vulkan/kernel.hpp"
+#include "vulkan/memory.hpp"
+#include "vulkan/pipelines.hpp"
+#include "vulkan/stream.hpp"
+
+namespace vela::vk {
+
+// A matrix operand as shaders see it: mirrors `struct View` in shaders/common.glsl.
+struct View {
+    uint64_t addr = 0;  // address of logical element (0, 0)
+    uint32_t rows = 0;  // logical rows, 0 when the view is one dense column-major run
+    uint32_t rstep = 0;
+    uint32_t cstep = 0;
+    uint32_t pad = 0;
+};
+static_assert(sizeof(View) == 24);
+
+// The push block of the elementwise shaders (level1, unary, binary, bias, gather):
+// up to three views, an element count and four scalars.
+struct ElementPush {
+    View x, y, z;
+    uint32_t n = 0;
+    float a = 0, b = 0, c = 0, d = 0;
+};
+static_assert(sizeof(ElementPush) <= 128);
+
+class VulkanDevice final : public Device, public Recorder {
+public:
+    VulkanDevice(const PhysicalInfo& phys, std::string name);
+    ~VulkanDevice() override;
+
+    // Device
+    std::string name() const override { return name_; }
+    std::shared_ptr<Buffer> alloc(DType dtype, size_t count) override;
+    void upload(const Matrix& dst, const void* host) override;
+    void download(const Matrix& src, void* host) override;
+    void flush() override;
+    void sync() override;
+
+    void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) override;
+    void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) override;
+    void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) override;
+    void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) override;
+
+    void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) override;
+    void scal(float alpha, const Matrix& x) override;
+    void copy(const Matrix& x, const Matrix& y) override;
+    void swap(const Matrix& x, const Matrix& y) override;
+    void fill(const Matrix& x, float v) override;
+    double reduce(Reduce op, const Matrix& x, const Matrix* y) override;
+    int64_t imax(const Matrix& x) override;
+    void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) override;
+    void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) override;
+    void softmax(const Matrix& x, const Matrix& y) override;
+    void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale,
+                      const Matrix& dz) override;
+    void argmax(const Matrix& x, const Matrix& idx) override;
+    void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) override;
+    void add_bias(const Matrix& b, const Matrix& y) override;
+    void random(Dist dist, uint64_t seed, const Matrix& x) override;
+
+    DeviceStats stats() const override { return stream_.stats(); }
+    MemoryInfo memory() const override { return memory_.info(); }
+    void profile_begin() override { stream_.profile_begin(); }
+    std::vector<KernelTime> profile_end() override { return stream_.profile_end(); }
+
+    // Recorder
+    const Caps& caps() const override { return phys_.caps; }
+    uint64_t address(const Matrix& m) const override { return buffer(m).alloc.address; }
+    void dispatch(const Dispatch& d) override { stream_.dispatch(d); }
+
+    const PhysicalInfo& physical() const { return phys_; }
+    bool mapped() const { return memory_.device_mapped(); }
+
+    // Helpers for the kernel files.
+    static VulkanBuffer& buffer(const Matrix& m) { return *static_cast<VulkanBuffer*>(m.buf.get()); }
+    View view(const Matrix& m) const;  // the view of m, with the dense fast path where it applies
+    // Workgroups covering `invocations` invocations in groups of `wg`, split over y and z when needed.
+    void grid(uint64_t invocations, uint32_t wg, uint32_t out[3]) const;
+    uint32_t wg() const { return wg_; }  // workgroup size of the elementwise shaders
+
+private:
+    // Reductions finish on the host from per-workgroup partials written to this scratch buffer.
+    Matrix scratch(size_t floats);
+    // Elementwise transfer through a host-visible staging buffer (devices whose memory is not mapped).
+    void staged_upload(const Matrix& dst, const void* host);
+    void staged_download(const Matrix& src, void* host);
+
+    const PhysicalInfo& phys_;
+    std::string name_;
+    std::unique_ptr<Gpu> gpu_;
+    Memory memory_;
+    Pipelines pipelines_;
+    Stream stream_;
+    uint32_t wg_ = 256;
+    std::shared_ptr<Buffer> scratch_;
+};
+
+}  // namespace vela::vk

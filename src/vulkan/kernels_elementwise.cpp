@@ -1,0 +1,73 @@
+// Elementwise kernels: unary functions (shaders/unary.comp), binary
+// operations (binary.comp), the bias broadcast (add_bias.comp) and the column
+// gather that builds batches from a data set on the device (gather_cols.comp).
+#include "vulkan/device.hpp"
+
+namespace vela::vk {
+
+namespace {
+
+// One invocation per element of `out`; the operand lists live for the call.
+void record(VulkanDevice& dev, const char* shader, const char* label, ElementPush& p, const uint32_t* spec,
+            uint32_t spec_count, std::initializer_list<const Matrix*> reads,
+            std::initializer_list<const Matrix*> writes) {
+    if (p.n == 0) return;
+    Dispatch d{.shader = shader, .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = spec_count,
+               .reads = reads, .writes = writes, .label = label};
+    dev.grid(p.n, dev.wg(), d.groups);
+    dev.dispatch(d);
+}
+
+}  // namespace
+
+void VulkanDevice::unary(Unary op, const Matrix& x, const Matrix& y, const float* params) {
+    ElementPush p;
+    p.x = view(x);
+    p.y = view(y);
+    p.n = uint32_t(y.size());
+    if (params) {
+        p.a = params[0];
+        p.b = params[1];
+        p.c = params[2];
+        p.d = params[3];
+    }
+    uint32_t spec[2] = {wg(), uint32_t(op)};
+    record(*this, "unary", unary_name(op), p, spec, 2, {&x}, {&y});
+}
+
+void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
+    ElementPush p;
+    p.x = view(a);
+    p.y = view(b);
+    p.z = view(c);
+    p.n = uint32_t(c.size());
+    uint32_t spec[2] = {wg(), uint32_t(op)};
+    record(*this, "binary", binary_name(op), p, spec, 2, {&a, &b}, {&c});
+}
+
+void VulkanDevice::add_bias(const Matrix& b, const Matrix& y) {
+    ElementPush p;
+    p.x = view(b);
+    p.x.rstep = uint32_t(b.inc());
+    p.y = view(y);
+    p.y.rows = uint32_t(y.rows);
+    p.n = uint32_t(y.size());
+    uint32_t spec[1] = {wg()};
+    record(*this, "add_bias", "add_bias", p, spec, 1, {&b, &y}, {&y});
+}
+
+void VulkanDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
+    ElementPush p;
+    p.x = view(src);
+    p.x.rows = uint32_t(src.cols);  // the shader's bound on the column numbers in idx
+    p.y = view(idx);
+    p.y.rstep = uint32_t(idx.inc());
+    p.z = view(dst);
+    p.z.rows = uint32_t(dst.rows);
+    p.n = uint32_t(dst.size());
+    p.a = scale;
+    uint32_t spec[3] = {wg(), src.dtype() == DType::u8, idx.dtype() == DType::u8};
+    record(*this, "gather_cols", "gather_cols", p, spec, 3, {&src, &idx}, {&dst});
+}
+
+}  // namespace vela::vk

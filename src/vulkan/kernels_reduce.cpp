@@ -1,0 +1,69 @@
+// Reductions that return a number to the host: dot, nrm2, asum, sum, imax
+// (shaders/reduce.comp). One pass writes a partial result per workgroup to a
+// host-visible scratch buffer; the host waits for it (a reduction is a point
+// where the host needs a value) and adds the partials in double precision.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "vulkan/device.hpp"
+
+namespace vela::vk {
+
+namespace {
+
+struct ReducePush {
+    View x, y;
+    uint64_t partials = 0;
+    uint32_t n = 0;
+};
+
+constexpr uint32_t kMaxGroups = 256;
+
+}  // namespace
+
+// Returns the number of workgroups; their partials are in `out` (floats, then indices for imax).
+static uint32_t record_reduce(VulkanDevice& dev, uint32_t op, const Matrix& x, const Matrix* y, const Matrix& out) {
+    ReducePush p;
+    p.x = dev.view(x);
+    if (y) p.y = dev.view(*y);
+    p.partials = VulkanDevice::buffer(out).alloc.address;
+    p.n = uint32_t(x.size());
+    uint32_t wg = dev.wg();
+    uint32_t groups = std::min<uint32_t>(kMaxGroups, uint32_t((uint64_t(p.n) + wg - 1) / wg));
+    uint32_t spec[2] = {wg, op};
+    static const char* labels[] = {"dot", "nrm2", "asum", "sum", "imax"};
+    auto go = [&](std::initializer_list<const Matrix*> reads) {
+        dev.dispatch(Dispatch{.shader = "reduce", .push = &p, .push_size = sizeof p, .groups = {groups, 1, 1},
+                              .spec = spec, .spec_count = 2, .reads = reads, .writes = {&out}, .label = labels[op]});
+    };
+    y ? go({&x, y}) : go({&x});
+    return groups;
+}
+
+double VulkanDevice::reduce(Reduce op, const Matrix& x, const Matrix* y) {
+    if (x.empty()) return 0;
+    Matrix out = scratch(2 * kMaxGroups);
+    uint32_t groups = record_reduce(*this, uint32_t(op), x, op == Reduce::dot ? y : nullptr, out);
+    stream_.before_host_read(buffer(out));
+    const float* part = reinterpret_cast<const float*>(buffer(out).alloc.mapped);
+    double s = 0;
+    for (uint32_t g = 0; g < groups; ++g) s += part[g];
+    return op == Reduce::nrm2 ? std::sqrt(s) : s;
+}
+
+int64_t VulkanDevice::imax(const Matrix& x) {
+    if (x.empty()) return 0;
+    Matrix out = scratch(2 * kMaxGroups);
+    uint32_t groups = record_reduce(*this, 4, x, nullptr, out);
+    stream_.before_host_read(buffer(out));
+    const float* val = reinterpret_cast<const float*>(buffer(out).alloc.mapped);
+    const uint32_t* idx = reinterpret_cast<const uint32_t*>(val + groups);
+    // Partials come from disjoint strided shares: take the largest, the lowest index on ties.
+    uint32_t best = 0;
+    for (uint32_t g = 1; g < groups; ++g)
+        if (val[g] > val[best] || (val[g] == val[best] && idx[g] < idx[best])) best = g;
+    return idx[best] == 0xffffffffu ? 0 : int64_t(idx[best]);
+}
+
+}  // namespace vela::vk

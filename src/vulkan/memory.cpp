@@ -1,0 +1,237 @@
+#include "vulkan/memory.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace vela::vk {
+
+// One VkDeviceMemory + VkBuffer, carved into ranges by a first-fit free list
+// (offset → size) that coalesces on free.
+struct Block {
+    OwnedMemory memory;
+    OwnedBuffer buffer;
+    VkDeviceSize size = 0;
+    uint64_t address = 0;
+    uint8_t* mapped = nullptr;
+    bool dedicated = false;  // one allocation larger than a block: freed with it
+    Pool pool = Pool::device;
+    std::map<VkDeviceSize, VkDeviceSize> free_ranges;
+    VkDeviceSize used = 0;
+};
+
+namespace {
+
+constexpr VkDeviceSize kAlign = 64;  // covers float4 loads and cache lines; BDA needs no more
+constexpr VkDeviceSize kMiB = 1ull << 20;
+
+VkDeviceSize round_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
+
+// The first memory type with all of `want` (and, when asked, none of `avoid`).
+bool find_type(const VkPhysicalDeviceMemoryProperties& mp, VkMemoryPropertyFlags want, uint32_t& out) {
+    for (uint32_t i = 0; i < mp.memoryTypeCount; ++i)
+        if ((mp.memoryTypes[i].propertyFlags & want) == want) {
+            out = i;
+            return true;
+        }
+    return false;
+}
+
+}  // namespace
+
+Memory::Memory(Gpu& gpu, std::string device_name, bool force_staging) : gpu_(gpu), name_(std::move(device_name)) {
+    const auto& mp = gpu.phys.memory;
+    const VkMemoryPropertyFlags local = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+    const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    // Device memory that the host can also map (UMA, lavapipe) makes every transfer a memcpy.
+    // On a discrete GPU that is a small BAR window at best, so only use it where the whole
+    // device-local heap is host-visible (it then is the same memory).
+    uint32_t t = 0;
+    bool uma = false;
+    if (!force_staging && find_type(mp, local | visible, t)) {
+        VkDeviceSize heap = mp.memoryHeaps[mp.memoryTypes[t].heapIndex].size;
+        VkDeviceSize largest_local = 0;
+        for (uint32_t h = 0; h < mp.memoryHeapCount; ++h)
+            if (mp.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+                largest_local = std::max(largest_local, mp.memoryHeaps[h].size);
+        uma = heap == largest_local;
+    }
+    if (uma) {
+        device_.type = t;
+        device_.mapped = true;
+    } else if (!find_type(mp, local, device_.type) && !find_type(mp, 0, device_.type)) {
+        fail("%s: no usable memory type", name_.c_str());
+    }
+    device_.heap = mp.memoryTypes[device_.type].heapIndex;
+    mapped_ = device_.mapped;
+    if (!mapped_) {
+        separate_host_ = true;
+        // Prefer cached memory: read-backs are read by the CPU.
+        if (!find_type(mp, visible | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, host_.type) &&
+            !find_type(mp, visible, host_.type))
+            fail("%s: no host-visible coherent memory type for staging", name_.c_str());
+        host_.heap = mp.memoryTypes[host_.type].heapIndex;
+        host_.mapped = true;
+    }
+    // Blocks of 256 MiB, less on small heaps, never over the per-allocation limit.
+    auto m3 = make<VkPhysicalDeviceMaintenance3Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES);
+    auto p2 = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+    p2.pNext = &m3;
+    vkGetPhysicalDeviceProperties2(gpu.phys.handle, &p2);
+    VkDeviceSize heap = mp.memoryHeaps[device_.heap].size;
+    max_alloc_ = m3.maxMemoryAllocationSize;
+    block_size_ = std::min<VkDeviceSize>({256 * kMiB, m3.maxMemoryAllocationSize, std::max(heap / 8, 16 * kMiB)});
+}
+
+Memory::~Memory() = default;
+
+Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated) {
+    const auto& mp = gpu_.phys.memory;
+    VkDeviceSize heap = mp.memoryHeaps[p.heap].size;
+    // Check what the driver may not: lavapipe would happily malloc past its advertised heap.
+    if (p.reserved + size > heap)
+        fail("%s: out of device memory: %.1f MiB more requested, %.1f MiB of the %.1f MiB heap already reserved "
+             "(%.1f MiB in live matrices); release matrices with m:release() and retry",
+             name_.c_str(), double(size) / kMiB, double(p.reserved) / kMiB, double(heap) / kMiB, double(used_) / kMiB);
+
+    auto b = std::make_unique<Block>();
+    b->size = size;
+    b->dedicated = dedicated;
+    b->pool = &p == &device_ ? Pool::device : Pool::host;
+    VkDevice dev = gpu_.device;
+
+    auto bi = make<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+    bi.size = size;
+    bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
+               VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    VkBuffer buf = VK_NULL_HANDLE;
+    check(vkCreateBuffer(dev, &bi, nullptr, &buf), "vkCreateBuffer");
+    b->buffer = OwnedBuffer(dev, buf);
+
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(dev, buf, &req);
+    if (!(req.memoryTypeBits & (1u << p.type))) fail("%s: the buffer cannot use the chosen memory type", name_.c_str());
+
+    auto flags = make<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
+    flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+    auto ai = make<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+    ai.pNext = &flags;
+    ai.allocationSize = req.size;
+    ai.memoryTypeIndex = p.type;
+    VkDeviceMemory mem = VK_NULL_HANDLE;
+    VkResult r = vkAllocateMemory(dev, &ai, nullptr, &mem);
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+        fail("%s: vkAllocateMemory: %s allocating %.1f MiB (%.1f MiB in live matrices); release matrices with "
+             "m:release() and retry",
+             name_.c_str(), result_name(r), double(size) / kMiB, double(used_) / kMiB);
+    check(r, "vkAllocateMemory");
+    b->memory = OwnedMemory(dev, mem);
+    check(vkBindBufferMemory(dev, buf, mem, 0), "vkBindBufferMemory");
+    if (p.mapped) {
+        void* ptr = nullptr;
+        check(vkMapMemory(dev, mem, 0, VK_WHOLE_SIZE, 0, &ptr), "vkMapMemory");
+        b->mapped = static_cast<uint8_t*>(ptr);
+    }
+    auto addr = make<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
+    addr.buffer = buf;
+    b->address = vkGetBufferDeviceAddress(dev, &addr);
+    b->free_ranges[0] = size;
+    reserved_ += size;
+    p.reserved += size;
+    p.blocks.push_back(std::move(b));
+    return p.blocks.back().get();
+}
+
+void Memory::drop_block(PoolState& p, Block* b) {
+    reserved_ -= b->size;
+    p.reserved -= b->size;
+    if (b->mapped) vkUnmapMemory(gpu_.device, b->memory);
+    auto it = std::find_if(p.blocks.begin(), p.blocks.end(), [b](auto& u) { return u.get() == b; });
+    p.blocks.erase(it);  // the owned buffer and memory go with it
+}
+
+Allocation Memory::alloc(VkDeviceSize bytes, Pool pool) {
+    PoolState& p = pool == Pool::host && separate_host_ ? host_ : device_;
+    VkDeviceSize size = round_up(std::max<VkDeviceSize>(bytes, 1), kAlign);
+    Block* found = nullptr;
+    VkDeviceSize at = 0;
+    if (size > max_alloc_)
+        fail("%s: a buffer of %.1f MiB is over the device's maxMemoryAllocationSize (%.1f MiB)", name_.c_str(),
+             double(size) / kMiB, double(max_alloc_) / kMiB);
+    if (size > block_size_ / 2) {
+        found = new_block(p, size, true);
+        at = 0;
+    } else {
+        for (auto& b : p.blocks) {
+            if (b->dedicated) continue;
+            for (auto [off, len] : b->free_ranges)
+                if (len >= size) {
+                    found = b.get();
+                    at = off;
+                    break;
+                }
+            if (found) break;
+        }
+        if (!found) found = new_block(p, block_size_, false);
+    }
+    // Take [at, at+size) out of the free range starting at `at`.
+    auto it = found->free_ranges.find(at);
+    VkDeviceSize len = it->second;
+    found->free_ranges.erase(it);
+    if (len > size) found->free_ranges[at + size] = len - size;
+    found->used += size;
+    used_ += size;
+
+    Allocation a;
+    a.block = found;
+    a.offset = at;
+    a.size = size;
+    a.address = found->address + at;
+    a.mapped = found->mapped ? found->mapped + at : nullptr;
+    return a;
+}
+
+void Memory::free(const Allocation& a) {
+    Block* b = a.block;
+    if (!b) return;
+    PoolState& p = b->pool == Pool::host && separate_host_ ? host_ : device_;
+    used_ -= a.size;
+    b->used -= a.size;
+    if (b->dedicated) {
+        drop_block(p, b);
+        return;
+    }
+    auto& fr = b->free_ranges;
+    auto next = fr.lower_bound(a.offset);
+    VkDeviceSize off = a.offset, len = a.size;
+    if (next != fr.end() && next->first == off + len) {
+        len += next->second;
+        next = fr.erase(next);
+    }
+    bool merged = false;
+    if (next != fr.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second == off) {
+            prev->second += len;
+            merged = true;
+        }
+    }
+    if (!merged) fr[off] = len;
+    // Keep one empty block for reuse; give further empty ones back to the driver.
+    if (b->used == 0) {
+        int empty = 0;
+        for (auto& o : p.blocks) empty += !o->dedicated && o->used == 0;
+        if (empty > 1) drop_block(p, b);
+    }
+}
+
+MemoryInfo Memory::info() const {
+    MemoryInfo m;
+    m.used = used_;
+    m.reserved = reserved_;
+    m.total = gpu_.phys.memory.memoryHeaps[device_.heap].size;
+    return m;
+}
+
+}  // namespace vela::vk

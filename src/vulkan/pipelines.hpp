@@ -1,0 +1,60 @@
+// Compute pipelines, made on first use per (shader, specialization constants)
+// and kept for the device's lifetime. One pipeline layout serves every shader:
+// no descriptor sets, only a 128-byte push-constant range (operands travel as
+// buffer device addresses). The VkPipelineCache is loaded from and saved to
+// $XDG_CACHE_HOME/vela (or ~/.cache/vela), one file per device and driver.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "vulkan/check.hpp"
+#include "vulkan/context.hpp"
+
+namespace vela::vk {
+
+constexpr uint32_t kPushBytes = 128;
+constexpr uint32_t kMaxSpec = 8;
+
+class Pipelines {
+public:
+    explicit Pipelines(Gpu& gpu);
+    ~Pipelines();  // saves the cache
+    Pipelines(const Pipelines&) = delete;
+    Pipelines& operator=(const Pipelines&) = delete;
+
+    // Throws vela::Error for an unknown shader or a failed creation.
+    VkPipeline get(const char* shader, const uint32_t* spec, uint32_t spec_count);
+    VkPipelineLayout layout() const { return layout_; }
+    size_t count() const { return pipelines_.size(); }
+    void save();
+
+private:
+    struct Key {
+        std::string shader;
+        std::array<uint32_t, kMaxSpec> spec{};
+        uint32_t n = 0;
+        bool operator==(const Key& o) const { return n == o.n && spec == o.spec && shader == o.shader; }
+    };
+    struct KeyHash {
+        size_t operator()(const Key& k) const;
+    };
+    VkShaderModule module(const std::string& shader);
+    std::string cache_path() const;
+
+    Gpu& gpu_;
+    OwnedLayout layout_;
+    OwnedPipelineCache cache_;
+    std::unordered_map<std::string, OwnedShader> modules_;
+    std::unordered_map<Key, OwnedPipeline, KeyHash> pipelines_;
+    bool dirty_ = false;
+    // The last lookup, checked first: consecutive dispatches often share a pipeline.
+    const char* last_shader_ = nullptr;
+    Key last_key_;
+    VkPipeline last_ = VK_NULL_HANDLE;
+};
+
+}  // namespace vela::vk

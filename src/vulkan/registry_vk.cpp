@@ -1,0 +1,66 @@
+// The Vulkan half of the device registry (declared in core/registry.hpp):
+// enumeration, opening a device once on first use, and the validation switch.
+// Devices live until exit and are destroyed before the instance.
+#include <memory>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/registry.hpp"
+#include "vulkan/context.hpp"
+#include "vulkan/device.hpp"
+
+namespace vela::vk {
+
+namespace {
+
+// Constructed after the context (open() makes the context first), so destroyed before it.
+std::vector<std::unique_ptr<VulkanDevice>>& opened() {
+    static std::vector<std::unique_ptr<VulkanDevice>> devices;
+    return devices;
+}
+
+bool any_open() {
+    for (auto& d : opened())
+        if (d) return true;
+    return false;
+}
+
+}  // namespace
+
+std::vector<DeviceInfo> enumerate() {
+    std::vector<DeviceInfo> out;
+    try {
+        for (const PhysicalInfo& p : Context::get().physical()) out.push_back(p.info);
+    } catch (const Error&) {
+        // No Vulkan loader or driver: there are simply no Vulkan devices.
+    }
+    return out;
+}
+
+Device& open(int index) {
+    Context& ctx = Context::get();
+    auto& phys = ctx.physical();
+    if (index < 0 || size_t(index) >= phys.size())
+        fail("device: vulkan:%d does not exist (%zu Vulkan device%s found)", index, phys.size(),
+             phys.size() == 1 ? "" : "s");
+    const PhysicalInfo& p = phys[size_t(index)];
+    if (!p.info.usable) fail("device: %s (%s) is not usable: %s", p.info.id.c_str(), p.info.name.c_str(), p.info.reason.c_str());
+    auto& devs = opened();
+    if (devs.size() < phys.size()) devs.resize(phys.size());
+    if (!devs[size_t(index)]) devs[size_t(index)] = std::make_unique<VulkanDevice>(p, p.info.id);
+    return *devs[size_t(index)];
+}
+
+void set_validation(bool on) {
+    if (on == Context::validation()) return;
+    if (any_open())
+        fail("set_validation: Vulkan devices are already open; enable validation before the first use of a "
+             "Vulkan device (VELA_VALIDATE=1 or --validate)");
+    Context::set_validation(on);
+    if (Context::exists()) Context::reset();  // the next use makes an instance with the new choice
+}
+
+bool validation_enabled() { return Context::validation(); }
+uint64_t validation_message_count() { return Context::messages(); }
+
+}  // namespace vela::vk

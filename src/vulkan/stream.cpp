@@ -1,0 +1,258 @@
+#include "vulkan/stream.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace vela::vk {
+
+struct Stream::Slot {
+    OwnedCommandPool pool;
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    OwnedFence fence;
+    OwnedQueryPool queries;
+    uint64_t serial = 0;
+    bool pending = false;  // submitted, fence not yet seen signalled
+    uint32_t dispatches = 0;
+    bool profiled = false;  // timestamps written around each dispatch
+    std::vector<std::string> labels;
+};
+
+void VulkanBuffer::free_storage() {
+    stream_.retire(alloc, last_use);
+    alloc = Allocation{};
+}
+
+Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps, std::string name)
+    : gpu_(gpu), pipelines_(pipelines), memory_(memory), caps_(caps), name_(std::move(name)), ring_(kRing) {
+    VkDevice dev = gpu.device;
+    timestamp_ns_ = gpu.phys.props.limits.timestampPeriod;
+    for (Slot& s : ring_) {
+        auto pi = make<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+        pi.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+        pi.queueFamilyIndex = gpu.phys.queue_family;
+        VkCommandPool pool = VK_NULL_HANDLE;
+        check(vkCreateCommandPool(dev, &pi, nullptr, &pool), "vkCreateCommandPool");
+        s.pool = OwnedCommandPool(dev, pool);
+        auto ai = make<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+        ai.commandPool = pool;
+        ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        ai.commandBufferCount = 1;
+        check(vkAllocateCommandBuffers(dev, &ai, &s.cb), "vkAllocateCommandBuffers");
+        auto fi = make<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+        VkFence fence = VK_NULL_HANDLE;
+        check(vkCreateFence(dev, &fi, nullptr, &fence), "vkCreateFence");
+        s.fence = OwnedFence(dev, fence);
+        if (gpu.phys.timestamps) {
+            auto qi = make<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+            qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+            qi.queryCount = 2 * kBatch;
+            VkQueryPool qp = VK_NULL_HANDLE;
+            check(vkCreateQueryPool(dev, &qi, nullptr, &qp), "vkCreateQueryPool");
+            s.queries = OwnedQueryPool(dev, qp);
+        }
+    }
+}
+
+Stream::~Stream() {
+    try {
+        sync();
+    } catch (...) {
+        vkDeviceWaitIdle(gpu_.device);  // lost or interrupted: still nothing may run past this point
+        completed_ = serial_;
+    }
+    for (auto& [serial, a] : retired_) memory_.free(a);
+}
+
+void Stream::begin() {
+    Slot& s = ring_[cur_];
+    if (s.pending) wait_slot(s, true);
+    check(vkResetCommandPool(gpu_.device, s.pool, 0), "vkResetCommandPool");
+    auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    check(vkBeginCommandBuffer(s.cb, &bi), "vkBeginCommandBuffer");
+    s.serial = ++serial_;
+    s.dispatches = 0;
+    s.labels.clear();
+    s.profiled = profiling_ && s.queries;
+    if (s.profiled) vkCmdResetQueryPool(s.cb, s.queries, 0, 2 * kBatch);
+    bound_ = VK_NULL_HANDLE;
+    recording_ = true;
+}
+
+void Stream::hazard(const Dispatch& d) {
+    // One global memory barrier orders everything recorded before it, so a
+    // buffer touched in an earlier epoch needs no further barrier.
+    bool need = false;
+    for (const Matrix* m : d.reads) {
+        auto* b = static_cast<VulkanBuffer*>(m->buf.get());
+        need |= b->write_epoch == epoch_;
+    }
+    for (const Matrix* m : d.writes) {
+        auto* b = static_cast<VulkanBuffer*>(m->buf.get());
+        need |= b->write_epoch == epoch_ || b->read_epoch == epoch_;
+    }
+    if (need) {
+        auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+        mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+        vkCmdPipelineBarrier(ring_[cur_].cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             0, 1, &mb, 0, nullptr, 0, nullptr);
+        ++epoch_;
+    }
+    for (const Matrix* m : d.reads) {
+        auto* b = static_cast<VulkanBuffer*>(m->buf.get());
+        b->read_epoch = epoch_;
+        b->last_use = serial_;
+    }
+    for (const Matrix* m : d.writes) {
+        auto* b = static_cast<VulkanBuffer*>(m->buf.get());
+        b->write_epoch = epoch_;
+        b->last_use = b->last_write = serial_;
+    }
+}
+
+void Stream::dispatch(const Dispatch& d) {
+    if (d.push_size > kPushBytes || d.push_size > caps_.max_push_constants || d.push_size % 4)
+        fail("vulkan: %s: push constants of %u bytes (at most %u, a multiple of 4)", d.shader, d.push_size,
+             caps_.max_push_constants);
+    for (int i = 0; i < 3; ++i)
+        if (d.groups[i] > caps_.max_workgroup_count[i])
+            fail("vulkan: %s: %u workgroups in dimension %d, the device allows %u", d.shader, d.groups[i], i,
+                 caps_.max_workgroup_count[i]);
+    if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) return;
+    VkPipeline pipeline = pipelines_.get(d.shader, d.spec, d.spec_count);  // may throw: before any recording
+
+    if (!recording_) begin();
+    Slot& s = ring_[cur_];
+    hazard(d);
+    if (pipeline != bound_) {
+        vkCmdBindPipeline(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+        bound_ = pipeline;
+    }
+    if (d.push_size) vkCmdPushConstants(s.cb, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.push_size, d.push);
+    if (s.profiled) {
+        vkCmdWriteTimestamp(s.cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s.queries, 2 * s.dispatches);
+        vkCmdDispatch(s.cb, d.groups[0], d.groups[1], d.groups[2]);
+        vkCmdWriteTimestamp(s.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s.queries, 2 * s.dispatches + 1);
+        s.labels.emplace_back(d.label ? d.label : d.shader);
+    } else {
+        vkCmdDispatch(s.cb, d.groups[0], d.groups[1], d.groups[2]);
+    }
+    ++stats_.dispatches;
+    if (++s.dispatches >= kBatch) submit();
+}
+
+void Stream::submit() {
+    if (!recording_) return;
+    Slot& s = ring_[cur_];
+    // Make shader writes visible to the host: read-backs map the memory after the fence.
+    auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(s.cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr,
+                         0, nullptr);
+    recording_ = false;
+    check(vkEndCommandBuffer(s.cb), "vkEndCommandBuffer");
+    auto si = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &s.cb;
+    check(vkQueueSubmit(gpu_.queue, 1, &si, s.fence), "vkQueueSubmit");
+    s.pending = true;
+    ++stats_.submissions;
+    cur_ = (cur_ + 1) % kRing;
+}
+
+void Stream::flush() {
+    if (recording_) submit();
+}
+
+void Stream::wait_slot(Slot& s, bool count) {
+    VkResult r = vkGetFenceStatus(gpu_.device, s.fence);
+    if (r == VK_NOT_READY) {
+        if (count) ++stats_.host_waits;
+        // Wait in slices so Ctrl-C (the shell sets interrupt_flag) ends a long wait.
+        VkFence f = s.fence;
+        while ((r = vkWaitForFences(gpu_.device, 1, &f, VK_TRUE, 20'000'000)) == VK_TIMEOUT)
+            check_interrupt();
+    }
+    check(r, "vkWaitForFences");
+    complete_through(s.serial);
+}
+
+void Stream::complete_through(uint64_t serial) {
+    // Fences signal in submission order on one queue: everything up to `serial` is done.
+    std::vector<Slot*> done;
+    for (Slot& s : ring_)
+        if (s.pending && s.serial <= serial) done.push_back(&s);
+    std::sort(done.begin(), done.end(), [](Slot* a, Slot* b) { return a->serial < b->serial; });
+    for (Slot* s : done) {
+        s->pending = false;
+        VkFence f = s->fence;
+        check(vkResetFences(gpu_.device, 1, &f), "vkResetFences");
+        if (s->profiled && s->dispatches) {
+            std::vector<uint64_t> ts(2 * s->dispatches);
+            check(vkGetQueryPoolResults(gpu_.device, s->queries, 0, 2 * s->dispatches, ts.size() * 8, ts.data(), 8,
+                                        VK_QUERY_RESULT_64_BIT),
+                  "vkGetQueryPoolResults");
+            for (uint32_t i = 0; i < s->dispatches; ++i)
+                times_.push_back({s->labels[i], double(ts[2 * i + 1] - ts[2 * i]) * timestamp_ns_ * 1e-6});
+        }
+    }
+    completed_ = std::max(completed_, serial);
+    auto keep = std::remove_if(retired_.begin(), retired_.end(), [&](auto& r) {
+        if (r.first > completed_) return false;
+        memory_.free(r.second);
+        return true;
+    });
+    retired_.erase(keep, retired_.end());
+}
+
+void Stream::wait(uint64_t serial) {
+    if (serial <= completed_) return;
+    if (recording_ && serial >= ring_[cur_].serial) {
+        if (ring_[cur_].dispatches == 0) {  // nothing recorded yet in it: nothing to wait for there
+            serial = ring_[cur_].serial - 1;
+            if (serial <= completed_) return;
+        } else {
+            submit();
+        }
+    }
+    for (Slot& s : ring_)
+        if (s.pending && s.serial == serial) {
+            wait_slot(s, true);
+            return;
+        }
+    // Its slot was already recycled, which implies it completed.
+    complete_through(serial);
+}
+
+void Stream::sync() {
+    flush();
+    uint64_t last = 0;
+    for (Slot& s : ring_)
+        if (s.pending) last = std::max(last, s.serial);
+    if (last) wait(last);
+}
+
+void Stream::retire(const Allocation& a, uint64_t last_use) {
+    if (!a) return;
+    if (last_use <= completed_)
+        memory_.free(a);
+    else
+        retired_.emplace_back(last_use, a);
+}
+
+void Stream::profile_begin() {
+    flush();  // the next command buffer starts with a reset query pool
+    times_.clear();
+    profiling_ = true;
+}
+
+std::vector<KernelTime> Stream::profile_end() {
+    sync();
+    profiling_ = false;
+    return std::move(times_);
+}
+
+}  // namespace vela::vk

@@ -1,0 +1,78 @@
+// The stream: where dispatches are recorded and submitted. Nothing is
+// submitted per call. Dispatches go into the current command buffer of a
+// small ring; it is submitted when the host needs a result, on flush/sync, or
+// when it holds `kBatch` dispatches, and recording continues in the next
+// command buffer while the device runs the first. A compute barrier is
+// recorded only where a dispatch touches a buffer that an earlier one wrote
+// (read-after-write, write-after-write) or read (write-after-read).
+// Memory freed while queued work may still use it returns to the allocator
+// only when that work has completed.
+#pragma once
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "core/device.hpp"
+#include "vulkan/buffer.hpp"
+#include "vulkan/kernel.hpp"
+#include "vulkan/pipelines.hpp"
+
+namespace vela::vk {
+
+class Stream {
+public:
+    static constexpr uint32_t kRing = 4;     // command buffers in flight
+    static constexpr uint32_t kBatch = 256;  // dispatches per command buffer before it is submitted
+
+    Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps, std::string name);
+    ~Stream();  // waits for the device, then frees what was retired
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+
+    void dispatch(const Dispatch& d);
+    void flush();                // submit what is recorded, without waiting
+    void sync();                 // submit and wait for everything (polls the interrupt flag)
+    void wait(uint64_t serial);  // wait until the command buffer `serial` has completed
+
+    // Host access to mapped memory: wait for queued work that writes the buffer
+    // (before reading) or uses it at all (before writing).
+    void before_host_read(const VulkanBuffer& b) { wait(b.last_write); }
+    void before_host_write(const VulkanBuffer& b) { wait(b.last_use); }
+
+    // Return an allocation to the allocator once the work up to `last_use` is done.
+    void retire(const Allocation& a, uint64_t last_use);
+
+    const DeviceStats& stats() const { return stats_; }
+    void profile_begin();
+    std::vector<KernelTime> profile_end();
+
+private:
+    struct Slot;
+    void begin();
+    void submit();
+    void complete_through(uint64_t serial);  // bookkeeping once the fence of `serial` signalled
+    void wait_slot(Slot& s, bool count);
+    void hazard(const Dispatch& d);
+
+    Gpu& gpu_;
+    Pipelines& pipelines_;
+    Memory& memory_;
+    const Caps& caps_;
+    std::string name_;
+    std::vector<Slot> ring_;
+    uint32_t cur_ = 0;
+    bool recording_ = false;
+    uint64_t serial_ = 0;     // serial of the command buffer being recorded (or last one)
+    uint64_t completed_ = 0;  // every command buffer with serial <= completed_ has finished
+    uint64_t epoch_ = 1;      // bumped by each barrier
+    VkPipeline bound_ = VK_NULL_HANDLE;
+    std::vector<std::pair<uint64_t, Allocation>> retired_;
+    DeviceStats stats_;
+    bool profiling_ = false;
+    double timestamp_ns_ = 1;
+    std::vector<KernelTime> times_;
+};
+
+}  // namespace vela::vk

@@ -1,0 +1,157 @@
+-- data: the MNIST files, bad IDX files, batches gathered on the device (each
+-- sample once per epoch, scaled to [0, 1], the order fixed by the seed), and
+-- the terminal pictures.
+local t = dofile("tests/lua/t.lua")
+local data, plot = require "vela.data", require "vela.plot"
+
+local ids = {}
+for _, d in ipairs(devices()) do
+  if d.usable then ids[#ids + 1] = d.id end
+end
+
+local dir = os.tmpname()
+os.remove(dir)
+assert(os.execute("mkdir -p " .. dir))
+
+local function write(name, bytes)
+  local f = assert(io.open(dir .. "/" .. name, "wb"))
+  f:write(bytes)
+  f:close()
+  return dir .. "/" .. name
+end
+local function idx(magic, dims, payload)
+  local s = string.pack(">I4", magic)
+  for _, d in ipairs(dims) do s = s .. string.pack(">I4", d) end
+  return s .. payload
+end
+-- n 2×2 images whose pixels all equal the image's number (1..n), labels given.
+local function tiny_set(name, n, labels)
+  local px = {}
+  for j = 1, n do px[j] = string.rep(string.char(j), 4) end
+  write(name .. "-images-idx3-ubyte", idx(0x803, {n, 2, 2}, table.concat(px)))
+  write(name .. "-labels-idx1-ubyte", idx(0x801, {#labels}, string.char(table.unpack(labels))))
+end
+
+t.test("the MNIST files of scripts/get-data", function()
+  device("cpu")
+  local m = data.mnist()
+  t.near(m.train.n, 7996, 0); t.near(m.test.n, 2004, 0)
+  assert(m.train.images:dtype() == "uint8" and m.train.labels:dtype() == "float32")
+  t.near(m.train.images.rows, 784, 0)
+  -- Labels are classes 1..10 (digit + 1): per-class counts of the test split.
+  local counts = {}
+  for _, v in ipairs(m.test.labels:totable()[1]) do counts[v] = (counts[v] or 0) + 1 end
+  local want = {201, 226, 199, 207, 196, 173, 203, 214, 189, 196}
+  for c = 1, 10 do t.near(counts[c], want[c], 0, "class " .. c) end
+  -- Pixels are grey levels 0..255: the brightest pixel of the set is 255.
+  local mx = 0
+  for _, r in ipairs(m.test.images:columns(1, 5):totable()) do for _, v in ipairs(r) do mx = math.max(mx, v) end end
+  t.near(mx, 255, 0)
+end)
+
+t.test("Fashion-MNIST from Debian's package", function()
+  device("cpu")
+  local f = data.fashion_mnist()
+  t.near(f.train.n, 60000, 0); t.near(f.test.n, 10000, 0)
+  assert(f.train.classes[10] == "Ankle boot")
+end)
+
+t.test("bad data sets are clear errors", function()
+  tiny_set("train", 3, {0, 1, 2})
+  tiny_set("t10k", 2, {1, 0})
+  local ok = data.mnist(dir)
+  t.near(ok.train.n, 3, 0)
+  -- counts that disagree
+  write("t10k-labels-idx1-ubyte", idx(0x801, {3}, "\0\1\2"))
+  t.raises(function() data.mnist(dir) end, "t10k-images-idx3-ubyte' holds 2 images", "holds 3 labels")
+  -- labels out of range
+  write("t10k-labels-idx1-ubyte", idx(0x801, {2}, "\0\12"))
+  t.raises(function() data.mnist(dir) end, "t10k-labels-idx1-ubyte", "label 12 of sample 2", "0..9")
+  -- wrong magic (images and labels swapped)
+  write("t10k-labels-idx1-ubyte", idx(0x803, {2, 2, 2}, string.rep("\0", 8)))
+  t.raises(function() data.mnist(dir) end, "t10k-labels-idx1-ubyte", "3 dimensions")
+  write("t10k-labels-idx1-ubyte", "GIF89a....")
+  t.raises(function() data.mnist(dir) end, "t10k-labels-idx1-ubyte", "not an IDX file")
+  -- truncated
+  write("t10k-labels-idx1-ubyte", idx(0x801, {2}, "\1"))
+  t.raises(function() data.mnist(dir) end, "truncated", "holds 1")
+  -- missing
+  t.raises(function() data.mnist(dir .. "/nowhere") end, "data.mnist", "train-images-idx3-ubyte", "scripts/get-data")
+end)
+
+for _, id in ipairs(ids) do
+  t.test(id .. ": batches cover the set once per epoch, scaled, in a seeded order", function()
+    device(id)
+    local n = 10
+    local px, labels = {}, {}
+    for j = 1, n do px[j] = string.rep(string.char(j * 20), 4); labels[j] = j % 10 end
+    local ip = write("b-images", idx(0x803, {n, 2, 2}, table.concat(px)))
+    local lp = write("b-labels", idx(0x801, {n}, string.char(table.unpack(labels))))
+    local set = data.read_set(ip, lp, data.mnist_classes)
+    local function order(seed, epoch)
+      local loader = data.loader(set, 4, {seed = seed})
+      local seen, sizes = {}, {}
+      for x, y, b, bn in loader:epoch(epoch) do
+        assert(x:device() == y:device() and tostring(x:device()):find(id, 1, true), "the batch stays on " .. id)
+        sizes[b] = bn
+        local hx, hy = x:to("cpu"):totable(), y:to("cpu"):totable()
+        for j = 1, bn do
+          local k = math.floor(hx[1][j] * 255 / 20 + 0.5)  -- the image number, from its scaled pixel
+          t.near(hx[1][j], k * 20 / 255, 1e-6, "scaled to [0, 1]")
+          t.near(hx[4][j], hx[1][j], 0)
+          t.near(hy[1][j], k % 10 + 1, 0, "the label travels with its image")
+          seen[#seen + 1] = k
+        end
+      end
+      assert(table.concat(sizes, ",") == "4,4,2", "batch sizes " .. table.concat(sizes, ","))
+      local sorted = {table.unpack(seen)}
+      table.sort(sorted)
+      for j = 1, n do t.near(sorted[j], j, 0, "each sample once") end
+      return table.concat(seen, ",")
+    end
+    local a, b, c = order(5, 1), order(5, 1), order(5, 2)
+    assert(a == b, "the same seed and epoch give the same order")
+    assert(a ~= c, "another epoch gives another order")
+    local plain = {}
+    for x in data.loader(set, 5, {shuffle = false}):epoch(1) do
+      for _, v in ipairs(x:to("cpu"):totable()[1]) do plain[#plain + 1] = math.floor(v * 255 / 20 + 0.5) end
+    end
+    assert(table.concat(plain, ",") == "1,2,3,4,5,6,7,8,9,10", "unshuffled: " .. table.concat(plain, ","))
+    t.raises(function() data.loader(set, 11) end, "batch size 11 is larger than the set (10 samples)")
+  end)
+end
+
+t.test("permutation is a permutation, the same for a seed", function()
+  local p = permutation(1000, 42):totable()[1]
+  local q = permutation(1000, 42):totable()[1]
+  local seen = {}
+  for i, v in ipairs(p) do
+    assert(v == q[i])
+    assert(v >= 1 and v <= 1000 and not seen[v], "value " .. v)
+    seen[v] = true
+  end
+end)
+
+t.test("show, show_weights and plot draw in the terminal", function()
+  device("cpu")
+  local m = data.mnist()
+  local lines = data.show(m.test, 1, true)
+  t.near(#lines, 15, 0, "a header and 14 lines")
+  assert(lines[1]:find("image 1: class %d+"), lines[1])
+  t.near(utf8.len(lines[2]), 28, 0, "28 cells wide")
+  local inked = 0
+  for i = 2, #lines do for _, c in utf8.codes(lines[i]) do if c ~= 32 then inked = inked + 1 end end end
+  assert(inked > 30, "the digit has ink: " .. inked)
+  local nn = require "vela.nn"
+  local w = data.show_weights(nn.linear(784, 6, "relu", {seed = 1}), 6, 3, true)
+  t.near(#w, 2 * 15, 0, "two rows of 14 lines and a gap")
+  t.near(utf8.len(w[1]), 3 * 28 + 2 * 2, 0)
+  local p = plot({3, 2, 1.5, 1.2, 1.1}, {height = 4, quiet = true})
+  t.near(#p, 6, 0)
+  assert(p[1]:find("3 ┤█", 1, true), p[1])
+  t.raises(function() plot({1, 0 / 0}) end, "plot: value 2")
+  t.raises(function() data.show(m.test.images, 3000) end, "data.show", "outside 1..2004")
+end)
+
+os.execute("rm -rf " .. dir)
+t.done()

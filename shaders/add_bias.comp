@@ -13,7 +13,7 @@ layout(push_constant) uniform Push {
 } p;
 
 void main() {
-    uint k = global_index();
+    uint k = global_index(WG);
     if (k >= p.n) return;
     uint j = k / p.y.rows;
     uint i = k - j * p.y.rows;

@@ -15,7 +15,7 @@ layout(push_constant) uniform Push {
 } p;
 
 void main() {
-    uint j = global_index();
+    uint j = global_index(WG);
     if (j >= p.cols) return;
     float best = uintBitsToFloat(0xff800000u);
     uint at = 0;

@@ -15,7 +15,7 @@ layout(push_constant) uniform Push {
 } p;
 
 void main() {
-    uint k = global_index();
+    uint k = global_index(WG);
     if (k >= p.n) return;
     float x = ld(p.a, k), y = ld(p.b, k);
     float r = OP == 0 ? x * y : OP == 1 ? x / y : OP == 2 ? x + y : x - y;

@@ -29,7 +29,9 @@ struct View {
 uint group_index() {
     return (gl_WorkGroupID.z * gl_NumWorkGroups.y + gl_WorkGroupID.y) * gl_NumWorkGroups.x + gl_WorkGroupID.x;
 }
-uint global_index() { return group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; }
+// wg: the shader's workgroup-size specialization constant. (Not gl_WorkGroupSize:
+// glslc -O folds it to the default local size of 1 when local_size_x_id is used.)
+uint global_index(uint wg) { return group_index() * wg + gl_LocalInvocationID.x; }
 
 // Buffer element index (relative to addr) of logical element k in column-major order.
 uint view_index(View v, uint k) {

@@ -19,7 +19,7 @@ layout(push_constant) uniform Push {
 } p;
 
 void main() {
-    uint k = global_index();
+    uint k = global_index(WG);
     if (k >= p.n) return;
     uint j = k / p.dst.rows;
     uint i = k - j * p.dst.rows;

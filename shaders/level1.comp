@@ -21,7 +21,7 @@ layout(push_constant) uniform Push {
 } p;
 
 void main() {
-    uint k = global_index();
+    uint k = global_index(WG);
     if (k >= p.n) return;
     uint iy = view_index(p.y, k);
     if (OP == 0) {

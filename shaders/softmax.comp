@@ -24,7 +24,7 @@ layout(push_constant) uniform Push {
 } p;
 
 void main() {
-    uint j = global_index();
+    uint j = global_index(WG);
     if (j >= p.cols) return;
     float m = uintBitsToFloat(0xff800000u);  // −inf
     for (uint i = 0; i < p.rows; ++i) m = max(m, load_f32(p.x.addr, view_index2(p.x, i, j)));

@@ -34,7 +34,7 @@ float f(float x) {
 }
 
 void main() {
-    uint k = global_index();
+    uint k = global_index(WG);
     if (k >= p.n) return;
     st(p.y, k, f(ld(p.x, k)));
 }

@@ -112,3 +112,229 @@ TEST_CASE("vulkan: 1000 small dependent kernels then one read is one host wait",
     CHECK(s1.host_waits - s0.host_waits == 1);
     CHECK(s1.submissions - s0.submissions >= 1);
 }
+
+namespace {
+
+// A deterministic pseudo-random matrix in [lo, hi) on the device, and its host copy.
+struct Mat {
+    Matrix m;
+    std::vector<float> h;
+};
+Mat rnd(int64_t rows, int64_t cols, float lo, float hi, uint32_t seed) {
+    Mat r;
+    r.h.resize(size_t(rows * cols));
+    uint32_t s = seed * 2654435761u + 1;
+    for (float& v : r.h) {
+        s = s * 1664525u + 1013904223u;
+        v = lo + (hi - lo) * float(s >> 8) * 0x1p-24f;
+    }
+    r.m = from_host(gpu(), rows, cols, r.h.data());
+    return r;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+        INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+        REQUIRE(std::fabs(double(got[i]) - want[i]) <= tol * (1 + std::fabs(want[i])));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("vulkan: level 1 on strided and transposed views", "[vulkan]") {
+    NoValidationMessages guard;
+    Mat a = rnd(9, 7, -2, 2, 1), b = rnd(7, 9, -2, 2, 2);
+    // x: a 3×5 view of a at (1, 2); y: the transposed 5×3 view of b at (2, 1), read back as 3×5.
+    Matrix x = view(a.m, 1, 2, 3, 5);
+    Matrix y = view(b.m, 2, 1, 5, 3).t();
+    auto xa = [&](int64_t i, int64_t j) { return double(a.h[size_t((1 + i) + (2 + j) * 9)]); };
+    auto yb = [&](int64_t i, int64_t j) { return double(b.h[size_t((2 + j) + (1 + i) * 7)]); };
+    axpby(1.5f, x, -0.5f, y);
+    std::vector<double> want;
+    for (int64_t j = 0; j < 5; ++j)
+        for (int64_t i = 0; i < 3; ++i) want.push_back(1.5 * xa(i, j) - 0.5 * yb(i, j));
+    check_close(to_host(y), want, 1e-6);
+    // Elements of b outside the view are untouched.
+    std::vector<float> bh = to_host(b.m);
+    CHECK(bh[0] == b.h[0]);
+    CHECK(bh[size_t(1 + 0 * 7)] == b.h[1]);
+
+    // beta = 0 never reads y: NaN there does not propagate.
+    Matrix z = zeros(gpu(), 3, 5);
+    fill(z, std::nanf(""));
+    axpby(2.0f, x, 0.0f, z);
+    want.clear();
+    for (int64_t j = 0; j < 5; ++j)
+        for (int64_t i = 0; i < 3; ++i) want.push_back(2 * xa(i, j));
+    check_close(to_host(z), want, 1e-6);
+
+    // swap, scal, copy between a row and a column.
+    Matrix r = row(a.m, 4);      // 1×7, step 9
+    Matrix c = zeros(gpu(), 7, 1);
+    copy(r, c);
+    scal(-3.0f, c);
+    swap(r, c);
+    std::vector<float> rv = to_host(r), cv = to_host(c);
+    for (int64_t j = 0; j < 7; ++j) {
+        REQUIRE(cv[size_t(j)] == a.h[size_t(4 + j * 9)]);
+        REQUIRE(rv[size_t(j)] == -3.0f * a.h[size_t(4 + j * 9)]);
+    }
+}
+
+TEST_CASE("vulkan: uint8 to float copy and gather_cols", "[vulkan]") {
+    NoValidationMessages guard;
+    const int64_t rows = 13, cols = 40;
+    std::vector<uint8_t> px(size_t(rows * cols));
+    for (size_t i = 0; i < px.size(); ++i) px[i] = uint8_t((i * 37 + 11) % 256);
+    Matrix u = from_host_u8(gpu(), rows, cols, px.data());
+    Matrix f = zeros(gpu(), rows, cols);
+    copy(u, f);
+    std::vector<float> fv = to_host(f);
+    for (size_t i = 0; i < px.size(); ++i) REQUIRE(fv[i] == float(px[i]));
+
+    std::vector<float> idx = {40, 1, 7, 7, 23};
+    Matrix ix = from_host(gpu(), 5, 1, idx.data());
+    Matrix batch = zeros(gpu(), rows, 5);
+    gather_cols(u, ix, batch, 1.0f / 255);
+    Matrix batchf = zeros(gpu(), rows, 5);
+    gather_cols(f, ix, batchf, 2.0f);
+    std::vector<double> want, wantf;
+    for (int64_t j = 0; j < 5; ++j)
+        for (int64_t i = 0; i < rows; ++i) {
+            double v = px[size_t(i + (int64_t(idx[size_t(j)]) - 1) * rows)];
+            want.push_back(v / 255);
+            wantf.push_back(2 * v);
+        }
+    check_close(to_host(batch), want, 1e-6);
+    check_close(to_host(batchf), wantf, 1e-6);
+}
+
+TEST_CASE("vulkan: unary and binary functions against float64", "[vulkan]") {
+    NoValidationMessages guard;
+    Mat x = rnd(17, 11, 0.05f, 3, 3);
+    Mat s = rnd(17, 11, -20, 20, 4);
+    float lf[4] = {2, 1, 0.5f, 3};
+    for (int op = 0; op < int(Unary::count_); ++op) {
+        Unary u = Unary(op);
+        INFO("unary " << unary_name(u));
+        bool positive = u == Unary::log || u == Unary::sqrt || u == Unary::inv;
+        const Mat& in = positive ? x : s;
+        Matrix y = zeros(gpu(), 17, 11);
+        unary(u, in.m, y, u == Unary::linear_frac ? lf : nullptr);
+        std::vector<double> want;
+        for (float fv : in.h) {
+            double v = fv;
+            switch (u) {
+            case Unary::tanh: want.push_back(std::tanh(v)); break;
+            case Unary::sigmoid: want.push_back(1 / (1 + std::exp(-v))); break;
+            case Unary::relu: want.push_back(v > 0 ? v : 0); break;
+            case Unary::exp: want.push_back(std::exp(v)); break;
+            case Unary::log: want.push_back(std::log(v)); break;
+            case Unary::sqrt: want.push_back(std::sqrt(v)); break;
+            case Unary::sqr: want.push_back(v * v); break;
+            case Unary::inv: want.push_back(1 / v); break;
+            case Unary::abs: want.push_back(std::fabs(v)); break;
+            case Unary::linear_frac: want.push_back((2 * v + 1) / (0.5 * v + 3)); break;
+            case Unary::tanh_prime: want.push_back(1 - v * v); break;
+            case Unary::sigmoid_prime: want.push_back(v * (1 - v)); break;
+            default: want.push_back(v > 0 ? 1 : 0); break;
+            }
+        }
+        check_close(to_host(y), want, 2e-6);
+    }
+    Mat a = rnd(6, 9, -3, 3, 5), b = rnd(6, 9, 0.5f, 3, 6);
+    for (int op = 0; op < int(Binary::count_); ++op) {
+        INFO("binary " << binary_name(Binary(op)));
+        Matrix c = zeros(gpu(), 6, 9);
+        binary(Binary(op), a.m, b.m, c);
+        std::vector<double> want;
+        for (size_t i = 0; i < a.h.size(); ++i) {
+            double p = a.h[i], q = b.h[i];
+            want.push_back(op == 0 ? p * q : op == 1 ? p / q : op == 2 ? p + q : p - q);
+        }
+        check_close(to_host(c), want, 1e-6);
+    }
+}
+
+TEST_CASE("vulkan: reductions and imax, small and multi-workgroup", "[vulkan]") {
+    NoValidationMessages guard;
+    for (int64_t n : {1, 7, 256, 1000, 300001}) {
+        INFO("n = " << n);
+        Mat x = rnd(n, 1, -1, 1, 7), y = rnd(1, n, -1, 1, 8);
+        double d = 0, q = 0, a = 0, s = 0, best = -1;
+        int64_t at = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            double v = x.h[size_t(i)];
+            d += v * y.h[size_t(i)];
+            q += v * v;
+            a += std::fabs(v);
+            s += v;
+            if (std::fabs(v) > best) best = std::fabs(v), at = i;
+        }
+        double tol = 1e-5 * std::sqrt(double(n));
+        CHECK(std::fabs(dot(x.m, y.m) - d) <= tol);
+        CHECK(std::fabs(nrm2(x.m) - std::sqrt(q)) <= tol);
+        CHECK(std::fabs(asum(x.m) - a) <= tol);
+        CHECK(std::fabs(sum(x.m) - s) <= tol);
+        CHECK(imax(x.m) == at);
+    }
+    // Ties: the first index wins, across workgroups too.
+    std::vector<float> t(100000, 1.0f);
+    t[70000] = -5;
+    t[90000] = 5;
+    t[30] = -5;
+    Matrix tm = from_host(gpu(), 1, 100000, t.data());
+    CHECK(imax(tm) == 30);
+}
+
+TEST_CASE("vulkan: softmax, softmax_xent, argmax, add_bias against float64", "[vulkan]") {
+    NoValidationMessages guard;
+    const int64_t k = 10, n = 37;
+    Mat z = rnd(k, n, -30, 30, 9);
+    std::vector<float> labels(n);
+    std::vector<uint8_t> labels8(n);
+    for (int64_t j = 0; j < n; ++j) labels8[size_t(j)] = uint8_t(1 + (j * 3) % k), labels[size_t(j)] = labels8[size_t(j)];
+    Matrix lf = from_host(gpu(), n, 1, labels.data());
+    Matrix l8 = from_host_u8(gpu(), 1, n, labels8.data());
+
+    std::vector<double> sm, dz, loss;
+    std::vector<float> am;
+    for (int64_t j = 0; j < n; ++j) {
+        double m = -1e30, s = 0;
+        int64_t best = 0;
+        for (int64_t i = 0; i < k; ++i)
+            if (z.h[size_t(i + j * k)] > m) m = z.h[size_t(i + j * k)], best = i;
+        for (int64_t i = 0; i < k; ++i) s += std::exp(z.h[size_t(i + j * k)] - m);
+        for (int64_t i = 0; i < k; ++i) {
+            double p = std::exp(z.h[size_t(i + j * k)] - m) / s;
+            sm.push_back(p);
+            dz.push_back((p - (i == labels[size_t(j)] - 1 ? 1 : 0)) * 0.25);
+        }
+        loss.push_back(-(z.h[size_t(labels[size_t(j)] - 1 + j * k)] - m - std::log(s)));
+        am.push_back(float(best + 1));
+    }
+    Matrix y = zeros(gpu(), k, n);
+    softmax(z.m, y);
+    check_close(to_host(y), sm, 1e-5);
+
+    Matrix g = zeros(gpu(), k, n), lo = zeros(gpu(), n, 1);
+    softmax_xent(z.m, lf, lo, 0.25f, g);
+    check_close(to_host(g), dz, 1e-5);
+    check_close(to_host(lo), loss, 1e-5);
+    Matrix g8 = zeros(gpu(), k, n);
+    softmax_xent(z.m, l8, Matrix{}, 0.25f, g8);
+    check_close(to_host(g8), dz, 1e-5);
+
+    Matrix idx = zeros(gpu(), 1, n);
+    argmax(z.m, idx);
+    CHECK(to_host(idx) == am);
+
+    Mat b = rnd(k, 1, -1, 1, 10);
+    Matrix yb = clone(z.m);
+    add_bias(b.m, yb);
+    std::vector<double> want;
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < k; ++i) want.push_back(double(z.h[size_t(i + j * k)]) + b.h[size_t(i)]);
+    check_close(to_host(yb), want, 1e-6);
+}

@@ -207,6 +207,11 @@ static Device& device_arg(lua_State* L, int arg) {
     return d ? *d : guarded(L, []() -> Device& { return current_device(); });
 }
 
+static void push_name(lua_State* L, const Device& d) {
+    std::string s = d.name();
+    lua_pushlstring(L, s.data(), s.size());
+}
+
 static int d_tostring(lua_State* L) {
     auto* ld = static_cast<LDevice*>(luaL_checkudata(L, 1, kDeviceType));
     std::string s = describe(*ld->dev);
@@ -216,15 +221,18 @@ static int d_tostring(lua_State* L) {
 
 static int d_name(lua_State* L) {
     check_nargs(L, 1);
-    std::string s = check_device(L, 1).name();
-    lua_pushlstring(L, s.data(), s.size());
+    push_name(L, check_device(L, 1));
     return 1;
 }
 
 static int d_info(lua_State* L) {
     check_nargs(L, 1);
-    const DeviceInfo* i = info_of(check_device(L, 1));
-    if (!i) return luaL_error(L, "info: no description of device %s", check_device(L, 1).name().c_str());
+    Device& d = check_device(L, 1);
+    const DeviceInfo* i = info_of(d);
+    if (!i) {
+        push_name(L, d);
+        return luaL_error(L, "info: no description of device %s", lua_tostring(L, -1));
+    }
     push_info(L, *i);
     return 1;
 }
@@ -235,8 +243,8 @@ static int d_info(lua_State* L) {
 
 static int l_devices(lua_State* L) {
     check_nargs(L, 0);
-    std::vector<DeviceInfo> list = guarded(L, [] { return list_devices(); });
-    std::string current = guarded(L, [] { return current_device().name(); });
+    // One guarded call: no C++ object may be alive when a later one raises.
+    auto [list, current] = guarded(L, [] { return std::make_pair(list_devices(), current_device().name()); });
     std::vector<std::vector<std::string>> rows = {
         {"", "id", "name", "type", "driver", "memory", "subgroup", "status"}};
     for (const DeviceInfo& i : list) {
@@ -293,18 +301,18 @@ static int l_mem(lua_State* L) {
     check_nargs(L, 1);
     Device* only = test_device(L, 1);
     Device& d = only ? *only : guarded(L, []() -> Device& { return current_device(); });
-    std::vector<std::vector<std::string>> rows = {{"device", "used", "reserved", "total"}};
-    guarded(L, [&] {
+    MemoryInfo m = guarded(L, [&] {
+        std::vector<std::vector<std::string>> rows = {{"device", "used", "reserved", "total"}};
         std::vector<Device*> devs = only ? std::vector<Device*>{only} : vela::open_devices();
         for (Device* dev : devs) {
-            MemoryInfo m = dev->memory();
+            MemoryInfo i = dev->memory();
             char u[32], r[32], t[32];
-            rows.push_back({dev->name(), format_bytes(u, sizeof u, m.used), format_bytes(r, sizeof r, m.reserved),
-                            m.total ? format_bytes(t, sizeof t, m.total) : "?"});
+            rows.push_back({dev->name(), format_bytes(u, sizeof u, i.used), format_bytes(r, sizeof r, i.reserved),
+                            i.total ? format_bytes(t, sizeof t, i.total) : "?"});
         }
+        print_table(rows, {false, true, true, true});
+        return d.memory();
     });
-    print_table(rows, {false, true, true, true});
-    MemoryInfo m = guarded(L, [&] { return d.memory(); });
     lua_createtable(L, 0, 3);
     lua_pushinteger(L, lua_Integer(m.used)), lua_setfield(L, -2, "used");
     lua_pushinteger(L, lua_Integer(m.reserved)), lua_setfield(L, -2, "reserved");
@@ -490,44 +498,38 @@ static int l_bench(lua_State* L) {
 
 // profile(fn): per-kernel device time of everything fn runs, on every open
 // device; prints a table sorted by total time and returns it as a list.
-static int l_profile(lua_State* L) {
-    check_nargs(L, 1);
-    luaL_checktype(L, 1, LUA_TFUNCTION);
-    sync_all(L);
-    guarded(L, [] {
-        current_device();  // opens the default device, so it is profiled too
-        for (Device* d : vela::open_devices()) d->profile_begin();
-    });
-    double t0 = now();
-    lua_pushvalue(L, 1);
-    int status = lua_pcall(L, 0, 0, 0);
-    struct Row {
-        std::string device, kernel;
-        double ms = 0;
-        int64_t calls = 0;
-    };
-    std::vector<Row> rows;
-    double total = 0;
-    bool ok = guarded(L, [&] {
-        for (Device* d : vela::open_devices()) {
-            std::map<std::string, Row> by;
-            for (const KernelTime& k : d->profile_end()) {
-                Row& r = by[k.kernel];
-                r.device = d->name(), r.kernel = k.kernel, r.ms += k.ms, r.calls++;
-            }
-            for (auto& [_, r] : by) rows.push_back(r), total += r.ms;
+struct ProfileRow {
+    std::string device, kernel;
+    double ms = 0;
+    int64_t calls = 0;
+};
+
+// Ends profiling on every open device; per (device, kernel) totals, largest first.
+static std::vector<ProfileRow> profile_end_all() {
+    std::vector<ProfileRow> rows;
+    for (Device* d : vela::open_devices()) {
+        std::map<std::string, ProfileRow> by;
+        for (const KernelTime& k : d->profile_end()) {
+            ProfileRow& r = by[k.kernel];
+            r.device = d->name(), r.kernel = k.kernel, r.ms += k.ms, r.calls++;
         }
-        return true;
-    });
-    double wall = now() - t0;
-    if (status != LUA_OK || !ok) return lua_error(L);
-    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
+        for (auto& [_, r] : by) rows.push_back(r);
+    }
+    std::sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });
+    return rows;
+}
+
+// Prints the profile and pushes it as a list. Its own frame owns every C++
+// object, and the only call that can raise comes before any exists.
+static void profile_report(lua_State* L, double wall) {
+    std::vector<ProfileRow> rows = guarded(L, profile_end_all);
+    double total = 0;
+    int64_t calls = 0;
+    for (const ProfileRow& r : rows) total += r.ms, calls += r.calls;
     std::vector<std::vector<std::string>> table = {{"kernel", "device", "total ms", "calls", "share"}};
-    for (const Row& r : rows)
+    for (const ProfileRow& r : rows)
         table.push_back({r.kernel, r.device, format("%.3f", r.ms), std::to_string(r.calls),
                          format("%.1f%%", total > 0 ? 100.0 * r.ms / total : 0.0)});
-    int64_t calls = 0;
-    for (const Row& r : rows) calls += r.calls;
     table.push_back({"total", "", format("%.3f", total), std::to_string(calls), rows.empty() ? "" : "100.0%"});
     print_table(table, {false, false, true, true, true});
     out("wall time " + format_seconds(wall) + "\n");
@@ -542,6 +544,23 @@ static int l_profile(lua_State* L) {
         lua_rawseti(L, -2, lua_Integer(k + 1));
     }
     set_summary(L, format("%zu kernel%s, %.3f ms device time", rows.size(), rows.size() == 1 ? "" : "s", total));
+}
+
+static int l_profile(lua_State* L) {
+    check_nargs(L, 1);
+    luaL_checktype(L, 1, LUA_TFUNCTION);
+    sync_all(L);
+    guarded(L, [] {
+        current_device();  // opens the default device, so it is profiled too
+        for (Device* d : vela::open_devices()) d->profile_begin();
+    });
+    double t0 = now();
+    lua_pushvalue(L, 1);
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+        guarded(L, [] { profile_end_all(); });  // profiling off again; fn's error stays on top
+        return lua_error(L);
+    }
+    profile_report(L, now() - t0);
     return 1;
 }
 
@@ -596,8 +615,9 @@ static int l_compare(lua_State* L) {
         Matrix* r = test_matrix(L, -1);
         if (!r) {
             set_current_device(prev);
-            return luaL_error(L, "compare: fn must return a matrix, got %s on %s", luaL_typename(L, -1),
-                              dev->name().c_str());
+            push_name(L, *dev);
+            return luaL_error(L, "compare: fn must return a matrix, got %s on %s", luaL_typename(L, -2),
+                              lua_tostring(L, -1));
         }
         int64_t n = r->size();
         auto* host = static_cast<float*>(lua_newuserdatauv(L, size_t(n ? n : 1) * sizeof(float), 0));
@@ -617,8 +637,9 @@ static int l_compare(lua_State* L) {
             lua_pushnumber(L, 0), lua_setfield(L, -2, "max_rel");
         } else if (r->rows != rrows || r->cols != rcols) {
             set_current_device(prev);
-            return luaL_error(L, "compare: fn returned %s on %s but %lld×%lld on the first device",
-                              r->shape_str().c_str(), dev->name().c_str(), (long long)rrows, (long long)rcols);
+            push_name(L, *dev);
+            return luaL_error(L, "compare: fn returned %I×%I on %s but %I×%I on the first device", lua_Integer(r->rows),
+                              lua_Integer(r->cols), lua_tostring(L, -1), lua_Integer(rrows), lua_Integer(rcols));
         } else {
             double amax = 0;
             for (int64_t e = 0; e < n; e++) amax = std::max(amax, std::fabs(double(host[e]) - double(ref[e])));

@@ -1,35 +1,52 @@
 // guarded(): the single place where C++ exceptions become Lua errors.
-// The exception object is destroyed before lua_error longjmps, so no C++
-// destructor is skipped.
+// lua_error longjmps (Lua is built as C), skipping every C++ destructor in
+// the frames it leaves: so the message is copied into a fixed buffer and the
+// exception object is destroyed before the jump, and nothing owning memory
+// is alive when it happens.
 #pragma once
 #include <lua.hpp>
 
+#include <cstring>
 #include <new>
-#include <string>
 
 #include "core/error.hpp"
 
 namespace vela::lua {
 
-[[noreturn]] inline void raise(lua_State* L, const std::string& msg) {
-    lua_pushlstring(L, msg.data(), msg.size());
+// Raises msg as a Lua error prefixed with the calling line ("script.lua:12: "),
+// as luaL_error does.
+[[noreturn]] inline void raise(lua_State* L, const char* msg) {
+    luaL_where(L, 1);
+    lua_pushstring(L, msg);
+    lua_concat(L, 2);
     lua_error(L);
     __builtin_unreachable();
 }
 
+namespace detail {
+inline void copy_message(char (&out)[1024], const char* a, const char* b = "") {
+    size_t n = std::strlen(a), m = std::strlen(b);
+    if (n > sizeof out - 1) n = sizeof out - 1;
+    if (m > sizeof out - 1 - n) m = sizeof out - 1 - n;
+    std::memcpy(out, a, n);
+    std::memcpy(out + n, b, m);
+    out[n + m] = '\0';
+}
+}  // namespace detail
+
 template <class F>
 auto guarded(lua_State* L, F&& f) -> decltype(f()) {
-    std::string msg;
+    char msg[1024];
     try {
         return f();
     } catch (const vela::Interrupted&) {
-        msg = "interrupted";
+        detail::copy_message(msg, "interrupted");
     } catch (const vela::Error& e) {
-        msg = e.what();
+        detail::copy_message(msg, e.what());
     } catch (const std::bad_alloc&) {
-        msg = "out of host memory";
+        detail::copy_message(msg, "out of host memory");
     } catch (const std::exception& e) {
-        msg = std::string("internal error: ") + e.what();
+        detail::copy_message(msg, "internal error: ", e.what());
     }
     raise(L, msg);
 }

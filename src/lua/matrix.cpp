@@ -619,6 +619,13 @@ static void add_padded(luaL_Buffer* b, const char* s, size_t width, size_t len) 
     luaL_addlstring(b, s, std::strlen(s));
 }
 
+// Pushes the device's id; a std::string never outlives this frame, so an
+// error raised later in the caller skips no destructor.
+static void push_device_name(lua_State* L, const Device& dev) {
+    std::string s = dev.name();
+    lua_pushlstring(L, s.data(), s.size());
+}
+
 static int m_tostring(lua_State* L) {
     Matrix& m = check_matrix(L, 1);
     luaL_Buffer b;
@@ -628,8 +635,10 @@ static int m_tostring(lua_State* L) {
         luaL_pushresult(&b);
         return 1;
     }
-    std::string head = "matrix " + m.shape_str() + " " + dtype_name(m.dtype()) + " on " + m.device().name();
-    luaL_addlstring(&b, head.data(), head.size());
+    lua_pushfstring(L, "matrix %I×%I %s on ", lua_Integer(m.rows), lua_Integer(m.cols), dtype_name(m.dtype()));
+    luaL_addvalue(&b);
+    push_device_name(L, m.device());
+    luaL_addvalue(&b);
     if (m.buf->released()) {
         luaL_addstring(&b, " (released)");
         luaL_pushresult(&b);

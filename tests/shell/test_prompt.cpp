@@ -100,6 +100,26 @@ TEST_CASE("prompt: Ctrl-C stops a running loop and returns to a working prompt",
     CHECK(s.run("n", "\r\n7\r\n"));
 }
 
+TEST_CASE("prompt: Ctrl-C stops a host wait on the device", "[shell][pty]") {
+    Session s;
+    s.pty.send("print(pcall(device, 'vulkan'))\n");
+    REQUIRE(s.pty.expect("\r\n"));
+    if (!s.pty.expect("true", 5)) {
+        WARN("no Vulkan device: nothing waits on the cpu");
+        return;
+    }
+    CHECK(s.pty.expect("> "));
+    CHECK(s.run("n = 7 a = rand(1024, 1024) c = zeros(1024, 1024)", "> "));
+    // Seconds of work on a software GPU; the host waits in sync().
+    s.pty.send("for i = 1, 60 do mm(a, a, c) end sync()\n");
+    CHECK(s.pty.expect("sync()\r\n"));
+    s.pty.pause(0.5);
+    s.pty.send("\x03");
+    CHECK(s.pty.expect("interrupted", 5));
+    CHECK(s.pty.expect("> ", 5));
+    CHECK(s.run("n * 6", "\r\n42\r\n"));
+}
+
 TEST_CASE("prompt: Ctrl-C at the prompt clears the line", "[shell][pty]") {
     Session s;
     s.pty.send("this is not lua");

@@ -248,6 +248,17 @@ TEST_CASE("prompt: history is saved per line to VELA_HISTORY", "[shell][pty]") {
     CHECK(s.run("hist_b", "\r\n2\r\n"));
 }
 
+TEST_CASE("prompt: Ctrl-R finds an earlier line", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("40 + 2", "\r\n42\r\n"));
+    CHECK(s.run("x = 0", "> "));
+    s.pty.send("\x12");  // Ctrl-R, then part of the line, then Enter runs it again
+    s.pty.send("40 +");
+    s.pty.send("\n");
+    CHECK(s.pty.expect("42"));
+    CHECK(s.run("1", "\r\n1\r\n"));
+}
+
 TEST_CASE("prompt: -i runs the script, then the prompt sees its globals", "[shell][pty]") {
     vela_test::TempFile script("from_script = 'hello'\n", ".lua");
     Pty pty({"-i", script.path});

@@ -217,8 +217,8 @@ function data.show(images, i, quiet)
 end
 
 -- data.show_weights(layer [, count [, per_row]]): the first `count` rows of a
--- first layer's W drawn as images: the templates each unit learned, scaled
--- each between its own minimum and maximum.
+-- first layer's W drawn as images: the templates each unit learned, each
+-- unit's positive weights scaled to its own maximum.
 function data.show_weights(layer, count, per_row, quiet)
   local w = layer.w or layer
   if layer.layers then w = layer.layers[1].w end
@@ -230,10 +230,11 @@ function data.show_weights(layer, count, per_row, quiet)
   for start = 1, count, per_row do
     local blocks = {}
     for u = start, math.min(count, start + per_row - 1) do
+      -- The excitatory part: where ink raises this unit's output.
       local pix = column(wt, u)
-      local lo, hi = math.huge, -math.huge
-      for _, v in ipairs(pix) do lo, hi = math.min(lo, v), math.max(hi, v) end
-      blocks[#blocks + 1] = render(pix, side, lo, hi)
+      local hi = 0
+      for k, v in ipairs(pix) do pix[k] = math.max(v, 0); hi = math.max(hi, v) end
+      blocks[#blocks + 1] = render(pix, side, 0, hi)
     end
     for r = 1, #blocks[1] do
       local parts = {}

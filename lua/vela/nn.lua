@@ -129,11 +129,11 @@ function Linear:_check(x, where)
   local name = where or tostring(self)
   if x.rows ~= self.inputs then
     error(fmt("%s: input is %d×%d but the layer takes %d rows (one sample per column)",
-      name, x.rows, x.cols, self.inputs), 3)
+      name, x.rows, x.cols, self.inputs), 0)
   end
   if not same_device(x:device(), self.dev) then
     error(fmt("%s: input is on %s but the layer is on %s (move one: x:to(dev) or net:to(dev))",
-      name, dev_name(x:device()), dev_name(self.dev)), 3)
+      name, dev_name(x:device()), dev_name(self.dev)), 0)
   end
   self._checked = x
 end

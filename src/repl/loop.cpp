@@ -129,9 +129,9 @@ void after_command(bool wait) {
 }
 
 void print_time(double s) {
-    if (s < 1e-3) std::printf("[%.1f µs]\n", s * 1e6);
-    else if (s < 1) std::printf("[%.2f ms]\n", s * 1e3);
-    else std::printf("[%.3f s]\n", s);
+    if (s < 1e-3) std::printf("[%.0f µs]\n", s * 1e6);
+    else if (s < 1) std::printf("[%.1f ms]\n", s * 1e3);
+    else std::printf("[%.2f s]\n", s);
     std::fflush(stdout);
 }
 
@@ -170,16 +170,15 @@ void run_repl(lua_State* L) {
             narg = 1;
         }
         status = docall(L, narg, LUA_MULTRET);
-        std::fflush(stdout);
-        after_command(timing_on);
-        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (status == LUA_OK) {
             InterruptScope scope;  // printing a matrix waits for the device
             if (cmd.print) print_results(L, 0);
         } else {
             report(L, status, nullptr);
         }
-        if (timing_on) print_time(seconds);
+        std::fflush(stdout);
+        after_command(timing_on);
+        if (timing_on) print_time(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     lua_settop(L, 0);
     std::fputs("\n", stdout);

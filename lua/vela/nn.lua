@@ -537,13 +537,13 @@ function nn.confusion(net, set, quiet)
     local function name(i) return (names[i] or tostring(i)):sub(1, 6) end
     local lines = {"confusion: rows are the true class, columns the predicted one"}
     local head = {fmt("%-7s", "")}
-    for j = 1, k do head[#head + 1] = fmt("%6s", name(j)) end
+    for j = 1, k do head[#head + 1] = fmt("%7s", name(j)) end
     head[#head + 1] = "  accuracy"
     lines[#lines + 1] = table.concat(head)
     local right, total = 0, 0
     for i = 1, k do
       local row, n = {fmt("%-7s", name(i))}, 0
-      for j = 1, k do row[#row + 1] = fmt("%6d", counts[i][j]); n = n + counts[i][j] end
+      for j = 1, k do row[#row + 1] = fmt("%7d", counts[i][j]); n = n + counts[i][j] end
       row[#row + 1] = n > 0 and fmt("  %6.1f%%", 100 * counts[i][i] / n) or "       -"
       lines[#lines + 1] = table.concat(row)
       right, total = right + counts[i][i], total + n

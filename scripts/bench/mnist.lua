@@ -44,9 +44,13 @@ print(("MLP 784-256-10, batch %d, %d epochs of %s"):format(opts.batch, opts.epoc
 for _, r in ipairs(rows) do print(("%-12s %s"):format(r[1], r[2])) end
 
 if opts.torch ~= "no" then
-  local ok = os.execute("python3 -c 'import torch' 2>/dev/null")
-  if ok then
-    local p = io.popen(("python3 scripts/bench/mnist_torch.py --epochs %d --batch %d 2>&1"):format(opts.epochs, opts.batch))
+  -- The first python that imports torch (a pyenv shim may hide Debian's python3-torch).
+  local py
+  for _, cand in ipairs{"python3", "/usr/bin/python3"} do
+    if os.execute(cand .. " -c 'import torch' 2>/dev/null") then py = cand break end
+  end
+  if py then
+    local p = io.popen(("%s scripts/bench/mnist_torch.py --epochs %d --batch %d 2>&1"):format(py, opts.epochs, opts.batch))
     local last
     for line in p:lines() do last = line end
     p:close()

@@ -573,7 +573,8 @@ end
 --   (epoch → lr), opts.every (20: batches between reads of the loss; the
 --   only host waits of an epoch), opts.progress (true: a progress bar).
 -- History: {loss = {…}, train_accuracy = {…}, test_accuracy = {…},
---   seconds = {…}, examples_per_s = {…}, batch_loss = {…}} per epoch
+--   seconds = {…}, cpu_seconds = {…} (processor time of this process, all
+--   threads), examples_per_s = {…}, batch_loss = {…}} per epoch
 --   (batch_loss: the mean loss of each stretch of `every` batches).
 function nn.fit(net, train, opts)
   opts = opts or {}
@@ -594,14 +595,14 @@ function nn.fit(net, train, opts)
   local count = counter(dev, batch)
   net.optimizer = opt
   local hist = {loss = {}, train_accuracy = {}, test_accuracy = {}, seconds = {}, examples_per_s = {},
-                batch_loss = {}, lr = {}}
+                batch_loss = {}, lr = {}, cpu_seconds = {}}
   local nb, n_total = loader.nbatches, loader.set.n
 
   for epoch = 1, epochs do
     if opts.schedule then opt.lr = opts.schedule(epoch) end
     hist.lr[epoch] = opt.lr
     count:read()
-    local t0 = clock()
+    local t0, c0 = clock(), os.clock()
     local seen, seen_at_read, correct_sum, loss_sum, read_batches = 0, 0, 0, 0, 0
     local shown_loss, shown_acc = 0 / 0, 0 / 0
     for x, y, b, n in loader:epoch(epoch) do
@@ -631,6 +632,7 @@ function nn.fit(net, train, opts)
     end
     local dt = clock() - t0
     hist.seconds[epoch] = dt
+    hist.cpu_seconds[epoch] = os.clock() - c0
     hist.examples_per_s[epoch] = n_total / dt
     hist.loss[epoch] = loss_sum / nb
     hist.train_accuracy[epoch] = correct_sum / n_total

@@ -217,8 +217,8 @@ function data.show(images, i, quiet)
 end
 
 -- data.show_weights(layer [, count [, per_row]]): the first `count` rows of a
--- first layer's W drawn as images: the templates each unit learned, scaled
--- each between its own minimum and maximum.
+-- first layer's W drawn as images: the templates each unit learned, each
+-- unit's positive weights scaled to its own maximum.
 function data.show_weights(layer, count, per_row, quiet)
   local w = layer.w or layer
   if layer.layers then w = layer.layers[1].w end
@@ -230,10 +230,11 @@ function data.show_weights(layer, count, per_row, quiet)
   for start = 1, count, per_row do
     local blocks = {}
     for u = start, math.min(count, start + per_row - 1) do
+      -- The excitatory part: where ink raises this unit's output.
       local pix = column(wt, u)
-      local lo, hi = math.huge, -math.huge
-      for _, v in ipairs(pix) do lo, hi = math.min(lo, v), math.max(hi, v) end
-      blocks[#blocks + 1] = render(pix, side, lo, hi)
+      local hi = 0
+      for k, v in ipairs(pix) do pix[k] = math.max(v, 0); hi = math.max(hi, v) end
+      blocks[#blocks + 1] = render(pix, side, 0, hi)
     end
     for r = 1, #blocks[1] do
       local parts = {}
@@ -244,6 +245,24 @@ function data.show_weights(layer, count, per_row, quiet)
   end
   if not quiet then print(table.concat(out, "\n")) end
   return out
+end
+
+-- help(nn.fit), ?nn.linear: documentation for the shell's help.
+if vela.doc then
+  vela.doc("data.mnist", "data.mnist([dir [, dev]]) -> {train =, test =}",
+    "MNIST's four IDX files (raw or .gz) from dir (data/mnist): uint8 784×n images and 1×n labels (digit + 1) on the device.", data.mnist)
+  vela.doc("data.fashion_mnist", "data.fashion_mnist([dir [, dev]]) -> {train =, test =}",
+    "Fashion-MNIST the same way (data/fashion-mnist).", data.fashion_mnist)
+  vela.doc("data.loader", "data.loader(set, batch [, {seed =, shuffle = true}]) -> loader",
+    "loader:epoch(e) iterates (x, y, b, n): batches gathered on the device, scaled to [0, 1], in an order fixed by (seed, e).", data.loader)
+  vela.doc("data.batches", "data.batches(set, batch [, {seed =, epoch =}])",
+    "One epoch's batches: for x, y in data.batches(set, 128) do ... end.", data.batches)
+  vela.doc("data.subset", "data.subset(set, first, n) -> set",
+    "n samples from `first` on, as views.", data.subset)
+  vela.doc("data.show", "data.show(images, i)",
+    "Draws image i (a set or a matrix) in the terminal.", data.show)
+  vela.doc("data.show_weights", "data.show_weights(layer [, count [, per_row]])",
+    "Draws a first layer's learned templates.", data.show_weights)
 end
 
 return data

@@ -62,10 +62,11 @@ void no_overlap(const char* fn, const char* out, const Matrix& o, const char* in
     if (o.overlaps(i)) fail("%s: %s aliases %s (the output of %s must not overlap its inputs)", fn, out, in, fn);
 }
 
-// Same shape, or two vectors of one length. Returns b reoriented to a's shape.
-Matrix like(const char* fn, const char* an, const Matrix& a, const char* bn, const Matrix& b) {
+// Same shape, or two vectors of one length. Returns b, or b reoriented to a's
+// shape in tmp (no copy on the common path: a Matrix copy costs atomics).
+const Matrix& like(const char* fn, const char* an, const Matrix& a, const char* bn, const Matrix& b, Matrix& tmp) {
     if (a.rows == b.rows && a.cols == b.cols) return b;
-    if (a.is_vector() && b.is_vector() && a.size() == b.size()) return b.t();
+    if (a.is_vector() && b.is_vector() && a.size() == b.size()) return tmp = b.t();
     fail("%s: %s is %s but %s is %s (shapes must match)", fn, an, describe(a).c_str(), bn, describe(b).c_str());
 }
 
@@ -282,11 +283,11 @@ void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) {
 namespace {
 
 // The common checks of a two-operand level-1 kernel; returns y in x's shape.
-Matrix pair(const char* fn, const Matrix& x, const Matrix& y) {
+const Matrix& pair(const char* fn, const Matrix& x, const Matrix& y, Matrix& tmp) {
     check_live(fn, "x", x), check_live(fn, "y", y);
     same_device(fn, "x", x, "y", y);
     need_f32(fn, "x", x), need_f32(fn, "y", y);
-    Matrix yy = like(fn, "x", x, "y", y);
+    const Matrix& yy = like(fn, "x", x, "y", y, tmp);
     no_partial_overlap(fn, "y", yy, "x", x);
     return yy;
 }
@@ -299,12 +300,14 @@ void single(const char* fn, const Matrix& x) {
 }  // namespace
 
 void axpy(float alpha, const Matrix& x, const Matrix& y) {
-    Matrix yy = pair("axpy", x, y);
+    Matrix tmp;
+    const Matrix& yy = pair("axpy", x, y, tmp);
     x.device().axpby(alpha, x, 1.0f, yy);
 }
 
 void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) {
-    Matrix yy = pair("axpby", x, y);
+    Matrix tmp;
+    const Matrix& yy = pair("axpby", x, y, tmp);
     x.device().axpby(alpha, x, beta, yy);
 }
 
@@ -320,14 +323,16 @@ void copy(const Matrix& x, const Matrix& y) {
     if (x.dtype() != y.dtype() && !(x.dtype() == DType::u8 && y.dtype() == DType::f32))
         fail("copy: x is %s but y is %s (copy keeps the dtype or converts uint8 to float32)", dtype_name(x.dtype()),
              dtype_name(y.dtype()));
-    Matrix yy = like(fn, "x", x, "y", y);
+    Matrix tmp;
+    const Matrix& yy = like(fn, "x", x, "y", y, tmp);
     no_partial_overlap(fn, "y", yy, "x", x);
     if (same_elements(x, yy) && x.dtype() == y.dtype()) return;
     x.device().copy(x, yy);
 }
 
 void swap(const Matrix& x, const Matrix& y) {
-    Matrix yy = pair("swap", x, y);
+    Matrix tmp;
+    const Matrix& yy = pair("swap", x, y, tmp);
     if (same_elements(x, yy)) return;
     x.device().swap(x, yy);
 }
@@ -342,7 +347,8 @@ double dot(const Matrix& x, const Matrix& y) {
     check_live(fn, "x", x), check_live(fn, "y", y);
     same_device(fn, "x", x, "y", y);
     need_f32(fn, "x", x), need_f32(fn, "y", y);
-    Matrix yy = like(fn, "x", x, "y", y);
+    Matrix tmp;
+    const Matrix& yy = like(fn, "x", x, "y", y, tmp);
     return x.device().reduce(Reduce::dot, x, &yy);
 }
 
@@ -375,7 +381,8 @@ void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) {
     check_live(fn, "x", x), check_live(fn, "y", y);
     same_device(fn, "x", x, "y", y);
     need_f32(fn, "x", x), need_f32(fn, "y", y);
-    Matrix yy = like(fn, "x", x, "y", y);
+    Matrix tmp;
+    const Matrix& yy = like(fn, "x", x, "y", y, tmp);
     no_partial_overlap(fn, "y", yy, "x", x);
     if (op == Unary::linear_frac && !params) fail("linear_frac: the four coefficients a, b, c, d are missing");
     x.device().unary(op, x, yy, params);
@@ -387,8 +394,9 @@ void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
     check_live(fn, "a", a), check_live(fn, "b", b), check_live(fn, "c", c);
     same_device(fn, "a", a, "b", b), same_device(fn, "a", a, "c", c);
     need_f32(fn, "a", a), need_f32(fn, "b", b), need_f32(fn, "c", c);
-    Matrix bb = like(fn, "a", a, "b", b);
-    Matrix cc = like(fn, "a", a, "c", c);
+    Matrix tb, tc;
+    const Matrix& bb = like(fn, "a", a, "b", b, tb);
+    const Matrix& cc = like(fn, "a", a, "c", c, tc);
     no_partial_overlap(fn, "c", cc, "a", a), no_partial_overlap(fn, "c", cc, "b", bb);
     a.device().binary(op, a, bb, cc);
 }

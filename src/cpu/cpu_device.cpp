@@ -48,6 +48,10 @@ public:
     std::shared_ptr<Buffer> alloc(DType dtype, size_t count) override {
         size_t bytes = count * dtype_size(dtype);
         void* p = nullptr;
+        // More than the machine's RAM would only succeed on paper (overcommit) and fail later.
+        if (uint64_t ram = physical_memory(); ram && bytes > ram)
+            fail("cpu: out of memory: %zu %s elements need %.1f GiB, the machine has %.1f GiB", count, dtype_name(dtype),
+                 double(bytes) / double(1 << 30), double(ram) / double(1 << 30));
         if (bytes > 0) {
             // 64-byte aligned (a cache line, an AVX-512 vector), size rounded up as aligned_alloc requires.
             p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);

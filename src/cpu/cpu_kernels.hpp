@@ -25,13 +25,23 @@ inline float* fptr(const Matrix& m) { return fbase(m) + m.offset; }
 // (the result does not depend on the order) two transposed operands are
 // walked in their stored order instead.
 template <class F>
-void runs(const Matrix& x0, const Matrix* y0, bool reorder, F&& f) {
-    Matrix x = x0, y = y0 ? *y0 : x0;
-    if (reorder && x.trans && y.trans && !x.is_vector()) x = x.t(), y = y.t();
-    if (x.empty()) return;
-    if (x.is_vector()) return f(x.size(), int64_t(0), x.offset, x.inc(), y.offset, y.inc());
+void matrix_runs(const Matrix& x, const Matrix& y, F& f) {
     if (x.contiguous() && y.contiguous()) return f(x.size(), int64_t(0), x.offset, int64_t(1), y.offset, int64_t(1));
     for (int64_t j = 0; j < x.cols; j++) f(x.rows, j * x.rows, x.index(0, j), x.row_step(), y.index(0, j), y.row_step());
+}
+
+// No Matrix is copied on the way to a vector's single run: a shared_ptr copy
+// is an atomic operation, a visible share of a one-element kernel's cost.
+template <class F>
+void runs(const Matrix& x, const Matrix* y0, bool reorder, F&& f) {
+    const Matrix& y = y0 ? *y0 : x;
+    if (x.empty()) return;
+    if (x.is_vector()) return f(x.size(), int64_t(0), x.offset, x.inc(), y.offset, y.inc());
+    if (reorder && x.trans && y.trans) {
+        Matrix xt = x.t(), yt = y.t();
+        return matrix_runs(xt, yt, f);
+    }
+    matrix_runs(x, y, f);
 }
 
 // Elements per task below which the own loops stay on the calling thread.
@@ -72,22 +82,24 @@ inline float vec_at(const float* p, int64_t inc, int64_t k) { return p[k * inc];
 // kGrain elements. Elementwise math does not care about order, so when every
 // operand is transposed the walk follows the stored layout, and when every
 // operand is one dense run the whole matrix is one run (cut into chunks).
+// Operands come as pointers: copying a Matrix costs atomic reference counts.
 template <size_t K, class F>
-void walk(std::array<Matrix, K> ms, F&& f) {
+void walk(std::array<const Matrix*, K> ms, F&& f) {
     bool all_trans = true;
-    for (const Matrix& m : ms) all_trans = all_trans && m.trans;
-    if (all_trans)
-        for (Matrix& m : ms) m = m.t();
-    const int64_t rows = ms[0].rows, cols = ms[0].cols;
+    for (const Matrix* m : ms) all_trans = all_trans && m->trans;
+    std::array<Matrix, K> flipped;
+    if (all_trans && ms[0]->rows != 1 && ms[0]->cols != 1)
+        for (size_t k = 0; k < K; k++) flipped[k] = ms[k]->t(), ms[k] = &flipped[k];
+    const int64_t rows = ms[0]->rows, cols = ms[0]->cols;
     if (rows == 0 || cols == 0) return;
     std::array<float*, K> base;
     std::array<int64_t, K> rs, cs;
     bool dense = true;
     for (size_t k = 0; k < K; k++) {
-        base[k] = fptr(ms[k]);
-        rs[k] = ms[k].row_step();
-        cs[k] = ms[k].col_step();
-        dense = dense && ms[k].contiguous();
+        base[k] = fptr(*ms[k]);
+        rs[k] = ms[k]->row_step();
+        cs[k] = ms[k]->col_step();
+        dense = dense && ms[k]->contiguous();
     }
     if (dense || rows == 1 || cols == 1) {
         // One run: a row vector steps by its column step, a dense block by 1.

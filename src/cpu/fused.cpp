@@ -1,6 +1,8 @@
 // The fused kernels of the CPU device, one pass per column, threaded over
 // columns: softmax, softmax + cross-entropy, argmax, gather_cols, the bias
 // broadcast and the dense layer's bias + activation pass after the GEMM.
+// As in elementwise.cpp: lets the exp loops vectorise.
+#pragma GCC optimize("no-math-errno", "no-trapping-math")
 #include <cmath>
 #include <limits>
 

@@ -93,19 +93,14 @@ void field_of(lua_State* L, const std::string& k) {
                 return;
             }
             lua_pop(L, 1);
-        } else if (lua_type(L, -1) != LUA_TUSERDATA) {
+        }
+        if (!lua_getmetatable(L, -1)) break;
+        if (!push_methods(L, -1)) {
+            lua_pop(L, 1);  // the metatable
             break;
         }
-        bool is_udata = lua_type(L, -1) == LUA_TUSERDATA;
-        if (!lua_getmetatable(L, -1)) break;
-        lua_remove(L, -2);  // the metatable replaces the value
-        lua_pushliteral(L, "__index");
-        if (lua_rawget(L, -2) == LUA_TTABLE) {
-            lua_remove(L, -2);
-        } else {
-            lua_pop(L, 1);
-            if (!is_udata) break;  // a userdata's methods may sit in the metatable itself
-        }
+        lua_remove(L, -2);  // the metatable
+        lua_remove(L, -2);  // the value: its methods table replaces it
     }
     lua_pop(L, 1);
     lua_pushnil(L);
@@ -132,9 +127,7 @@ void resolve(lua_State* L, const std::string& name) {
     }
     if (owner == "Matrix") {
         luaL_getmetatable(L, "vela.Matrix");
-        lua_pushliteral(L, "__index");
-        if (lua_rawget(L, -2) == LUA_TTABLE) lua_remove(L, -2);
-        else lua_pop(L, 1);
+        if (push_methods(L, -1)) lua_remove(L, -2);
     } else {
         resolve(L, owner);
         if (lua_isnil(L, -1)) {
@@ -197,17 +190,46 @@ std::string synonyms_of(const std::string& name) {
     return out;
 }
 
-void print_entry(const std::string& name, const Entry& e) {
-    std::printf("%s\n", e.signature.empty() ? name.c_str() : e.signature.c_str());
+// Display width of UTF-8 text: one column per code point.
+size_t width_of(const std::string& s) {
+    size_t w = 0;
+    for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+    return w;
+}
+
+// Prints text indented by two spaces, each paragraph (line of the source
+// text) wrapped at 78 columns between words.
+void print_wrapped(const std::string& text) {
+    const size_t width = 78, indent = 2;
     size_t pos = 0;
-    while (pos < e.text.size()) {
-        size_t nl = e.text.find('\n', pos);
-        if (nl == std::string::npos) nl = e.text.size();
-        std::printf("  %s\n", e.text.substr(pos, nl - pos).c_str());
+    while (pos <= text.size() && !text.empty()) {
+        size_t nl = text.find('\n', pos);
+        if (nl == std::string::npos) nl = text.size();
+        std::string para = text.substr(pos, nl - pos), line;
+        size_t p = 0;
+        while (p < para.size()) {
+            size_t sp = para.find(' ', p);
+            if (sp == std::string::npos) sp = para.size();
+            std::string word = para.substr(p, sp - p);
+            p = sp + 1;
+            if (!line.empty() && indent + width_of(line) + 1 + width_of(word) > width) {
+                std::printf("  %s\n", line.c_str());
+                line.clear();
+            }
+            if (!line.empty()) line += ' ';
+            line += word;
+        }
+        std::printf("  %s\n", line.c_str());
         pos = nl + 1;
     }
+}
+
+void print_entry(const std::string& name, const Entry& e) {
+    std::printf("%s\n", e.signature.empty() ? name.c_str() : e.signature.c_str());
+    print_wrapped(e.text);
+    // The synonyms, unless the text already names its Torch7/PyTorch twin.
     std::string syn = synonyms_of(name);
-    if (!syn.empty()) std::printf("  Torch7/PyTorch: %s\n", syn.c_str());
+    if (!syn.empty() && e.text.find("orch") == std::string::npos) std::printf("  Torch7/PyTorch: %s\n", syn.c_str());
 }
 
 // Wraps `names` after a title column, 78 columns wide.
@@ -355,6 +377,20 @@ int l_help(lua_State* L) {
         lua_pop(L, 1);
         std::string g = global_name_of(L, 1);
         if (!g.empty() && (g == "vela" ? (list_topics(), true) : list_owner(g))) return 0;
+        // Undocumented: at least say what is in it.
+        std::vector<std::string> fields;
+        lua_pushnil(L);
+        while (lua_next(L, 1)) {
+            if (lua_type(L, -2) == LUA_TSTRING)
+                fields.push_back(std::string(lua_tostring(L, -2)) + (lua_isfunction(L, -1) ? "()" : ""));
+            lua_pop(L, 1);
+        }
+        std::sort(fields.begin(), fields.end());
+        std::printf("%s has no documentation; its fields:\n", g.empty() ? "this table" : g.c_str());
+        std::string line;
+        for (const std::string& f : fields) line.append(line.empty() ? "" : " ").append(f);
+        print_wrapped(line);
+        return 0;
     }
     if (t == LUA_TUSERDATA && luaL_getmetafield(L, 1, "__name") == LUA_TSTRING) {
         std::string cls = lua_tostring(L, -1);
@@ -398,6 +434,23 @@ const luaL_Reg help_funcs[] = {
 };
 
 }  // namespace
+
+bool push_methods(lua_State* L, int mt) {
+    mt = lua_absindex(L, mt);
+    if (!lua_istable(L, mt)) return false;
+    lua_pushliteral(L, "__index");
+    int t = lua_rawget(L, mt);
+    if (t == LUA_TTABLE) return true;
+    if (t == LUA_TFUNCTION && lua_iscfunction(L, -1) && lua_getupvalue(L, -1, 1)) {
+        if (lua_istable(L, -1)) {
+            lua_remove(L, -2);
+            return true;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return false;
+}
 
 void doc(const char* name, const char* signature, const char* text) {
     registry()[name] = Entry{signature ? signature : "", text ? text : ""};

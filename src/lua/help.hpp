@@ -12,4 +12,10 @@ namespace vela::lua {
 // or "" when it has none. Leaves the stack as it was.
 std::string signature_of(lua_State* L, int idx);
 
+// For values whose metatable is at index mt: pushes the table their methods
+// are looked up in and returns true, or pushes nothing and returns false.
+// That is the __index table, or, when __index is a C closure (fields
+// computed in C, then the methods), its first upvalue when that is a table.
+bool push_methods(lua_State* L, int mt);
+
 }  // namespace vela::lua

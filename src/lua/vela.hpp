@@ -17,6 +17,7 @@ void open_kernels(lua_State* L);  // kernels.cpp: every kernel of the table
 void open_devices(lua_State* L);  // devices.cpp: devices, device, sync, stats, mem, who, time, bench, profile, compare, threads, seed
 void open_data(lua_State* L);     // data.cpp: read_idx and the data-set helpers in C
 void open_help(lua_State* L);     // help.cpp: help, doc
+void open_bench_native(lua_State* L);  // bench_native.cpp: vela.native, the direct-OpenBLAS baselines of scripts/bench
 
 // Matrix userdata ("vela.Matrix").
 Matrix& check_matrix(lua_State* L, int arg);   // raises "bad argument #arg to 'fn' (matrix expected, got T)"

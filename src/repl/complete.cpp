@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 
+#include "lua/help.hpp"
 #include "repl/repl.hpp"
 
 namespace vela::repl {
@@ -64,23 +65,19 @@ void add_keys(lua_State* L, int t, const std::string& prefix, bool functions_onl
 }
 
 // The names after "<value>." or "<value>:": the value's own fields when it is
-// a table, then along the __index tables of its metatables. A userdata whose
-// __index is a function keeps its methods in the metatable (the usual
-// pattern for C types), so those are offered instead.
+// a table, then along its metatables' method tables (vela::lua::push_methods).
+// A userdata without one may keep its methods in the metatable itself.
 void add_members(lua_State* L, const std::string& prefix, bool methods, std::set<std::string>& out) {
     int top = lua_gettop(L);
     for (int hops = 0; hops < 6; ++hops) {
-        if (lua_istable(L, -1)) add_keys(L, -1, prefix, methods, out);
         bool is_table = lua_istable(L, -1);
+        if (is_table) add_keys(L, -1, prefix, methods, out);
         if (!lua_getmetatable(L, -1)) break;
-        lua_pushliteral(L, "__index");
-        int t = lua_rawget(L, -2);
-        if (t == LUA_TTABLE) {
+        if (vela::lua::push_methods(L, -1)) {
             lua_remove(L, -2);
             lua_remove(L, -2);
             continue;
         }
-        lua_pop(L, 1);
         if (!is_table) add_keys(L, -1, prefix, methods, out);
         break;
     }
@@ -109,11 +106,12 @@ void push_path(lua_State* L, const std::string& path) {
                 lua_pop(L, 1);
             }
             if (!lua_getmetatable(L, -1)) break;
-            lua_pushliteral(L, "__index");
-            lua_rawget(L, -2);
-            lua_remove(L, -2);
-            lua_remove(L, -2);
-            if (!lua_istable(L, -1)) break;
+            if (!vela::lua::push_methods(L, -1)) {
+                lua_pop(L, 1);
+                break;
+            }
+            lua_remove(L, -2);  // the metatable
+            lua_remove(L, -2);  // the value: its methods replace it
         }
         if (!found) {
             lua_pop(L, 1);

@@ -1,7 +1,12 @@
 #include "repl/lineedit.hpp"
 
 #include <editline/readline.h>
+#include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <clocale>
 
 #include <csignal>
 #include <cstdio>
@@ -20,14 +25,7 @@ namespace {
 constexpr int history_max = 1000;
 
 lua_State* completion_state = nullptr;
-std::vector<std::string> matches;  // what the generator hands to libedit
-size_t match_next = 0;
-
-char* generator(const char*, int state) {
-    if (state == 0) match_next = 0;
-    if (match_next >= matches.size()) return nullptr;
-    return strdup(matches[match_next++].c_str());
-}
+std::vector<std::string> matches;
 
 // libedit asks for the word between start and end (split at its word-break
 // characters); complete() finds candidates for the whole expression, and
@@ -47,12 +45,68 @@ char** attempted(const char*, int start, int end) {
         }
     }
     if (matches.empty()) return nullptr;
-    return rl_completion_matches("", generator);
+    // The array libedit wants: the common prefix, then every match, then null.
+    std::string common = matches[0];
+    for (const std::string& m : matches) {
+        size_t i = 0;
+        while (i < common.size() && i < m.size() && common[i] == m[i]) ++i;
+        common.resize(i);
+    }
+    char** out = static_cast<char**>(std::malloc((matches.size() + 2) * sizeof(char*)));
+    out[0] = strdup(common.c_str());
+    for (size_t i = 0; i < matches.size(); ++i) out[i + 1] = strdup(matches[i].c_str());
+    out[matches.size() + 1] = nullptr;
+    return out;
 }
 
 volatile sig_atomic_t prompt_interrupted = 0;
 
 void on_prompt_sigint(int) { prompt_interrupted = 1; }
+
+// One byte of input, or -1 at end of input or once Ctrl-C was pressed.
+// SIGINT stays blocked except inside ppoll, so a Ctrl-C can never slip in
+// between looking at the flag and blocking in read: it either sets the flag
+// before the look or interrupts the wait. (libedit's own reader retries an
+// interrupted read and, with typed-ahead input, reads in cooked mode, where
+// Ctrl-C and Ctrl-D were lost now and then.)
+int read_byte() {
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int result = -1;
+    while (!prompt_interrupted) {
+        pollfd p{0, POLLIN, 0};
+        int r = ppoll(&p, 1, nullptr, &old);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) break;
+        unsigned char c;
+        ssize_t n = ::read(0, &c, 1);
+        if (n == 1) {
+            result = c;
+            break;
+        }
+        if (n == 0 || (errno != EINTR && errno != EAGAIN)) break;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return result;
+}
+
+// libedit's reader hook: one character, as a code point. In a UTF-8 locale
+// the bytes of a multi-byte character are gathered here, because libedit
+// takes whatever this returns as one wide character.
+int read_key(FILE*) {
+    int c = read_byte();
+    if (c < 0xC0 || MB_CUR_MAX == 1) return c;
+    int more = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
+    int cp = c & (0x3F >> more);
+    for (int i = 0; i < more; ++i) {
+        int b = read_byte();
+        if (b < 0) return -1;
+        cp = (cp << 6) | (b & 0x3F);
+    }
+    return cp;
+}
 
 }  // namespace
 
@@ -65,7 +119,9 @@ std::string history_file() {
 LineEditor::LineEditor(lua_State* L) : tty_(isatty(0) && isatty(1)), history_path_(history_file()) {
     if (!tty_) return;
     completion_state = L;
+    std::setlocale(LC_CTYPE, "");  // libedit edits UTF-8 as characters only in a UTF-8 locale
     rl_readline_name = "vela";
+    rl_getc_function = read_key;
     rl_initialize();
     // '.' and ':' stay inside a word so "string.fo" and "m:ad" complete whole.
     static char breaks[] = " \t\n\"'`@$><=;|&{(,+-*/%^~#[])}";

@@ -54,6 +54,7 @@ bool load_expression(lua_State* L, const std::string& code) {
 
 struct Command {
     bool print = true;  // false for a trailing ';'
+    std::string arg;    // the name after '?', passed to help
 };
 
 // Reads one complete chunk and leaves its compiled function (or a syntax
@@ -72,16 +73,15 @@ int read_command(lua_State* L, LineEditor& ed, Command& cmd) {
     size_t first = code.find_first_not_of(" \t");
     code = code.substr(first);
 
-    // ?name: help for a name; a bare ? lists the topics.
+    // ?name: help for a name, passed as the chunk's argument so any text is
+    // safe; a bare ? lists the topics.
     if (code[0] == '?') {
         std::string name = code.substr(1);
         size_t b = name.find_first_not_of(" \t");
-        name = b == std::string::npos ? "" : name.substr(b);
-        std::string call = "help(";
-        if (!name.empty()) call.append(1, '"').append(name).append(1, '"');
-        call += ")";
         cmd.print = false;
-        return luaL_loadbuffer(L, call.data(), call.size(), "=stdin");
+        if (b != std::string::npos) cmd.arg = name.substr(b);
+        const char* call = b == std::string::npos ? "help()" : "help(...)";
+        return luaL_loadbuffer(L, call, std::strlen(call), "=stdin");
     }
     if (code[0] == '=') code = code.substr(1);  // lua 5.2 habit: =expr
 
@@ -129,9 +129,9 @@ void after_command(bool wait) {
 }
 
 void print_time(double s) {
-    if (s < 1e-3) std::printf("[%.1f µs]\n", s * 1e6);
-    else if (s < 1) std::printf("[%.2f ms]\n", s * 1e3);
-    else std::printf("[%.3f s]\n", s);
+    if (s < 1e-3) std::printf("[%.0f µs]\n", s * 1e6);
+    else if (s < 1) std::printf("[%.1f ms]\n", s * 1e3);
+    else std::printf("[%.2f s]\n", s);
     std::fflush(stdout);
 }
 
@@ -164,17 +164,21 @@ void run_repl(lua_State* L) {
             continue;
         }
         auto t0 = std::chrono::steady_clock::now();
-        status = docall(L, 0, LUA_MULTRET);
-        std::fflush(stdout);
-        after_command(timing_on);
-        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        int narg = 0;
+        if (!cmd.arg.empty()) {
+            lua_pushlstring(L, cmd.arg.data(), cmd.arg.size());
+            narg = 1;
+        }
+        status = docall(L, narg, LUA_MULTRET);
         if (status == LUA_OK) {
             InterruptScope scope;  // printing a matrix waits for the device
             if (cmd.print) print_results(L, 0);
         } else {
             report(L, status, nullptr);
         }
-        if (timing_on) print_time(seconds);
+        std::fflush(stdout);
+        after_command(timing_on);
+        if (timing_on) print_time(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     lua_settop(L, 0);
     std::fputs("\n", stdout);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <sys/stat.h>
@@ -33,7 +34,9 @@ static std::string exe_dir() {
 std::string lua_dir() {
     std::string dir = exe_dir();
     if (exists(dir + "/CMakeCache.txt") && exists(VELA_SOURCE_LUA_DIR)) return VELA_SOURCE_LUA_DIR;
-    return dir + "/../share/vela/lua";
+    std::string installed = dir + "/../share/vela/lua";
+    char buf[PATH_MAX];
+    return ::realpath(installed.c_str(), buf) ? std::string(buf) : installed;
 }
 
 static void set_package_path(lua_State* L) {
@@ -95,7 +98,7 @@ static void load_module(lua_State* L, const char* name) {
     if (!found) return;
     lua_getglobal(L, "require");
     lua_pushfstring(L, "vela.%s", name);
-    if (docall(L, 1, 1) == LUA_OK) {
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
         lua_setglobal(L, name);
     } else {
         std::fprintf(stderr, "vela: module 'vela.%s' failed to load: %s\n", name, lua_tostring(L, -1));

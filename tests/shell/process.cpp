@@ -149,6 +149,10 @@ Pty::~Pty() {
 }
 
 void Pty::send(const std::string& s) {
+    // libedit shows the prompt a moment before it puts the terminal in raw
+    // mode; a key typed in between is read by the line discipline (a Ctrl-D
+    // there is lost). A person never types that fast; the test waits as long.
+    pause(0.03);
     size_t done = 0;
     auto deadline = clock_type::now() + std::chrono::seconds(10);
     while (done < s.size() && seconds_left(deadline) > 0) {

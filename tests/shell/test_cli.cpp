@@ -144,3 +144,45 @@ TEST_CASE("cli: the vela module's fields are globals in scripts", "[shell][cli]"
     r = run_vela({"-e", "local v = require 'vela' print(v == vela)"});
     CHECK(r.out == "true\n");
 }
+
+TEST_CASE("cli: --list-devices prints the devices and exits", "[shell][cli]") {
+    auto r = run_vela({"--list-devices"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("cpu") != std::string::npos);
+    // The same listing as devices() at the prompt.
+    auto lua = run_vela({"-e", "devices()"});
+    CHECK(lua.out == r.out);
+}
+
+TEST_CASE("cli: --device and VELA_DEVICE pick the current device", "[shell][cli]") {
+    auto r = run_vela({"--device", "cpu", "-e", "print(device():name())"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "cpu\n");
+    r = run_vela({"--device=cpu", "-e", "print(zeros(2, 2):device():name())"});
+    CHECK(r.out == "cpu\n");
+    r = run_vela({"-e", "print(device():name())"}, "", {{"VELA_DEVICE", "cpu"}});
+    CHECK(r.out == "cpu\n");
+    // A spec that matches nothing stops before any code runs.
+    r = run_vela({"--device", "no-such-device", "-e", "print('ran')"});
+    CHECK(r.status == 1);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("no-such-device") != std::string::npos);
+}
+
+TEST_CASE("cli: the shell starts queued device work after each command, without waiting", "[shell][cli]") {
+    // Lines piped to -i run one command at a time, as typed at the prompt.
+    auto probe = run_vela({"-e", "print(pcall(device, 'vulkan'))"});
+    if (probe.out.rfind("true", 0) != 0) {
+        WARN("no Vulkan device: the flush is a no-op on the cpu");
+        return;
+    }
+    auto r = run_vela({"-i"},
+                      "device('vulkan')\n"
+                      "x = ones(4, 1)\n"
+                      "s0, w0 = stats().submissions, stats().host_waits\n"
+                      "scal(2, x);\n"
+                      "print('flushed', stats().submissions - s0, stats().host_waits - w0)\n");
+    CHECK(r.status == 0);
+    // One submission for the scal, and the host never waited for it.
+    CHECK(r.out.find("flushed\t1\t0") != std::string::npos);
+}

@@ -148,6 +148,24 @@ TEST_CASE("prompt: tab completes methods after ':' through the metatable", "[she
     CHECK(s.run("()", "\r\n5\r\n"));
 }
 
+TEST_CASE("prompt: a matrix's methods complete after ':'", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("m = from{{1, 2}, {3, 4}}", "> "));
+    s.pty.send("m:tot\t");
+    CHECK(s.pty.expect("able"));
+    CHECK(s.run("()", "{{1.0, 2.0}, {3.0, 4.0}}"));
+    // A second TAB lists every method.
+    s.pty.send("m:\t\t");
+    CHECK(s.pty.expect("m:view"));
+    s.pty.send("\x03");
+    CHECK(s.pty.expect("> "));
+    // A matrix prints through its __tostring; help knows its methods.
+    CHECK(s.run("m", "matrix 2×2 float32"));
+    CHECK(s.run("help(m.view)", "m:view(i, j"));
+    CHECK(s.run("help(mm)", "mm(alpha, a, b, beta, c)"));
+    CHECK(s.run("?addmm", "called mm in vela"));
+}
+
 TEST_CASE("prompt: tab completes file names inside a string", "[shell][pty]") {
     vela_test::TempFile f("return 1", ".lua");
     std::string dir = f.path.substr(0, f.path.rfind('/') + 1);
@@ -169,6 +187,7 @@ TEST_CASE("prompt: ?name and help(f) print documentation", "[shell][pty]") {
     CHECK(s.pty.expect("shell"));
     CHECK(s.pty.expect("timing"));
     CHECK(s.run("?no_such_thing_here", "no help for 'no_such_thing_here'"));
+    CHECK(s.run("?a\"b)", "no help for 'a\"b)'"));
     // Lua code documents itself with vela.doc.
     CHECK(s.run("function twice(x) return 2 * x end", "> "));
     CHECK(s.run("vela.doc('twice', 'twice(x)', 'Doubles x.')", "> "));

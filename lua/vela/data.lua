@@ -247,4 +247,22 @@ function data.show_weights(layer, count, per_row, quiet)
   return out
 end
 
+-- help(nn.fit), ?nn.linear: documentation for the shell's help.
+if vela.doc then
+  vela.doc("data.mnist", "data.mnist([dir [, dev]]) -> {train =, test =}",
+    "MNIST's four IDX files (raw or .gz) from dir (data/mnist): uint8 784×n images and 1×n labels (digit + 1) on the device.", data.mnist)
+  vela.doc("data.fashion_mnist", "data.fashion_mnist([dir [, dev]]) -> {train =, test =}",
+    "Fashion-MNIST the same way (data/fashion-mnist).", data.fashion_mnist)
+  vela.doc("data.loader", "data.loader(set, batch [, {seed =, shuffle = true}]) -> loader",
+    "loader:epoch(e) iterates (x, y, b, n): batches gathered on the device, scaled to [0, 1], in an order fixed by (seed, e).", data.loader)
+  vela.doc("data.batches", "data.batches(set, batch [, {seed =, epoch =}])",
+    "One epoch's batches: for x, y in data.batches(set, 128) do ... end.", data.batches)
+  vela.doc("data.subset", "data.subset(set, first, n) -> set",
+    "n samples from `first` on, as views.", data.subset)
+  vela.doc("data.show", "data.show(images, i)",
+    "Draws image i (a set or a matrix) in the terminal.", data.show)
+  vela.doc("data.show_weights", "data.show_weights(layer [, count [, per_row]])",
+    "Draws a first layer's learned templates.", data.show_weights)
+end
+
 return data

@@ -646,4 +646,28 @@ function nn.fit(net, train, opts)
   return hist
 end
 
+-- help(nn.fit), ?nn.linear: documentation for the shell's help.
+if vela.doc then
+  vela.doc("nn.linear", "nn.linear(inputs, outputs [, activation] [, {seed =, init = 'he'|'xavier', device =}])",
+    "A fully connected layer a = act(W·x + b); activation identity, relu, sigmoid or tanh. layer:forward(x), layer:backward(da [, need_dx]).", nn.linear)
+  vela.doc("nn.sequential", "nn.sequential{layer, ...}",
+    "A net of layers in order: net:forward(x), net:backward(dout), net:params(), net:to(dev), net:save(path).", nn.sequential)
+  vela.doc("nn.softmax_xent", "nn.softmax_xent()",
+    "Softmax + cross-entropy loss (one fused kernel): loss:forward(z, labels) gives per-sample losses (1×n) on the device, loss:backward() the gradient of their mean.", nn.softmax_xent)
+  vela.doc("nn.quadratic", "nn.quadratic()",
+    "Half the squared error against one-hot targets: loss:forward(a, labels), loss:backward().", nn.quadratic)
+  vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20})",
+    "Trains with a progress bar (loss read from the device every `every` batches); returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss}.", nn.fit)
+  vela.doc("nn.evaluate", "nn.evaluate(net, set [, {batch =, loss =}]) -> accuracy [, mean loss]",
+    "The fraction of a set classified right, counted on the device.", nn.evaluate)
+  vela.doc("nn.predict", "nn.predict(net, images [, batch]) -> 1×n",
+    "Predicted class indices (1-based) on the device.", nn.predict)
+  vela.doc("nn.confusion", "nn.confusion(net, set [, quiet]) -> counts",
+    "Prints the confusion table (rows true class, columns predicted) with each class's accuracy.", nn.confusion)
+  vela.doc("nn.load", "nn.load(path [, dev]) -> net",
+    "Loads a net saved by net:save(path) (format version checked).", nn.load)
+  vela.doc("nn.mean", "nn.mean(loss) -> number",
+    "The mean of a per-sample loss vector, read to the host.", nn.mean)
+end
+
 return nn

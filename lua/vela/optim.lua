@@ -132,4 +132,18 @@ function optim.cosine(lr, epochs, min_lr)
   end
 end
 
+-- help(nn.fit), ?nn.linear: documentation for the shell's help.
+if vela.doc then
+  vela.doc("optim.sgd", "optim.sgd{lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false}",
+    "SGD in place with axpy; opt:step(net) or opt:step(net:params()).", optim.sgd)
+  vela.doc("optim.momentum", "optim.momentum{lr =, momentum = 0.9}",
+    "SGD with momentum: v ← μv + g, w ← w − lr·v.", optim.momentum)
+  vela.doc("optim.adam", "optim.adam{lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-8}",
+    "Adam, state on the parameters' device.", optim.adam)
+  vela.doc("optim.step_lr", "optim.step_lr(lr, every, gamma) -> schedule",
+    "lr·gamma^⌊(epoch−1)/every⌋, for nn.fit's schedule option.", optim.step_lr)
+  vela.doc("optim.cosine", "optim.cosine(lr, epochs [, min_lr]) -> schedule",
+    "Half a cosine from lr to min_lr over the epochs.", optim.cosine)
+end
+
 return optim

@@ -2,6 +2,8 @@
 -- histories and the like. plot(values [, opts]) prints and returns the
 -- lines; opts.height (10 rows), opts.width (at most 60 columns: longer
 -- series are averaged into buckets), opts.title.
+local vela = require "vela"
+
 local plot = {}
 local fmt = string.format
 
@@ -65,5 +67,11 @@ setmetatable(plot, {__call = function(_, values, opts)
   if not (opts and opts.quiet) then print(table.concat(lines, "\n")) end
   return lines
 end})
+
+-- help(nn.fit), ?nn.linear: documentation for the shell's help.
+if vela.doc then
+  vela.doc("plot", "plot(values [, {height =, width =, title =, quiet =}]) -> lines",
+    "Draws a curve (a loss history, a list or a vector) in the terminal with block characters.")
+end
 
 return plot

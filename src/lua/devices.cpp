@@ -582,6 +582,11 @@ static int l_compare(lua_State* L) {
     luaL_checktype(L, 2, LUA_TTABLE);
     lua_Integer ndev = lua_Integer(lua_rawlen(L, 2));
     if (ndev == 0) luaL_error(L, "compare: devs is empty, expected a list of devices such as {\"cpu\", \"vulkan:0\"}");
+    for (lua_Integer k = 1; k <= ndev; k++) {  // every entry resolves before any device is switched
+        lua_rawgeti(L, 2, k);
+        if (!test_device(L, -1)) luaL_error(L, "compare: devs[%I] is nil, expected a device", k);
+        lua_pop(L, 1);
+    }
     Device& prev = guarded(L, []() -> Device& { return current_device(); });
     lua_newtable(L);  // results
     int results = lua_gettop(L);

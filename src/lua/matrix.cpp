@@ -118,6 +118,10 @@ static void check_options(lua_State* L, int from, const char* fn, bool allow_dty
                 *dtype = s[0] == 'f' ? DType::f32 : DType::u8;
                 continue;
             }
+            // A mistyped dtype should not read as an unknown device.
+            if (std::strncmp(s, "float", 5) == 0 || std::strncmp(s, "int", 3) == 0 || std::strncmp(s, "uint", 4) == 0 ||
+                std::strcmp(s, "double") == 0)
+                luaL_error(L, "%s: dtype must be \"float32\" or \"uint8\", got '%s'", fn, s);
         }
         if (t == LUA_TSTRING || t == LUA_TUSERDATA) {
             *dev = &check_device(L, i);

@@ -1,0 +1,57 @@
+-- Training throughput of the MNIST MLP (784-256-10, ReLU, softmax
+-- cross-entropy, SGD momentum 0.9, lr 0.05, batch 128) on each device, in
+-- examples per second (the best of `epochs` epochs, the first one included
+-- for warm-up), and the same model in PyTorch side by side when python3 can
+-- import torch (scripts/bench/mnist_torch.py). On Vulkan devices it also
+-- counts host waits in one training step started on an idle device (0: the
+-- step only records work).
+--
+--   build/vela scripts/bench/mnist.lua [epochs=3] [devices=cpu,vulkan:0] [torch=yes|no]
+local vela = require "vela"
+local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
+
+local opts = {epochs = 3, devices = "cpu,vulkan:0", torch = "yes", batch = 128}
+for _, a in ipairs(arg or {}) do
+  local k, v = a:match("^%-*([%w_]+)=(.*)$")
+  if k then opts[k] = tonumber(v) or v end
+end
+
+local rows = {}
+for id in tostring(opts.devices):gmatch("[^,]+") do
+  if not pcall(vela.device, id) then
+    rows[#rows + 1] = {id, "not available"}
+  else
+    local sets = data.mnist()
+    local net = nn.sequential{nn.linear(784, 256, "relu", {seed = 1}), nn.linear(256, 10, nil, {seed = 2})}
+    local h = nn.fit(net, sets.train, {epochs = opts.epochs, batch = opts.batch, test = sets.test, progress = false,
+                                      optimizer = optim.sgd{lr = 0.05, momentum = 0.9}})
+    local best = 0
+    for _, r in ipairs(h.examples_per_s) do best = math.max(best, r) end
+    -- One more step from an idle device, counting host waits.
+    local lossfn, opt = nn.softmax_xent(), net.optimizer
+    local x, y = data.loader(sets.train, opts.batch, {seed = 9}):epoch(1)()
+    vela.sync()
+    local w0 = vela.stats().host_waits
+    lossfn:forward(net:forward(x), y); net:backward(lossfn:backward()); opt:step(net)
+    local waits = vela.stats().host_waits - w0
+    vela.sync()
+    rows[#rows + 1] = {id, ("%10.0f ex/s   test %.2f%% after %d epochs   host waits in a step: %d"):format(
+      best, 100 * h.test_accuracy[opts.epochs], opts.epochs, waits)}
+  end
+end
+
+print(("MLP 784-256-10, batch %d, %d epochs of %s"):format(opts.batch, opts.epochs, "MNIST (7,996 training images)"))
+for _, r in ipairs(rows) do print(("%-12s %s"):format(r[1], r[2])) end
+
+if opts.torch ~= "no" then
+  local ok = os.execute("python3 -c 'import torch' 2>/dev/null")
+  if ok then
+    local p = io.popen(("python3 scripts/bench/mnist_torch.py --epochs %d --batch %d 2>&1"):format(opts.epochs, opts.batch))
+    local last
+    for line in p:lines() do last = line end
+    p:close()
+    print(("%-12s %s"):format("pytorch", last or "no output"))
+  else
+    print(("%-12s %s"):format("pytorch", "not installed (apt-get install python3-torch to compare)"))
+  end
+end

@@ -4,9 +4,8 @@
 // matrices that who() reads. Everything on a kernel's success path here is
 // allocation-free: a kernel call is a few pointer checks and one core call.
 #pragma once
-#include <lua.hpp>
-
 #include <cstdint>
+#include <lua.hpp>
 
 #include "core/device.hpp"
 #include "core/matrix.hpp"
@@ -39,7 +38,9 @@ inline void check_nargs(lua_State* L, int n) {
 }
 
 // A float argument (α, β, a fill value).
-inline float check_float(lua_State* L, int arg) { return static_cast<float>(luaL_checknumber(L, arg)); }
+inline float check_float(lua_State* L, int arg) {
+    return static_cast<float>(luaL_checknumber(L, arg));
+}
 
 // A size (rows, cols, n): a non-negative integer no larger than 2^31 − 1.
 // `fn` and `what` name it in the message: "matrix: rows must be a

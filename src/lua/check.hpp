@@ -37,6 +37,16 @@ inline void check_nargs(lua_State* L, int n) {
     }
 }
 
+// The same for a method: n arguments besides self, counted as the user wrote them
+// ("bad argument #1 to 't' (at most 0 arguments expected, got 1)").
+inline void check_method_nargs(lua_State* L, int n) {
+    int top = lua_gettop(L);
+    if (top > n + 1) {
+        const char* msg = lua_pushfstring(L, "at most %d argument%s expected, got %d", n, n == 1 ? "" : "s", top - 1);
+        luaL_argerror(L, n + 2, msg);
+    }
+}
+
 // A float argument (α, β, a fill value).
 inline float check_float(lua_State* L, int arg) {
     return static_cast<float>(luaL_checknumber(L, arg));

@@ -225,13 +225,13 @@ static int d_tostring(lua_State* L) {
 }
 
 static int d_name(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     push_name(L, check_device(L, 1));
     return 1;
 }
 
 static int d_info(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Device& d = check_device(L, 1);
     const DeviceInfo* i = info_of(d);
     if (!i) {
@@ -694,14 +694,14 @@ static int l_compare(lua_State* L) {
 /* ---------------------------------------------------------------------- */
 
 static int d_sync(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Device& d = check_device(L, 1);
     guarded(L, [&] { d.sync(); });
     return 0;
 }
 
 static int d_stats(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Device& d = check_device(L, 1);
     push_stats(L, guarded(L, [&] { return d.stats(); }));
     return 1;

@@ -351,14 +351,14 @@ static int l_from(lua_State* L) {
 /* ---------------------------------------------------------------------- */
 
 static int m_t(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     push_matrix(L, check_matrix(L, 1).t());
     return 1;
 }
 
 // m:view(i, j, rows, cols): the rows×cols block whose first element is (i, j).
 static int m_view(lua_State* L) {
-    check_nargs(L, 5);
+    check_method_nargs(L, 4);
     Matrix& m = check_matrix(L, 1);
     lua_Integer i = luaL_checkinteger(L, 2), j = luaL_checkinteger(L, 3);
     int64_t r = check_size(L, 4, "view", "rows"), c = check_size(L, 5, "view", "cols");
@@ -370,7 +370,7 @@ static int m_view(lua_State* L) {
 }
 
 static int m_row(lua_State* L) {
-    check_nargs(L, 2);
+    check_method_nargs(L, 1);
     Matrix& m = check_matrix(L, 1);
     int64_t i = check_index(L, 2, "row", "row", m.rows);
     push_matrix(L, guarded(L, [&] { return row(m, i); }));
@@ -378,7 +378,7 @@ static int m_row(lua_State* L) {
 }
 
 static int m_col(lua_State* L) {
-    check_nargs(L, 2);
+    check_method_nargs(L, 1);
     Matrix& m = check_matrix(L, 1);
     int64_t j = check_index(L, 2, "col", "column", m.cols);
     push_matrix(L, guarded(L, [&] { return col(m, j); }));
@@ -387,7 +387,7 @@ static int m_col(lua_State* L) {
 
 // m:columns(j, n): columns j .. j+n−1.
 static int m_columns(lua_State* L) {
-    check_nargs(L, 3);
+    check_method_nargs(L, 2);
     Matrix& m = check_matrix(L, 1);
     lua_Integer j = luaL_checkinteger(L, 2);
     int64_t n = check_size(L, 3, "columns", "n");
@@ -415,7 +415,7 @@ static int element_index(lua_State* L, const Matrix& m, const char* fn, int nind
 }
 
 static int m_get(lua_State* L) {
-    check_nargs(L, 3);
+    check_method_nargs(L, 2);
     Matrix& m = check_matrix(L, 1);
     int64_t i, j;
     element_index(L, m, "get", lua_gettop(L) == 2 ? 1 : 2, &i, &j);
@@ -424,7 +424,7 @@ static int m_get(lua_State* L) {
 }
 
 static int m_set(lua_State* L) {
-    check_nargs(L, 4);
+    check_method_nargs(L, 3);
     Matrix& m = check_matrix(L, 1);
     int64_t i, j;
     int varg = element_index(L, m, "set", lua_gettop(L) == 3 ? 1 : 2, &i, &j);
@@ -435,7 +435,7 @@ static int m_set(lua_State* L) {
 }
 
 static int m_shape(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
     lua_pushinteger(L, m.rows);
     lua_pushinteger(L, m.cols);
@@ -450,13 +450,13 @@ static Matrix& check_storage(lua_State* L, int arg, const char* fn) {
 }
 
 static int m_dtype(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     lua_pushstring(L, dtype_name(check_storage(L, 1, "dtype").dtype()));
     return 1;
 }
 
 static int m_device(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     push_device(L, check_storage(L, 1, "device").device());
     return 1;
 }
@@ -473,7 +473,7 @@ static float* download(lua_State* L, const Matrix& m) {
 
 // m:totable(): rows as on paper, {{m11, m12, ...}, ...}.
 static int m_totable(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
     const float* host = download(L, m);
     lua_createtable(L, int(m.rows), 0);
@@ -489,14 +489,14 @@ static int m_totable(lua_State* L) {
 }
 
 static int m_copy(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
     push_matrix(L, guarded(L, [&] { return clone(m); }));
     return 1;
 }
 
 static int m_raw(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
     push_matrix(L, guarded(L, [&] {
                     check_live("raw", "m", m);
@@ -506,7 +506,7 @@ static int m_raw(lua_State* L) {
 }
 
 static int m_to(lua_State* L) {
-    check_nargs(L, 2);
+    check_method_nargs(L, 1);
     Matrix& m = check_matrix(L, 1);
     Device& dev = check_device(L, 2);
     push_matrix(L, guarded(L, [&] { return to_device(m, dev); }));

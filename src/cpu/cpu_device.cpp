@@ -252,10 +252,16 @@ std::string description() {
     return "cpu";
 }
 
+// "0.3.21" from "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ... Haswell MAX_THREADS=64".
 std::string blas_version() {
     std::string s = openblas_get_config();
-    return s;
+    size_t b = s.find(' ');
+    if (b == std::string::npos) return s;
+    size_t e = s.find(' ', b + 1);
+    return s.substr(b + 1, e == std::string::npos ? std::string::npos : e - b - 1);
 }
+
+std::string blas_config() { return openblas_get_config(); }
 
 uint64_t physical_memory() {
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);

@@ -17,7 +17,8 @@ int threads();
 
 // For devices(): the processor's model name, the OpenBLAS build, RAM in bytes.
 std::string description();
-std::string blas_version();
+std::string blas_version();  // "0.3.21"
+std::string blas_config();   // OpenBLAS's build line: version, kernel (Haswell, ...), threads
 uint64_t physical_memory();
 
 }  // namespace vela::cpu

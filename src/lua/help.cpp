@@ -62,8 +62,8 @@ const std::vector<Area>& areas() {
         {"fused", {"softmax", "softmax_xent", "argmax", "gather_cols", "add_bias", "dense"}},
         {"random", {"seed"}},
         {"devices", {"devices", "device", "sync", "threads", "stats", "mem", "who"}},
-        {"measuring", {"time", "bench", "profile", "compare"}},
-        {"data", {"read_idx"}},
+        {"measuring", {"time", "bench", "profile", "compare", "clock"}},
+        {"data", {"read_idx", "read_labels", "permutation"}},
         {"shell", {"help", "doc", "timing"}},
     };
     return a;

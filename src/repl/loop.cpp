@@ -69,14 +69,12 @@ int read_command(lua_State* L, LineEditor& ed, Command& cmd) {
         if (!rtrim(line).empty()) break;
     }
     ed.remember(line);
-    std::string code = rtrim(line);
-    size_t first = code.find_first_not_of(" \t");
-    code = code.substr(first);
+    std::string code = line.substr(line.find_first_not_of(" \t"));
 
     // ?name: help for a name, passed as the chunk's argument so any text is
     // safe; a bare ? lists the topics.
     if (code[0] == '?') {
-        std::string name = code.substr(1);
+        std::string name = rtrim(code.substr(1));
         size_t b = name.find_first_not_of(" \t");
         cmd.print = false;
         if (b != std::string::npos) cmd.arg = name.substr(b);
@@ -86,8 +84,10 @@ int read_command(lua_State* L, LineEditor& ed, Command& cmd) {
     if (code[0] == '=') code = code.substr(1);  // lua 5.2 habit: =expr
 
     for (;;) {
-        cmd.print = code.back() != ';';
-        std::string expr = cmd.print ? code : rtrim(code.substr(0, code.size() - 1));
+        // A trailing ';' (after any spaces) means: run, but print nothing.
+        std::string trimmed = rtrim(code);
+        cmd.print = trimmed.empty() || trimmed.back() != ';';
+        std::string expr = cmd.print ? trimmed : rtrim(trimmed.substr(0, trimmed.size() - 1));
         if (!expr.empty() && load_expression(L, expr)) return LUA_OK;
         int status = luaL_loadbuffer(L, code.data(), code.size(), "=stdin");
         if (status == LUA_OK) return status;
@@ -110,7 +110,7 @@ int read_command(lua_State* L, LineEditor& ed, Command& cmd) {
         }
         ed.remember(line);
         code += '\n';
-        code += rtrim(line);
+        code += line;  // as typed: a long string may end in spaces
     }
 }
 

@@ -39,6 +39,8 @@ for _, id in ipairs(ids) do
     bad(function() matrix("2", {}) end, "bad argument #2 to 'matrix'", "number expected, got table")
     bad(function() matrix(2, 2, true) end, "bad argument #3 to 'matrix'", "dtype or device expected, got boolean")
     bad(function() zeros(2, 2, {}) end, "bad argument #3 to 'zeros'")
+    bad(function() zeros(2, 2, "float64") end, "zeros: dtype must be \"float32\" or \"uint8\", got 'float64'")
+    bad(function() rand(2, 2, "uint8") end, "rand: dtype is always float32 here, got 'uint8'")
     bad(function() rand("x") end, "bad argument #1 to 'rand'", "number (rows) or matrix expected, got string")
     bad(function() from(3) end, "bad argument #1 to 'from'", "table expected, got number")
     bad(function() a:get("i", 1) end, "number expected, got string")
@@ -52,6 +54,8 @@ for _, id in ipairs(ids) do
     bad(function() rand(a, 1.5) end, "rand: seed must be a non-negative integer, got 1.5")
     bad(function() threads(0) end, "threads: n must be at least 1")
     bad(function() compare(function() return 1 end, {id}) end, "compare: fn must return a matrix, got number")
+    bad(function() compare(function() return ones(1, 1) end, {"cpu", "nodevice"}) end, "no device matches \"nodevice\"")
+    assert(device():name() == id, "a failed compare leaves the current device")
     -- every kernel names itself when given a string where a matrix goes
     for _, name in ipairs{"tanh", "sigmoid", "relu", "exp", "log", "sqrt", "sqr", "inv", "abs", "tanh_prime",
       "sigmoid_prime", "relu_prime", "softmax", "nrm2", "asum", "sum", "imax", "scal", "copy", "swap", "dot",
@@ -79,9 +83,9 @@ for _, id in ipairs(ids) do
     bad(function() matrix(2) end, "bad argument #2 to 'matrix'", "got no value")
     bad(function() zeros() end, "bad argument #1 to 'zeros'")
     bad(function() a:get() end, "got no value")
-    bad(function() a:get(1, 1, 1) end, "at most 3 arguments expected, got 4")
+    bad(function() a:get(1, 1, 1) end, "bad argument #3 to 'get' (at most 2 arguments expected, got 3)")
     bad(function() a:view(1, 1, 1) end, "got no value")
-    bad(function() a:t(1) end, "at most 1 argument expected, got 2")
+    bad(function() a:t(1) end, "bad argument #1 to 't' (at most 0 arguments expected, got 1)")
     bad(function() devices(1) end, "at most 0 arguments expected, got 1")
   end)
 

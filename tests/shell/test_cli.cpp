@@ -90,6 +90,12 @@ TEST_CASE("cli: -i with piped stdin runs the script and then reads commands", "[
     auto r = run_vela({"-i", script.path}, "greeting .. '!'\n");
     CHECK(r.status == 0);
     CHECK(r.out.find("hi!\n") != std::string::npos);
+    // Lines keep their trailing spaces (a long string may hold them); a ';'
+    // followed by spaces still suppresses the value; a bare '=' is harmless.
+    r = run_vela({"-i"}, "x = [[a  \nb]]\n#x\n1 + 1 ;  \n=\n=40 + 2\n");
+    CHECK(r.status == 0);
+    CHECK(r.out.find("> 5\n") != std::string::npos);
+    CHECK(r.out.find("2\n") == r.out.find("42\n") + 1);
 }
 
 TEST_CASE("cli: -l requires a module into a global", "[shell][cli]") {

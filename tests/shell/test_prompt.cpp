@@ -100,6 +100,26 @@ TEST_CASE("prompt: Ctrl-C stops a running loop and returns to a working prompt",
     CHECK(s.run("n", "\r\n7\r\n"));
 }
 
+TEST_CASE("prompt: Ctrl-C stops a host wait on the device", "[shell][pty]") {
+    Session s;
+    s.pty.send("print(pcall(device, 'vulkan'))\n");
+    REQUIRE(s.pty.expect("\r\n"));
+    if (!s.pty.expect("true", 5)) {
+        WARN("no Vulkan device: nothing waits on the cpu");
+        return;
+    }
+    CHECK(s.pty.expect("> "));
+    CHECK(s.run("n = 7 a = rand(1024, 1024) c = zeros(1024, 1024)", "> "));
+    // Seconds of work on a software GPU; the host waits in sync().
+    s.pty.send("for i = 1, 60 do mm(a, a, c) end sync()\n");
+    CHECK(s.pty.expect("sync()\r\n"));
+    s.pty.pause(0.5);
+    s.pty.send("\x03");
+    CHECK(s.pty.expect("interrupted", 5));
+    CHECK(s.pty.expect("> ", 5));
+    CHECK(s.run("n * 6", "\r\n42\r\n"));
+}
+
 TEST_CASE("prompt: Ctrl-C at the prompt clears the line", "[shell][pty]") {
     Session s;
     s.pty.send("this is not lua");
@@ -226,6 +246,17 @@ TEST_CASE("prompt: history is saved per line to VELA_HISTORY", "[shell][pty]") {
     s.pty.send("\x1b[A\x1b[A");  // two lines up: "hist_b = 2"
     s.pty.send("\n");
     CHECK(s.run("hist_b", "\r\n2\r\n"));
+}
+
+TEST_CASE("prompt: Ctrl-R finds an earlier line", "[shell][pty]") {
+    Session s;
+    CHECK(s.run("40 + 2", "\r\n42\r\n"));
+    CHECK(s.run("x = 0", "> "));
+    s.pty.send("\x12");  // Ctrl-R, then part of the line, then Enter runs it again
+    s.pty.send("40 +");
+    s.pty.send("\n");
+    CHECK(s.pty.expect("42"));
+    CHECK(s.run("1", "\r\n1\r\n"));
 }
 
 TEST_CASE("prompt: -i runs the script, then the prompt sees its globals", "[shell][pty]") {

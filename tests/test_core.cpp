@@ -210,7 +210,8 @@ TEST_CASE("cpu threads: set and read back, bad counts rejected", "[core]") {
     CHECK(cpu::threads() == 1);
     cpu::set_threads(3);
     CHECK(cpu::threads() == 3);
-    CHECK(error_of([] { cpu::set_threads(0); }) == "threads: n is 0 (must be ≥ 1)");
+    CHECK(error_of([] { cpu::set_threads(0); }) == "threads: n is 0 (must be 1..1024)");
+    CHECK(error_of([] { cpu::set_threads(5000); }) == "threads: n is 5000 (must be 1..1024)");
     cpu::set_threads(before);
 }
 
@@ -381,4 +382,45 @@ TEST_CASE("ops: uint8 only where documented", "[ops]") {
     Matrix moved = to_device(u, d);
     CHECK(moved.dtype() == DType::u8);
     CHECK(to_host(moved) == to_host(u));
+}
+
+TEST_CASE("ops: the remaining overlap, enum and released checks", "[ops]") {
+    Device& d = cpu_device();
+    Matrix v = zeros(d, 8, 1), m = zeros(d, 4, 4), lab = zeros(d, 1, 2);
+    CHECK_ERROR(swap(v.view(0, 0, 4, 1), v.view(2, 0, 4, 1)),
+                "swap: y partially overlaps x (use the same view for in-place work, or disjoint views)");
+    CHECK_ERROR(copy(v.view(0, 0, 4, 1), v.view(1, 0, 4, 1)),
+                "copy: y partially overlaps x (use the same view for in-place work, or disjoint views)");
+    CHECK_ERROR(binary(Binary::mul, v.view(0, 0, 4, 1), v.view(4, 0, 4, 1), v.view(1, 0, 4, 1)),
+                "mul: c partially overlaps a (use the same view for in-place work, or disjoint views)");
+    CHECK_ERROR(binary(Binary::div, v.view(0, 0, 4, 1), v.view(4, 0, 4, 1), v.view(3, 0, 4, 1)),
+                "div: c partially overlaps a (use the same view for in-place work, or disjoint views)");
+    CHECK_ERROR(softmax(m.view(0, 0, 4, 2), m.view(0, 1, 4, 2)),
+                "softmax: y partially overlaps x (use the same view for in-place work, or disjoint views)");
+    Matrix z = m.view(0, 0, 4, 2);
+    CHECK_ERROR(softmax_xent(z, lab, Matrix{}, 1, m.view(0, 1, 4, 2)),
+                "softmax_xent: dz partially overlaps z (use the same view for in-place work, or disjoint views)");
+    Matrix zl = zeros(d, 1, 2);
+    CHECK_ERROR(softmax_xent(zl, zl, Matrix{}, 1, zl), "softmax_xent: dz aliases labels (the output of softmax_xent must not overlap its inputs)");
+    CHECK_ERROR(softmax_xent(z, lab, lab, 1, m.view(0, 2, 4, 2)),
+                "softmax_xent: loss aliases labels (the output of softmax_xent must not overlap its inputs)");
+    CHECK_ERROR(softmax_xent(z, lab, m.view(0, 2, 1, 2), 1, m.view(0, 2, 4, 2)),
+                "softmax_xent: loss aliases dz (the output of softmax_xent must not overlap its inputs)");
+    CHECK_ERROR(rk(1, zeros(d, 4, 1), m.row(3), m), "rk: a aliases y (the output of rk must not overlap its inputs)");
+    Matrix wide = zeros(d, 4, 8);
+    CHECK_ERROR(gather_cols(m, wide.view(0, 0, 1, 4), wide.view(0, 0, 4, 4)),
+                "gather_cols: dst aliases idx (the output of gather_cols must not overlap its inputs)");
+    Matrix w = zeros(d, 4, 4), x = zeros(d, 4, 3), b = zeros(d, 4, 1);
+    CHECK_ERROR(dense(w, wide.view(0, 0, 4, 3), b, Act::relu, wide.view(0, 2, 4, 3)),
+                "dense: y aliases x (the output of dense must not overlap its inputs)");
+    CHECK_ERROR(dense(w, x, wide.col(0), Act::relu, wide.view(0, 0, 4, 3)),
+                "dense: y aliases b (the output of dense must not overlap its inputs)");
+    CHECK_ERROR(unary(Unary::count_, v, v), "unary: unknown operation 13");
+    CHECK_ERROR(binary(Binary::count_, v, v, v), "binary: unknown operation 4");
+    Matrix r = zeros(d, 2, 2);
+    r.buf->release();
+    CHECK_ERROR(to_device(r, d), "to: m is a released matrix");
+    CHECK_ERROR(set(r, 0, 0, 1), "set: m is a released matrix");
+    CHECK_ERROR(fill(r, 1), "fill: x is a released matrix");
+    CHECK_ERROR(argmax(m, r), "argmax: idx is a released matrix");
 }

@@ -251,6 +251,14 @@ TEST_CASE("kernels: β = 0 never reads the output (NaN garbage is overwritten)",
         CHECK(to_host(y) == std::vector<float>{7, 10});
         axpby(2, a, 0, z);
         CHECK(to_host(z) == std::vector<float>{2, 4, 6, 8});
+        Matrix big = empty(d, 300, 300), ones = empty(d, 300, 300);
+        fill(big, nan), fill(ones, 1);
+        mm(1, ones, ones, 0, big);
+        CHECK(to_host(big) == std::vector<float>(300 * 300, 300.0f));
+        Matrix yb = empty(d, 300, 1);
+        fill(yb, nan);
+        mv(1, ones, col(ones, 0), 0, yb);
+        CHECK(to_host(yb) == std::vector<float>(300, 300.0f));
         Matrix k0 = empty(d, 2, 0), w = empty(d, 2, 2);
         fill(w, nan);
         mm(1, k0, empty(d, 0, 2), 0, w);  // an empty inner dimension: c ← β·c = 0
@@ -711,7 +719,7 @@ TEST_CASE("kernels: add_bias and dense with every activation", "[kernels][fused]
 
 // ---- random -------------------------------------------------------------------------------
 
-TEST_CASE("kernels: rand is uniform in [0, 1), randn is standard normal", "[kernels][random]") {
+TEST_CASE("kernels: rand is uniform from 0 up to 1, randn is standard normal", "[kernels][random]") {
     on_each_device([](Device& d) {
         const int64_t n = 1 << 20;
         Matrix u = empty(d, 1024, 1024);

@@ -338,3 +338,153 @@ TEST_CASE("vulkan: softmax, softmax_xent, argmax, add_bias against float64", "[v
         for (int64_t i = 0; i < k; ++i) want.push_back(double(z.h[size_t(i + j * k)]) + b.h[size_t(i)]);
     check_close(to_host(yb), want, 1e-6);
 }
+
+TEST_CASE("vulkan: a 784×60000 matrix (47M elements, > 65,535 workgroups, > 128 MiB)", "[vulkan]") {
+    NoValidationMessages guard;
+    const int64_t rows = 784, cols = 60000;
+    std::vector<uint8_t> px(size_t(rows * cols));
+    for (size_t i = 0; i < px.size(); ++i) px[i] = uint8_t((i * 2654435761u) >> 24);
+    Matrix u = from_host_u8(gpu(), rows, cols, px.data());
+    Matrix f = empty(gpu(), rows, cols);
+    copy(u, f);  // 183,750 workgroups of 256: the grid spans y
+    double want = 0;
+    for (uint8_t p : px) want += p;
+    CHECK(std::fabs(sum(f) - want) <= 1e-5 * want);
+    // A transposed view of the whole thing, scaled in place, then elements from both ends.
+    Matrix t = f.t();  // 60000×784
+    scal(0.5f, t);
+    CHECK(get(f, 0, 0) == 0.5f * px[0]);
+    CHECK(get(f, 783, 59999) == 0.5f * px[px.size() - 1]);
+    CHECK(get(t, 59999, 1) == 0.5f * px[size_t(1 + 59999 * 784)]);
+    CHECK(imax(col(f, 59999)) >= 0);
+    // The last column gathered by index: the data-set path of a training loop.
+    float last = float(cols);
+    Matrix idx = from_host(gpu(), 1, 1, &last);
+    Matrix batch = empty(gpu(), rows, 1);
+    gather_cols(u, idx, batch, 1.0f);
+    std::vector<float> b = to_host(batch);
+    for (int64_t i = 0; i < rows; ++i) REQUIRE(b[size_t(i)] == float(px[size_t(i + (cols - 1) * rows)]));
+}
+
+TEST_CASE("vulkan: a matrix released while queued work uses it is freed after that work", "[vulkan]") {
+    NoValidationMessages guard;
+    Device& d = gpu();
+    d.sync();
+    uint64_t used0 = d.memory().used;
+    const int64_t n = 1 << 20;
+    std::vector<float> av = iota(n, 1.0f / n);
+    {
+        Matrix a = from_host(d, n, 1, av.data());
+        Matrix b = zeros(d, n, 1);
+        for (int i = 0; i < 20; ++i) axpy(1.0f, a, b);  // queued, not yet run
+        a.buf->release();
+        // Memory freed early would be handed out here and overwritten before the axpys read it.
+        Matrix c = empty(d, n, 1);
+        fill(c, 1000.0f);
+        Matrix c2 = empty(d, n, 1);
+        fill(c2, 1000.0f);
+        std::vector<float> bv = to_host(b);
+        for (int64_t i = 0; i < n; i += 997) REQUIRE(bv[size_t(i)] == Approx(20.0 * av[size_t(i)]).epsilon(1e-5));
+    }
+    d.sync();
+    CHECK(d.memory().used == used0);
+}
+
+TEST_CASE("vulkan: out of device memory is an error, and memory is usable afterwards", "[vulkan]") {
+    NoValidationMessages guard;
+    Device& d = gpu();
+    d.sync();
+    MemoryInfo mi = d.memory();
+    REQUIRE(mi.total > 0);
+    // More than the whole heap in one matrix.
+    std::string e = error_of([&] { empty(d, int64_t(mi.total / 4 / 1024) + 1, 1024); });
+    CHECK(!e.empty());
+    // Exhaust the heap 256 MiB at a time.
+    std::vector<Matrix> held;
+    std::string full;
+    const int64_t chunk = (256ll << 20) / 4;
+    for (uint64_t i = 0; i <= mi.total / (256ull << 20) + 1 && full.empty(); ++i) {
+        full = error_of([&] { held.push_back(empty(d, chunk, 1)); });
+    }
+    CHECK(full.find("out of device memory") != std::string::npos);
+    INFO(full);
+    for (Matrix& m : held) m.buf->release();
+    held.clear();
+    // Freed memory is reusable: a large matrix works again.
+    Matrix m = empty(d, chunk, 1);
+    fill(m, 3.0f);
+    CHECK(get(m, chunk - 1, 0) == 3.0f);
+}
+
+TEST_CASE("vulkan: Ctrl-C while the host waits on the device returns, and the session goes on", "[vulkan]") {
+    NoValidationMessages guard;
+    Device& d = gpu();
+    const int64_t n = 1 << 20;
+    Matrix x = zeros(d, n, 1);
+    d.sync();
+    for (int i = 0; i < 60; ++i) unary(Unary::exp, x, x);  // exp(0) = 1, then e, e^e, ... then inf
+    d.flush();
+    interrupt_flag() = true;
+    auto t0 = std::chrono::steady_clock::now();
+    bool interrupted = false;
+    try {
+        d.sync();
+    } catch (const Interrupted&) {
+        interrupted = true;
+    }
+    double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(interrupt_flag() == false);
+    // Unless the device finished all 60 passes within one 20 ms wait slice, the wait was cut short.
+    if (interrupted) CHECK(waited < 1.0);
+    d.sync();  // the queued work still completes
+    fill(x, 2.0f);
+    CHECK(get(x, n - 1, 0) == 2.0f);
+}
+
+TEST_CASE("vulkan: profile times each dispatch with its kernel name", "[vulkan]") {
+    NoValidationMessages guard;
+    Device& d = gpu();
+    Matrix x = zeros(d, 4096, 1), y = zeros(d, 4096, 1);
+    d.profile_begin();
+    fill(x, 1.0f);
+    axpy(2.0f, x, y);
+    unary(Unary::tanh, y, y);
+    std::vector<KernelTime> t = d.profile_end();
+    REQUIRE(t.size() == 3);
+    CHECK(t[0].kernel == "fill");
+    CHECK(t[1].kernel == "axpby");
+    CHECK(t[2].kernel == "tanh");
+    for (auto& k : t) CHECK(k.ms >= 0);
+    // Profiling off again: nothing collected.
+    fill(x, 0.0f);
+    d.profile_begin();
+    CHECK(d.profile_end().empty());
+}
+
+TEST_CASE("vulkan: validation is on under VELA_VALIDATE=1", "[vulkan]") {
+    const char* e = std::getenv("VELA_VALIDATE");
+    bool want = e && *e && std::string(e) != "0";
+    CHECK(vk::validation_enabled() == want);
+    CHECK_THROWS_AS(vk::set_validation(!want), Error);  // devices are open: too late to change
+}
+
+TEST_CASE("vulkan: rand and randn are bit-identical to the cpu for the same seed", "[vulkan]") {
+    NoValidationMessages guard;
+    Device& cpu = cpu_device();
+    for (Dist dist : {Dist::uniform, Dist::normal})
+        for (uint64_t seed : {uint64_t(0), uint64_t(42), uint64_t(0x123456789abcdefull)}) {
+            INFO("dist " << int(dist) << " seed " << seed);
+            Matrix c = zeros(cpu, 301, 257), g = zeros(gpu(), 301, 257);
+            random(dist, seed, c);
+            random(dist, seed, g);
+            std::vector<float> cv = to_host(c), gv = to_host(g);
+            REQUIRE(std::memcmp(cv.data(), gv.data(), cv.size() * 4) == 0);
+            // A strided, transposed view: values by logical index, not by storage.
+            Matrix cb = zeros(cpu, 40, 50), gb = zeros(gpu(), 40, 50);
+            random(dist, seed, view(cb, 3, 4, 20, 30).t());
+            random(dist, seed, view(gb, 3, 4, 20, 30).t());
+            cv = to_host(cb);
+            gv = to_host(gb);
+            REQUIRE(std::memcmp(cv.data(), gv.data(), cv.size() * 4) == 0);
+        }
+}

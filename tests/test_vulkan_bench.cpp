@@ -68,3 +68,23 @@ TEST_CASE("vulkan bench: dispatch rate by kind", "[.][vulkan-bench-kinds]") {
     rate("fill, 64 buffers round robin (no barrier)", [&](int i) { fill(xs[size_t(i % 64)], 1.0f); });
     rate("scal, same buffer (barrier each)", [&](int) { scal(1.0f, xs[0]); });
 }
+
+TEST_CASE("vulkan bench: elementwise bandwidth on 47M elements", "[.][vulkan-bench-big]") {
+    Device& d = get_device("vulkan:0");
+    Matrix x = empty(d, 784, 60000), y = empty(d, 784, 60000);
+    fill(x, 1.0f);
+    fill(y, 1.0f);
+    d.sync();
+    auto run = [&](const char* what, auto&& body) {
+        double t0 = now();
+        body();
+        d.sync();
+        double s = now() - t0;
+        std::printf("%-34s %7.1f ms  %6.2f Gelem/s\n", what, s * 1e3, 784.0 * 60000 / s * 1e-9);
+    };
+    run("fill", [&] { fill(x, 2.0f); });
+    run("axpy", [&] { axpy(2.0f, x, y); });
+    run("axpy, transposed view", [&] { axpy(2.0f, x.t(), y.t()); });
+    run("tanh", [&] { unary(Unary::tanh, x, y); });
+    run("sum", [&] { (void)sum(x); });
+}

@@ -45,6 +45,7 @@ DeviceInfo cpu_info() {
     d.driver_version = cpu::blas_version();
     d.memory = cpu::physical_memory();
     d.limits.push_back({"threads", std::to_string(cpu::threads())});
+    d.limits.push_back({"blas", cpu::blas_config()});
     return d;
 }
 

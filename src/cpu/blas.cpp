@@ -54,7 +54,8 @@ void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix&
     // BLAS writes a plain column-major c: for a transposed c compute cᵀ = bᵀ·aᵀ.
     if (c.trans) return mm(alpha, b.t(), a.t(), beta, c.t());
     if (a.cols == 0) return scale_only(beta, c);
-    if (beta == 0.0f) fill(c, 0.0f);  // β = 0: c is not read, garbage (NaN) included
+    // β = 0: OpenBLAS's gemm zero-fills c without reading it (NaN included), as
+    // the kernel tests check at small and large sizes.
     cblas_sgemm(CblasColMajor, op(a), op(b), blas_dim("mm", c.rows), blas_dim("mm", c.cols), blas_dim("mm", a.cols),
                 alpha, fptr(a), blas_ld("mm", a), fptr(b), blas_ld("mm", b), beta, fptr(c), blas_ld("mm", c));
 }
@@ -62,6 +63,8 @@ void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix&
 void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) {
     if (y.empty()) return;
     if (a.cols == 0) return scale_only(beta, y);
+    // β = 0: y is not read. OpenBLAS versions differ on whether their internal
+    // y·0 keeps a NaN; zeroing y first (a vector: cheap) settles it.
     if (beta == 0.0f) fill(y, 0.0f);
     cblas_sgemv(CblasColMajor, op(a), blas_dim("mv", a.srows()), blas_dim("mv", a.scols()), alpha, fptr(a),
                 blas_ld("mv", a), fptr(x), blas_inc("mv", x.inc()), beta, fptr(y), blas_inc("mv", y.inc()));

@@ -11,13 +11,14 @@ namespace vela::cpu {
 
 Device& device();  // the one CpuDevice, made on first use
 
-// Threads used by both the own loops and OpenBLAS; n ≥ 1 (threads(n) in Lua).
+// Threads used by both the own loops and OpenBLAS; 1 ≤ n ≤ 1024 (threads(n) in Lua).
 void set_threads(int n);
 int threads();
 
 // For devices(): the processor's model name, the OpenBLAS build, RAM in bytes.
 std::string description();
-std::string blas_version();
+std::string blas_version();  // "0.3.21"
+std::string blas_config();   // OpenBLAS's build line: version, kernel (Haswell, ...), threads
 uint64_t physical_memory();
 
 }  // namespace vela::cpu

@@ -4,9 +4,8 @@
 // matrices that who() reads. Everything on a kernel's success path here is
 // allocation-free: a kernel call is a few pointer checks and one core call.
 #pragma once
-#include <lua.hpp>
-
 #include <cstdint>
+#include <lua.hpp>
 
 #include "core/device.hpp"
 #include "core/matrix.hpp"
@@ -38,8 +37,20 @@ inline void check_nargs(lua_State* L, int n) {
     }
 }
 
+// The same for a method: n arguments besides self, counted as the user wrote them
+// ("bad argument #1 to 't' (at most 0 arguments expected, got 1)").
+inline void check_method_nargs(lua_State* L, int n) {
+    int top = lua_gettop(L);
+    if (top > n + 1) {
+        const char* msg = lua_pushfstring(L, "at most %d argument%s expected, got %d", n, n == 1 ? "" : "s", top - 1);
+        luaL_argerror(L, n + 2, msg);
+    }
+}
+
 // A float argument (α, β, a fill value).
-inline float check_float(lua_State* L, int arg) { return static_cast<float>(luaL_checknumber(L, arg)); }
+inline float check_float(lua_State* L, int arg) {
+    return static_cast<float>(luaL_checknumber(L, arg));
+}
 
 // A size (rows, cols, n): a non-negative integer no larger than 2^31 − 1.
 // `fn` and `what` name it in the message: "matrix: rows must be a

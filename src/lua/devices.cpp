@@ -29,17 +29,22 @@ const char* format_bytes(char* out, size_t size, uint64_t bytes) {
     double v = double(bytes);
     int u = 0;
     while (v >= 1024 && u < 4) v /= 1024, u++;
-    if (u == 0) std::snprintf(out, size, "%llu B", (unsigned long long)bytes);
-    else std::snprintf(out, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+    if (u == 0)
+        std::snprintf(out, size, "%llu B", (unsigned long long)bytes);
+    else
+        std::snprintf(out, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
     return out;
 }
 
 // "1.23 ms", "45.6 µs", "2.35 s".
 static std::string format_seconds(double s) {
     char buf[32];
-    if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);
-    else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
-    else std::snprintf(buf, sizeof buf, "%.2f µs", s * 1e6);
+    if (s >= 1)
+        std::snprintf(buf, sizeof buf, "%.3f s", s);
+    else if (s >= 1e-3)
+        std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f µs", s * 1e6);
     return buf;
 }
 
@@ -220,13 +225,13 @@ static int d_tostring(lua_State* L) {
 }
 
 static int d_name(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     push_name(L, check_device(L, 1));
     return 1;
 }
 
 static int d_info(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Device& d = check_device(L, 1);
     const DeviceInfo* i = info_of(d);
     if (!i) {
@@ -245,17 +250,16 @@ static int l_devices(lua_State* L) {
     check_nargs(L, 0);
     // One guarded call: no C++ object may be alive when a later one raises.
     auto [list, current] = guarded(L, [] { return std::make_pair(list_devices(), current_device().name()); });
-    std::vector<std::vector<std::string>> rows = {
-        {"", "id", "name", "type", "driver", "memory", "subgroup", "status"}};
+    std::vector<std::vector<std::string>> rows = {{"", "id", "name", "type", "driver", "memory", "subgroup", "status"}};
     for (const DeviceInfo& i : list) {
         char mem[32];
         // The version often repeats the driver's name ("OpenBLAS 0.3.21 ..."): show it once.
-        std::string driver = i.driver_version.rfind(i.driver, 0) == 0 ? i.driver_version
-                             : i.driver + (i.driver_version.empty() ? "" : " " + i.driver_version);
+        std::string driver = i.driver_version.rfind(i.driver, 0) == 0
+                                 ? i.driver_version
+                                 : i.driver + (i.driver_version.empty() ? "" : " " + i.driver_version);
         rows.push_back({i.id == current ? "*" : "", i.id, clip(i.name, 40), i.type, clip(driver, 32),
                         i.memory ? format_bytes(mem, sizeof mem, i.memory) : "-",
-                        i.subgroup ? std::to_string(i.subgroup) : "-",
-                        i.usable ? "usable" : "unusable: " + i.reason});
+                        i.subgroup ? std::to_string(i.subgroup) : "-", i.usable ? "usable" : "unusable: " + i.reason});
     }
     print_table(rows, {false, false, false, false, false, true, true, false});
     lua_createtable(L, int(list.size()), 0);
@@ -283,8 +287,10 @@ static int l_device(lua_State* L) {
 
 static int l_sync(lua_State* L) {
     check_nargs(L, 1);
-    if (Device* d = test_device(L, 1)) guarded(L, [&] { d->sync(); });
-    else sync_all(L);
+    if (Device* d = test_device(L, 1))
+        guarded(L, [&] { d->sync(); });
+    else
+        sync_all(L);
     return 0;
 }
 
@@ -388,8 +394,9 @@ static int l_who(lua_State* L) {
         lua_pop(L, 1);
         char b[32];
         std::string shape = m.shape_str() + (m.trans ? " (t)" : "");
-        std::string bytes = released ? "released" : view ? std::string("view of ") + format_bytes(b, sizeof b, m.buf->bytes())
-                                                         : format_bytes(b, sizeof b, m.buf->bytes());
+        std::string bytes = released ? "released"
+                            : view   ? std::string("view of ") + format_bytes(b, sizeof b, m.buf->bytes())
+                                     : format_bytes(b, sizeof b, m.buf->bytes());
         rows.push_back({name, shape, dtype_name(m.dtype()), m.device().name(), bytes});
         count++;
         lua_createtable(L, 0, 8);
@@ -431,8 +438,10 @@ static int l_time(lua_State* L) {
     }
     sync_all(L);
     double dt = (now() - t0) / double(n);
-    if (n == 1) out(format_seconds(dt) + "\n");
-    else out(format_seconds(dt) + format(" per call (%lld calls)\n", (long long)n));
+    if (n == 1)
+        out(format_seconds(dt) + "\n");
+    else
+        out(format_seconds(dt) + format(" per call (%lld calls)\n", (long long)n));
     lua_pushnumber(L, dt);
     return 1;
 }
@@ -443,7 +452,8 @@ static int bench_tostring(lua_State* L) {
     lua_getfield(L, 1, "max");
     lua_getfield(L, 1, "n");
     std::string s = "median " + format_seconds(lua_tonumber(L, -4)) + ", min " + format_seconds(lua_tonumber(L, -3)) +
-                    ", max " + format_seconds(lua_tonumber(L, -2)) + format(" (n = %lld)", (long long)lua_tointeger(L, -1));
+                    ", max " + format_seconds(lua_tonumber(L, -2)) +
+                    format(" (n = %lld)", (long long)lua_tointeger(L, -1));
     lua_pushlstring(L, s.data(), s.size());
     return 1;
 }
@@ -664,8 +674,10 @@ static int l_compare(lua_State* L) {
         lua_getfield(L, -3, "max_abs");
         lua_getfield(L, -4, "max_rel");
         std::string dev = lua_tostring(L, -4), t = format_seconds(lua_tonumber(L, -3));
-        if (k == 1) table.push_back({dev, t, "(reference)", ""});
-        else table.push_back({dev, t, format("%.3g", lua_tonumber(L, -2)), format("%.3g", lua_tonumber(L, -1))});
+        if (k == 1)
+            table.push_back({dev, t, "(reference)", ""});
+        else
+            table.push_back({dev, t, format("%.3g", lua_tonumber(L, -2)), format("%.3g", lua_tonumber(L, -1))});
         lua_pop(L, 5);
     }
     print_table(table, {false, true, true, true});
@@ -682,27 +694,44 @@ static int l_compare(lua_State* L) {
 /* ---------------------------------------------------------------------- */
 
 static int d_sync(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Device& d = check_device(L, 1);
     guarded(L, [&] { d.sync(); });
     return 0;
 }
 
 static int d_stats(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Device& d = check_device(L, 1);
     push_stats(L, guarded(L, [&] { return d.stats(); }));
     return 1;
 }
 
+// clang-format off
 static const luaL_Reg device_methods[] = {
-    {"sync", d_sync}, {"stats", d_stats}, {"info", d_info}, {"name", d_name}, {nullptr, nullptr}};
-
-static const luaL_Reg functions[] = {
-    {"devices", l_devices}, {"device", l_device},   {"sync", l_sync},       {"stats", l_stats},
-    {"mem", l_mem},         {"who", l_who},         {"threads", l_threads}, {"seed", l_seed},
-    {"time", l_time},       {"bench", l_bench},     {"profile", l_profile}, {"compare", l_compare},
+    {"sync", d_sync},
+    {"stats", d_stats},
+    {"info", d_info},
+    {"name", d_name},
     {nullptr, nullptr}};
+// clang-format on
+
+// clang-format off
+static const luaL_Reg functions[] = {
+    {"devices", l_devices},
+    {"device", l_device},
+    {"sync", l_sync},
+    {"stats", l_stats},
+    {"mem", l_mem},
+    {"who", l_who},
+    {"threads", l_threads},
+    {"seed", l_seed},
+    {"time", l_time},
+    {"bench", l_bench},
+    {"profile", l_profile},
+    {"compare", l_compare},
+    {nullptr, nullptr}};
+// clang-format on
 
 static void document() {
     doc("devices", "devices() -> {{id=, name=, type=, driver=, memory=, subgroup=, usable=, ...}, ...}",
@@ -712,7 +741,8 @@ static void document() {
         "Without an argument, the current device. With a spec (\"cpu\", \"vulkan\", \"vulkan:0\", "
         "\"vulkan:llvmpipe\", a substring of a name or driver) or a device, makes it current (new matrices go "
         "there) and returns it. Methods: d:sync(), d:stats(), d:info(), d:name(). torch.device / cutorch.setDevice.");
-    doc("sync", "sync([dev])", "Waits until the queued work of dev (or of every open device) has finished. "
+    doc("sync", "sync([dev])",
+        "Waits until the queued work of dev (or of every open device) has finished. "
         "Only timing needs it: reads wait by themselves. cutorch.synchronize / torch.cuda.synchronize.");
     doc("stats", "stats([dev]) -> {dispatches=, submissions=, host_waits=}",
         "Counters of the device (default: the current one): kernels recorded, command buffers submitted, times the "
@@ -723,9 +753,11 @@ static void document() {
     doc("who", "who() -> {{name=, rows=, cols=, dtype=, device=, bytes=, view=, released=}, ...}",
         "Lists the live matrices (after a full garbage collection) with the global naming each, shape, dtype, "
         "device and bytes; views share their parent's buffer and are counted once. Torch7 trepl who().");
-    doc("threads", "threads([n]) -> n", "Sets (with n) and returns the number of CPU threads used by the cpu "
+    doc("threads", "threads([n]) -> n",
+        "Sets (with n) and returns the number of CPU threads used by the cpu "
         "device, for OpenBLAS and its own loops. torch.setnumthreads.");
-    doc("seed", "seed(n)", "Sets the default seed: rand/randn without a seed then draw seeds from a sequence "
+    doc("seed", "seed(n)",
+        "Sets the default seed: rand/randn without a seed then draw seeds from a sequence "
         "started at n, so a script is reproducible. torch.manualSeed.");
     doc("time", "time(fn [, n]) -> seconds",
         "Calls fn n times (default 1) with every open device synchronised before and after; prints and returns "
@@ -742,8 +774,10 @@ static void document() {
         "the times side by side and the largest absolute difference and that divided by max |reference|.");
     doc("Device:sync", "dev:sync()", "Waits for dev's queued work.");
     doc("Device:stats", "dev:stats() -> {dispatches=, submissions=, host_waits=}", "dev's counters.");
-    doc("Device:info", "dev:info() -> {id=, name=, type=, driver=, driver_version=, api_version=, memory=, "
-        "subgroup=, software=, usable=, reason=, limits={...}}", "Everything known about dev.");
+    doc("Device:info",
+        "dev:info() -> {id=, name=, type=, driver=, driver_version=, api_version=, memory=, "
+        "subgroup=, software=, usable=, reason=, limits={...}}",
+        "Everything known about dev.");
     doc("Device:name", "dev:name() -> \"cpu\" | \"vulkan:N\"", "dev's id, as device() takes it.");
 }
 

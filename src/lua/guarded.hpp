@@ -4,9 +4,8 @@
 // exception object is destroyed before the jump, and nothing owning memory
 // is alive when it happens.
 #pragma once
-#include <lua.hpp>
-
 #include <cstring>
+#include <lua.hpp>
 #include <new>
 
 #include "core/error.hpp"

@@ -267,8 +267,8 @@ static int k_dense(lua_State* L) {
     Act act = Act::identity;
     if (!lua_isnoneornil(L, 5)) {
         static const char* const names[] = {"identity", "relu", "sigmoid", "tanh", nullptr};
-        static_assert(int(Act::identity) == 0 && int(Act::relu) == 1 && int(Act::sigmoid) == 2 &&
-                      int(Act::tanh) == 3 && int(Act::count_) == 4);
+        static_assert(int(Act::identity) == 0 && int(Act::relu) == 1 && int(Act::sigmoid) == 2 && int(Act::tanh) == 3 &&
+                      int(Act::count_) == 4);
         act = Act(luaL_checkoption(L, 5, nullptr, names));
     }
     guarded(L, [&] { dense(w, x, b, act, y); });
@@ -280,6 +280,7 @@ static int k_dense(lua_State* L) {
 /* registration                                                           */
 /* ---------------------------------------------------------------------- */
 
+// clang-format off
 static const luaL_Reg kernels[] = {
     {"mm", k_mm},
     {"mv", k_mv},
@@ -319,6 +320,7 @@ static const luaL_Reg kernels[] = {
     {"add_bias", k_add_bias},
     {"dense", k_dense},
     {nullptr, nullptr}};
+// clang-format on
 
 static void document() {
     doc("mm", "mm(alpha, a, b, beta, c) -> c  |  mm(a, b, c)",
@@ -330,21 +332,26 @@ static void document() {
     doc("rk", "rk(alpha, x, y, a) -> a  |  rk(x, y, a)",
         "a ← α·x·yᵀ + a (rank-1 update, GER); x an m-vector, y an n-vector, a m×n, not overlapping x or y. "
         "Torch7/PyTorch: addr. With y a ones vector it broadcasts a bias over a batch.");
-    doc("axpy", "axpy(alpha, x, y) -> y", "y ← α·x + y; x and y vectors or whole matrices of one shape. "
+    doc("axpy", "axpy(alpha, x, y) -> y",
+        "y ← α·x + y; x and y vectors or whole matrices of one shape. "
         "Torch7/PyTorch: y:add(α, x) / y.add_(x, alpha=α).");
-    doc("axpby", "axpby(alpha, x, beta, y) -> y", "y ← α·x + β·y; vectors or matrices of one shape. "
+    doc("axpby", "axpby(alpha, x, beta, y) -> y",
+        "y ← α·x + β·y; vectors or matrices of one shape. "
         "PyTorch: y.mul_(β).add_(x, alpha=α).");
     doc("scal", "scal(alpha, x) -> x", "x ← α·x, on a vector or a whole matrix. Torch7/PyTorch: x:mul(α) / mul_.");
     doc("copy", "copy(x, y) -> y", "y ← x, same shape (uint8 → float32 converts). Torch7/PyTorch: y:copy(x).");
     doc("swap", "swap(x, y) -> y", "Exchanges the contents of x and y (same shape).");
     doc("fill", "fill(x, v) -> x", "Sets every element of x to v. Torch7/PyTorch: x:fill(v) / fill_.");
-    doc("dot", "dot(x, y) -> number", "Σ xᵢ·yᵢ over two vectors (or matrices) of the same size; the host waits. "
+    doc("dot", "dot(x, y) -> number",
+        "Σ xᵢ·yᵢ over two vectors (or matrices) of the same size; the host waits. "
         "torch.dot.");
-    doc("nrm2", "nrm2(x) -> number", "The Euclidean norm ‖x‖₂ of a vector or matrix (Frobenius); the host waits. "
+    doc("nrm2", "nrm2(x) -> number",
+        "The Euclidean norm ‖x‖₂ of a vector or matrix (Frobenius); the host waits. "
         "torch.norm.");
     doc("asum", "asum(x) -> number", "Σ |xᵢ|; the host waits. PyTorch x.abs().sum().");
     doc("sum", "sum(x) -> number", "Σ xᵢ over every element; the host waits. torch.sum.");
-    doc("imax", "imax(x) -> index", "The 1-based (column-major) index of the element of largest |x|, the first on "
+    doc("imax", "imax(x) -> index",
+        "The 1-based (column-major) index of the element of largest |x|, the first on "
         "ties; the host waits. BLAS i?amax.");
     doc("tanh", "tanh(x [, y]) -> y", "y ← tanh(x) elementwise; into x when y is absent. Same shape.");
     doc("sigmoid", "sigmoid(x [, y]) -> y", "y ← 1/(1 + e^−x) elementwise; into x when y is absent.");
@@ -367,24 +374,28 @@ static void document() {
     doc("relu_prime", "relu_prime(z [, y]) -> y",
         "y ← 1 where z > 0 else 0: the derivative of relu, from the pre-activation z (the activation a = relu(z) "
         "gives the same result); into z when y is absent.");
-    doc("mul", "mul(a, b [, c]) -> c", "c ← a ∘ b (elementwise product, Hadamard); into b when c is absent. "
+    doc("mul", "mul(a, b [, c]) -> c",
+        "c ← a ∘ b (elementwise product, Hadamard); into b when c is absent. "
         "Same shapes. PyTorch torch.mul / cmul.");
     doc("div", "div(a, b [, c]) -> c", "c ← a / b elementwise; into b when c is absent. PyTorch cdiv.");
     doc("add", "add(a, b [, c]) -> c", "c ← a + b elementwise; into b when c is absent.");
     doc("sub", "sub(a, b [, c]) -> c", "c ← a − b elementwise; into b when c is absent.");
-    doc("softmax", "softmax(x [, y]) -> y", "Per column, numerically stable (subtracts each column's maximum): "
+    doc("softmax", "softmax(x [, y]) -> y",
+        "Per column, numerically stable (subtracts each column's maximum): "
         "y(:, j) ← e^x(:, j) / Σ e^x(:, j); into x when y is absent. k×n, one sample per column.");
     doc("softmax_xent", "softmax_xent(z, labels, dz [, loss [, scale]]) -> dz",
         "Fused softmax + cross-entropy for logits z (k×n): dz ← (softmax(z) − onehot(labels))·scale, scale "
         "defaulting to 1/n; loss (an optional n-vector) ← −log softmax(z)[label]. labels: an n-vector of 1-based "
         "class indices (float32 or uint8). PyTorch cross_entropy.");
-    doc("argmax", "argmax(x, idx) -> idx", "idx(j) ← the 1-based row of the largest element of column j; x k×n, idx "
+    doc("argmax", "argmax(x, idx) -> idx",
+        "idx(j) ← the 1-based row of the largest element of column j; x k×n, idx "
         "an n-vector. torch.max(x, 1).");
     doc("gather_cols", "gather_cols(src, idx, dst [, scale]) -> dst",
         "dst(:, j) ← scale·src(:, idx[j]): takes the columns listed in idx (an n-vector of 1-based indices) into "
         "dst (rows×n); src float32 or uint8 (converted, e.g. scale = 1/255 for images). A mini-batch from a data "
         "set already on the device. torch.index_select(src, 2, idx).");
-    doc("add_bias", "add_bias(b, y) -> y", "y(:, j) ← y(:, j) + b for every column: b an m-vector, y m×n. "
+    doc("add_bias", "add_bias(b, y) -> y",
+        "y(:, j) ← y(:, j) + b for every column: b an m-vector, y m×n. "
         "Same as rk(b, ones(n, 1), y).");
     doc("dense", "dense(w, x, b, y [, act]) -> y",
         "y ← act(w·x + b·1ᵀ), the forward step of a fully connected layer in one call: w m×k, x k×n, b an m-vector, "

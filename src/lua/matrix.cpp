@@ -23,22 +23,30 @@ static LMatrix* live_head = nullptr;
 static LMatrix* live_tail = nullptr;
 static uint64_t live_serial = 0;
 
-LMatrix* live_matrices() { return live_head; }
+LMatrix* live_matrices() {
+    return live_head;
+}
 
 static void link(LMatrix* lm) {
     lm->serial = ++live_serial;
     lm->prev = live_tail;
     lm->next = nullptr;
-    if (live_tail) live_tail->next = lm;
-    else live_head = lm;
+    if (live_tail)
+        live_tail->next = lm;
+    else
+        live_head = lm;
     live_tail = lm;
 }
 
 static void unlink(LMatrix* lm) {
-    if (lm->prev) lm->prev->next = lm->next;
-    else if (live_head == lm) live_head = lm->next;
-    if (lm->next) lm->next->prev = lm->prev;
-    else if (live_tail == lm) live_tail = lm->prev;
+    if (lm->prev)
+        lm->prev->next = lm->next;
+    else if (live_head == lm)
+        live_head = lm->next;
+    if (lm->next)
+        lm->next->prev = lm->prev;
+    else if (live_tail == lm)
+        live_tail = lm->prev;
     lm->prev = lm->next = nullptr;
 }
 
@@ -129,7 +137,7 @@ static void check_options(lua_State* L, int from, const char* fn, bool allow_dty
         }
         luaL_typeerror(L, i, allow_dtype ? "dtype or device" : "device");
     }
-    if (!*dev) *dev = &guarded(L, [] () -> Device& { return current_device(); });
+    if (!*dev) *dev = &guarded(L, []() -> Device& { return current_device(); });
 }
 
 // Scratch host memory owned by Lua, so an error while filling it leaks nothing.
@@ -324,8 +332,10 @@ static int l_from(lua_State* L) {
     for (int64_t i = 0; i < rows; i++) {
         if (nested) lua_rawgeti(L, 1, i + 1);
         for (int64_t j = 0; j < cols; j++) {
-            if (nested) std::snprintf(where, sizeof where, "row %lld, column %lld", (long long)i + 1, (long long)j + 1);
-            else std::snprintf(where, sizeof where, "element %lld", (long long)i + 1);
+            if (nested)
+                std::snprintf(where, sizeof where, "row %lld, column %lld", (long long)i + 1, (long long)j + 1);
+            else
+                std::snprintf(where, sizeof where, "element %lld", (long long)i + 1);
             lua_Number x = table_number(L, nested ? lua_gettop(L) : 1, nested ? j + 1 : i + 1, "from", where);
             host[i + j * rows] = float(x);
             if (host8) host8[i + j * rows] = to_u8(L, x, "from", where);
@@ -341,14 +351,14 @@ static int l_from(lua_State* L) {
 /* ---------------------------------------------------------------------- */
 
 static int m_t(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     push_matrix(L, check_matrix(L, 1).t());
     return 1;
 }
 
 // m:view(i, j, rows, cols): the rows×cols block whose first element is (i, j).
 static int m_view(lua_State* L) {
-    check_nargs(L, 5);
+    check_method_nargs(L, 4);
     Matrix& m = check_matrix(L, 1);
     lua_Integer i = luaL_checkinteger(L, 2), j = luaL_checkinteger(L, 3);
     int64_t r = check_size(L, 4, "view", "rows"), c = check_size(L, 5, "view", "cols");
@@ -360,7 +370,7 @@ static int m_view(lua_State* L) {
 }
 
 static int m_row(lua_State* L) {
-    check_nargs(L, 2);
+    check_method_nargs(L, 1);
     Matrix& m = check_matrix(L, 1);
     int64_t i = check_index(L, 2, "row", "row", m.rows);
     push_matrix(L, guarded(L, [&] { return row(m, i); }));
@@ -368,7 +378,7 @@ static int m_row(lua_State* L) {
 }
 
 static int m_col(lua_State* L) {
-    check_nargs(L, 2);
+    check_method_nargs(L, 1);
     Matrix& m = check_matrix(L, 1);
     int64_t j = check_index(L, 2, "col", "column", m.cols);
     push_matrix(L, guarded(L, [&] { return col(m, j); }));
@@ -377,7 +387,7 @@ static int m_col(lua_State* L) {
 
 // m:columns(j, n): columns j .. j+n−1.
 static int m_columns(lua_State* L) {
-    check_nargs(L, 3);
+    check_method_nargs(L, 2);
     Matrix& m = check_matrix(L, 1);
     lua_Integer j = luaL_checkinteger(L, 2);
     int64_t n = check_size(L, 3, "columns", "n");
@@ -405,7 +415,7 @@ static int element_index(lua_State* L, const Matrix& m, const char* fn, int nind
 }
 
 static int m_get(lua_State* L) {
-    check_nargs(L, 3);
+    check_method_nargs(L, 2);
     Matrix& m = check_matrix(L, 1);
     int64_t i, j;
     element_index(L, m, "get", lua_gettop(L) == 2 ? 1 : 2, &i, &j);
@@ -414,7 +424,7 @@ static int m_get(lua_State* L) {
 }
 
 static int m_set(lua_State* L) {
-    check_nargs(L, 4);
+    check_method_nargs(L, 3);
     Matrix& m = check_matrix(L, 1);
     int64_t i, j;
     int varg = element_index(L, m, "set", lua_gettop(L) == 3 ? 1 : 2, &i, &j);
@@ -425,7 +435,7 @@ static int m_set(lua_State* L) {
 }
 
 static int m_shape(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
     lua_pushinteger(L, m.rows);
     lua_pushinteger(L, m.cols);
@@ -440,13 +450,13 @@ static Matrix& check_storage(lua_State* L, int arg, const char* fn) {
 }
 
 static int m_dtype(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     lua_pushstring(L, dtype_name(check_storage(L, 1, "dtype").dtype()));
     return 1;
 }
 
 static int m_device(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     push_device(L, check_storage(L, 1, "device").device());
     return 1;
 }
@@ -463,7 +473,7 @@ static float* download(lua_State* L, const Matrix& m) {
 
 // m:totable(): rows as on paper, {{m11, m12, ...}, ...}.
 static int m_totable(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
     const float* host = download(L, m);
     lua_createtable(L, int(m.rows), 0);
@@ -479,14 +489,14 @@ static int m_totable(lua_State* L) {
 }
 
 static int m_copy(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
     push_matrix(L, guarded(L, [&] { return clone(m); }));
     return 1;
 }
 
 static int m_raw(lua_State* L) {
-    check_nargs(L, 1);
+    check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
     push_matrix(L, guarded(L, [&] {
                     check_live("raw", "m", m);
@@ -496,7 +506,7 @@ static int m_raw(lua_State* L) {
 }
 
 static int m_to(lua_State* L) {
-    check_nargs(L, 2);
+    check_method_nargs(L, 1);
     Matrix& m = check_matrix(L, 1);
     Device& dev = check_device(L, 2);
     push_matrix(L, guarded(L, [&] { return to_device(m, dev); }));
@@ -530,7 +540,9 @@ static int m_len(lua_State* L) {
 /* operators: allocate their result, unlike the kernels                   */
 /* ---------------------------------------------------------------------- */
 
-static const char* kind(lua_State* L, int arg) { return test_matrix(L, arg) ? "matrix" : luaL_typename(L, arg); }
+static const char* kind(lua_State* L, int arg) {
+    return test_matrix(L, arg) ? "matrix" : luaL_typename(L, arg);
+}
 
 static Matrix& operand(lua_State* L, int arg, const char* op) {
     Matrix* m = test_matrix(L, arg);
@@ -616,7 +628,9 @@ struct Span {  // the shown indices of one dimension: [0, a) then [b, n)
     int64_t at(int64_t k) const { return k < a ? k : b + (k - a); }
 };
 
-static Span span(int64_t n) { return n <= kShown ? Span{n, n, n} : Span{kEdge, n - kEdge, n}; }
+static Span span(int64_t n) {
+    return n <= kShown ? Span{n, n, n} : Span{kEdge, n - kEdge, n};
+}
 
 static void add_padded(luaL_Buffer* b, const char* s, size_t width, size_t len) {
     for (size_t k = len; k < width; k++) luaL_addchar(b, ' ');
@@ -678,8 +692,10 @@ static int m_tostring(lua_State* L) {
         for (int64_t j = 0; j < cs.count(); j++) {
             if (cs.elided() && j == cs.a) luaL_addstring(&b, "  ⋯");
             luaL_addstring(&b, "  ");
-            if (i < 0) add_padded(&b, "⋮", width, 1);
-            else add_padded(&b, cell[i][j], width, std::strlen(cell[i][j]));
+            if (i < 0)
+                add_padded(&b, "⋮", width, 1);
+            else
+                add_padded(&b, cell[i][j], width, std::strlen(cell[i][j]));
         }
     };
     for (int64_t i = 0; i < rs.count(); i++) {
@@ -725,24 +741,56 @@ static int m_newindex(lua_State* L) {
                       luaL_tolstring(L, 2, nullptr));
 }
 
+// clang-format off
 static const luaL_Reg methods[] = {
-    {"t", m_t},           {"view", m_view},   {"row", m_row},         {"col", m_col},
-    {"columns", m_columns}, {"get", m_get},   {"set", m_set},         {"shape", m_shape},
-    {"dtype", m_dtype},   {"device", m_device}, {"totable", m_totable}, {"copy", m_copy},
-    {"raw", m_raw},       {"to", m_to},       {"release", m_release}, {nullptr, nullptr}};
+    {"t", m_t},
+    {"view", m_view},
+    {"row", m_row},
+    {"col", m_col},
+    {"columns", m_columns},
+    {"get", m_get},
+    {"set", m_set},
+    {"shape", m_shape},
+    {"dtype", m_dtype},
+    {"device", m_device},
+    {"totable", m_totable},
+    {"copy", m_copy},
+    {"raw", m_raw},
+    {"to", m_to},
+    {"release", m_release},
+    {nullptr, nullptr}};
+// clang-format on
 
+// clang-format off
 static const luaL_Reg metamethods[] = {
-    {"__gc", m_gc},   {"__close", m_release}, {"__len", m_len}, {"__tostring", m_tostring}, {"__add", m_add},
-    {"__sub", m_sub}, {"__mul", m_mul},       {"__unm", m_unm}, {"__newindex", m_newindex}, {nullptr, nullptr}};
+    {"__gc", m_gc},
+    {"__close", m_release},
+    {"__len", m_len},
+    {"__tostring", m_tostring},
+    {"__add", m_add},
+    {"__sub", m_sub},
+    {"__mul", m_mul},
+    {"__unm", m_unm},
+    {"__newindex", m_newindex},
+    {nullptr, nullptr}};
+// clang-format on
 
+// clang-format off
 static const luaL_Reg constructors[] = {
-    {"matrix", l_matrix},           {"zeros", l_zeros},           {"ones", l_ones}, {"from", l_from},
-    {"rand", l_random<Dist::uniform>}, {"randn", l_random<Dist::normal>}, {nullptr, nullptr}};
+    {"matrix", l_matrix},
+    {"zeros", l_zeros},
+    {"ones", l_ones},
+    {"from", l_from},
+    {"rand", l_random<Dist::uniform>},
+    {"randn", l_random<Dist::normal>},
+    {nullptr, nullptr}};
+// clang-format on
 
 static void document() {
     doc("matrix", "matrix(rows, cols [, values] [, dtype] [, dev]) -> rows×cols",
         "A new matrix on the current device (or dev). values: a flat table in column-major order (as BLAS stores "
-        "it), or a number to fill with; zeros when absent. dtype \"float32\" (default) or \"uint8\". torch.Tensor(m, n).");
+        "it), or a number to fill with; zeros when absent. dtype \"float32\" (default) or \"uint8\". torch.Tensor(m, "
+        "n).");
     doc("zeros", "zeros(rows, cols [, dtype] [, dev]) -> rows×cols", "A new matrix of zeros. torch.zeros.");
     doc("ones", "ones(rows, cols [, dtype] [, dev]) -> rows×cols", "A new matrix of ones. torch.ones.");
     doc("rand", "rand(rows, cols [, seed] [, dev]) -> rows×cols  |  rand(x [, seed]) -> x",
@@ -755,15 +803,18 @@ static void document() {
     doc("from", "from(rows_table [, dtype] [, dev]) -> matrix",
         "A matrix from a table of rows as written on paper: from{{1, 2, 3}, {4, 5, 6}} is 2×3; from{1, 2, 3} is "
         "a 3×1 column. Every row must have the same length. torch.Tensor(table).");
-    doc("Matrix:t", "m:t() -> cols×rows view", "The transpose as a view (no copy): kernels read it through the "
+    doc("Matrix:t", "m:t() -> cols×rows view",
+        "The transpose as a view (no copy): kernels read it through the "
         "view's flag, as BLAS reads op(A). torch x:t().");
     doc("Matrix:view", "m:view(i, j, rows, cols) -> rows×cols view",
         "The block whose first element is (i, j), 1-based, sharing m's memory. torch x:sub / narrow.");
     doc("Matrix:row", "m:row(i) -> 1×cols view", "Row i (1-based) as a view. torch x:select(1, i).");
     doc("Matrix:col", "m:col(j) -> rows×1 view", "Column j (1-based) as a view: one sample of a batch.");
-    doc("Matrix:columns", "m:columns(j, n) -> rows×n view", "Columns j .. j+n−1 as a view: a mini-batch of "
+    doc("Matrix:columns", "m:columns(j, n) -> rows×n view",
+        "Columns j .. j+n−1 as a view: a mini-batch of "
         "samples. torch x:narrow(2, j, n).");
-    doc("Matrix:get", "m:get(i, j) -> number  |  v:get(k)", "Element (i, j), 1-based; a vector also takes one "
+    doc("Matrix:get", "m:get(i, j) -> number  |  v:get(k)",
+        "Element (i, j), 1-based; a vector also takes one "
         "index. Reads from the device (waits for queued work).");
     doc("Matrix:set", "m:set(i, j, v) -> m  |  x:set(k, v)", "Sets element (i, j), 1-based.");
     doc("Matrix:shape", "m:shape() -> rows, cols", "The logical shape (after any transpose). Also m.rows, m.cols.");
@@ -771,11 +822,14 @@ static void document() {
     doc("Matrix:device", "m:device() -> device", "The device holding m's buffer.");
     doc("Matrix:totable", "m:totable() -> {{...}, ...}", "The values as a table of rows, as on paper (downloads).");
     doc("Matrix:copy", "m:copy() -> rows×cols", "A dense copy on the same device. torch x:clone().");
-    doc("Matrix:raw", "m:raw() -> rows×cols", "A new matrix of m's shape, dtype and device; contents undefined. "
+    doc("Matrix:raw", "m:raw() -> rows×cols",
+        "A new matrix of m's shape, dtype and device; contents undefined. "
         "Neanderthal raw.");
-    doc("Matrix:to", "m:to(dev) -> rows×cols on dev", "A dense copy on another device (a device or a spec such as "
+    doc("Matrix:to", "m:to(dev) -> rows×cols on dev",
+        "A dense copy on another device (a device or a spec such as "
         "\"cpu\", \"vulkan:0\"). torch x:to(dev).");
-    doc("Matrix:release", "m:release()", "Frees the device memory now (also for every view of it); later use is an "
+    doc("Matrix:release", "m:release()",
+        "Frees the device memory now (also for every view of it); later use is an "
         "error. `local m <close> = ...` releases at the end of the scope.");
 }
 

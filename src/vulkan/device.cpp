@@ -9,12 +9,12 @@
 
 namespace vela::vk {
 
-namespace {
-
 bool env_on(const char* name) {
     const char* e = std::getenv(name);
     return e && *e && std::strcmp(e, "0") != 0;
 }
+
+namespace {
 
 // Host data is dense column-major in the view's logical shape; the view may be strided or transposed.
 void host_to_view(const Matrix& m, uint8_t* base, const uint8_t* host) {
@@ -58,11 +58,11 @@ uint32_t floor_pow2(uint32_t v) {
 
 }  // namespace
 
-VulkanDevice::VulkanDevice(const PhysicalInfo& phys, std::string name)
+VulkanDevice::VulkanDevice(const PhysicalInfo& phys, std::string name, bool force_staging)
     : phys_(phys),
       name_(std::move(name)),
       gpu_(std::make_unique<Gpu>(phys)),
-      memory_(*gpu_, name_, env_on("VELA_VK_STAGING")),
+      memory_(*gpu_, name_, force_staging),
       pipelines_(*gpu_),
       stream_(*gpu_, pipelines_, memory_, phys.caps, name_) {
     wg_ = std::min<uint32_t>(256, floor_pow2(std::min(phys.caps.max_workgroup_invocations,

@@ -36,9 +36,14 @@ struct ElementPush {
 };
 static_assert(sizeof(ElementPush) <= 128);
 
+// True when the environment variable is set to something other than "" or "0".
+bool env_on(const char* name);
+
 class VulkanDevice final : public Device, public Recorder {
 public:
-    VulkanDevice(const PhysicalInfo& phys, std::string name);
+    // force_staging: use staging transfers even where device memory is host-visible
+    // (VELA_VK_STAGING=1 does the same for opened devices; tests use it on lavapipe).
+    VulkanDevice(const PhysicalInfo& phys, std::string name, bool force_staging);
     ~VulkanDevice() override;
 
     // Device

@@ -47,7 +47,7 @@ Device& open(int index) {
     if (!p.info.usable) fail("device: %s (%s) is not usable: %s", p.info.id.c_str(), p.info.name.c_str(), p.info.reason.c_str());
     auto& devs = opened();
     if (devs.size() < phys.size()) devs.resize(phys.size());
-    if (!devs[size_t(index)]) devs[size_t(index)] = std::make_unique<VulkanDevice>(p, p.info.id);
+    if (!devs[size_t(index)]) devs[size_t(index)] = std::make_unique<VulkanDevice>(p, p.info.id, env_on("VELA_VK_STAGING"));
     return *devs[size_t(index)];
 }
 

@@ -83,9 +83,9 @@ for _, id in ipairs(ids) do
     bad(function() matrix(2) end, "bad argument #2 to 'matrix'", "got no value")
     bad(function() zeros() end, "bad argument #1 to 'zeros'")
     bad(function() a:get() end, "got no value")
-    bad(function() a:get(1, 1, 1) end, "at most 3 arguments expected, got 4")
+    bad(function() a:get(1, 1, 1) end, "bad argument #3 to 'get' (at most 2 arguments expected, got 3)")
     bad(function() a:view(1, 1, 1) end, "got no value")
-    bad(function() a:t(1) end, "at most 1 argument expected, got 2")
+    bad(function() a:t(1) end, "bad argument #1 to 't' (at most 0 arguments expected, got 1)")
     bad(function() devices(1) end, "at most 0 arguments expected, got 1")
   end)
 

@@ -15,10 +15,31 @@ layout(push_constant) uniform Push {
     float p0, p1, p2, p3;  // linear_frac: (p0·x + p1) / (p2·x + p3)
 } p;
 
+// Drivers' tanh loses relative accuracy near 0 (lavapipe: 1e-5) and some
+// overflow to NaN for large |x|: an odd polynomial for small |x| (Cephes
+// tanhf), 1 − 2/(e^{2|x|} + 1) elsewhere, as the CPU device does.
+float tanh_accurate(float x) {
+    float ax = abs(x);
+    if (ax < 0.625) {
+        float z = x * x;
+        return ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z + 1.33314422036e-1) * z -
+                3.33332819422e-1) * z * x + x;
+    }
+    float big = 1.0 - 2.0 / (exp(2.0 * ax) + 1.0);
+    return x < 0.0 ? -big : big;
+}
+
+// e^−|x| never overflows, and the negative tail keeps its relative accuracy.
+float sigmoid_accurate(float x) {
+    float e = exp(-abs(x));
+    float s = 1.0 / (1.0 + e);
+    return x >= 0.0 ? s : e * s;
+}
+
 float f(float x) {
     switch (OP) {
-    case 0: return tanh(clamp(x, -15.0, 15.0));  // tanh(±15) rounds to ±1; past it exp() overflows in some drivers
-    case 1: return 1.0 / (1.0 + exp(-x));
+    case 0: return tanh_accurate(x);
+    case 1: return sigmoid_accurate(x);
     case 2: return max(x, 0.0);
     case 3: return exp(x);
     case 4: return log(x);

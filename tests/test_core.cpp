@@ -210,7 +210,8 @@ TEST_CASE("cpu threads: set and read back, bad counts rejected", "[core]") {
     CHECK(cpu::threads() == 1);
     cpu::set_threads(3);
     CHECK(cpu::threads() == 3);
-    CHECK(error_of([] { cpu::set_threads(0); }) == "threads: n is 0 (must be ≥ 1)");
+    CHECK(error_of([] { cpu::set_threads(0); }) == "threads: n is 0 (must be 1..1024)");
+    CHECK(error_of([] { cpu::set_threads(5000); }) == "threads: n is 5000 (must be 1..1024)");
     cpu::set_threads(before);
 }
 

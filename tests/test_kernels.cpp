@@ -719,7 +719,7 @@ TEST_CASE("kernels: add_bias and dense with every activation", "[kernels][fused]
 
 // ---- random -------------------------------------------------------------------------------
 
-TEST_CASE("kernels: rand is uniform in [0, 1), randn is standard normal", "[kernels][random]") {
+TEST_CASE("kernels: rand is uniform from 0 up to 1, randn is standard normal", "[kernels][random]") {
     on_each_device([](Device& d) {
         const int64_t n = 1 << 20;
         Matrix u = empty(d, 1024, 1024);

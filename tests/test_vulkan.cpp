@@ -467,3 +467,24 @@ TEST_CASE("vulkan: validation is on under VELA_VALIDATE=1", "[vulkan]") {
     CHECK(vk::validation_enabled() == want);
     CHECK_THROWS_AS(vk::set_validation(!want), Error);  // devices are open: too late to change
 }
+
+TEST_CASE("vulkan: rand and randn are bit-identical to the cpu for the same seed", "[vulkan]") {
+    NoValidationMessages guard;
+    Device& cpu = cpu_device();
+    for (Dist dist : {Dist::uniform, Dist::normal})
+        for (uint64_t seed : {uint64_t(0), uint64_t(42), uint64_t(0x123456789abcdefull)}) {
+            INFO("dist " << int(dist) << " seed " << seed);
+            Matrix c = zeros(cpu, 301, 257), g = zeros(gpu(), 301, 257);
+            random(dist, seed, c);
+            random(dist, seed, g);
+            std::vector<float> cv = to_host(c), gv = to_host(g);
+            REQUIRE(std::memcmp(cv.data(), gv.data(), cv.size() * 4) == 0);
+            // A strided, transposed view: values by logical index, not by storage.
+            Matrix cb = zeros(cpu, 40, 50), gb = zeros(gpu(), 40, 50);
+            random(dist, seed, view(cb, 3, 4, 20, 30).t());
+            random(dist, seed, view(gb, 3, 4, 20, 30).t());
+            cv = to_host(cb);
+            gv = to_host(gb);
+            REQUIRE(std::memcmp(cv.data(), gv.data(), cv.size() * 4) == 0);
+        }
+}

@@ -537,13 +537,13 @@ function nn.confusion(net, set, quiet)
     local function name(i) return (names[i] or tostring(i)):sub(1, 6) end
     local lines = {"confusion: rows are the true class, columns the predicted one"}
     local head = {fmt("%-7s", "")}
-    for j = 1, k do head[#head + 1] = fmt("%6s", name(j)) end
+    for j = 1, k do head[#head + 1] = fmt("%7s", name(j)) end
     head[#head + 1] = "  accuracy"
     lines[#lines + 1] = table.concat(head)
     local right, total = 0, 0
     for i = 1, k do
       local row, n = {fmt("%-7s", name(i))}, 0
-      for j = 1, k do row[#row + 1] = fmt("%6d", counts[i][j]); n = n + counts[i][j] end
+      for j = 1, k do row[#row + 1] = fmt("%7d", counts[i][j]); n = n + counts[i][j] end
       row[#row + 1] = n > 0 and fmt("  %6.1f%%", 100 * counts[i][i] / n) or "       -"
       lines[#lines + 1] = table.concat(row)
       right, total = right + counts[i][i], total + n
@@ -573,7 +573,8 @@ end
 --   (epoch → lr), opts.every (20: batches between reads of the loss; the
 --   only host waits of an epoch), opts.progress (true: a progress bar).
 -- History: {loss = {…}, train_accuracy = {…}, test_accuracy = {…},
---   seconds = {…}, examples_per_s = {…}, batch_loss = {…}} per epoch
+--   seconds = {…}, cpu_seconds = {…} (processor time of this process, all
+--   threads), examples_per_s = {…}, batch_loss = {…}} per epoch
 --   (batch_loss: the mean loss of each stretch of `every` batches).
 function nn.fit(net, train, opts)
   opts = opts or {}
@@ -594,14 +595,14 @@ function nn.fit(net, train, opts)
   local count = counter(dev, batch)
   net.optimizer = opt
   local hist = {loss = {}, train_accuracy = {}, test_accuracy = {}, seconds = {}, examples_per_s = {},
-                batch_loss = {}, lr = {}}
+                batch_loss = {}, lr = {}, cpu_seconds = {}}
   local nb, n_total = loader.nbatches, loader.set.n
 
   for epoch = 1, epochs do
     if opts.schedule then opt.lr = opts.schedule(epoch) end
     hist.lr[epoch] = opt.lr
     count:read()
-    local t0 = clock()
+    local t0, c0 = clock(), os.clock()
     local seen, seen_at_read, correct_sum, loss_sum, read_batches = 0, 0, 0, 0, 0
     local shown_loss, shown_acc = 0 / 0, 0 / 0
     for x, y, b, n in loader:epoch(epoch) do
@@ -631,6 +632,7 @@ function nn.fit(net, train, opts)
     end
     local dt = clock() - t0
     hist.seconds[epoch] = dt
+    hist.cpu_seconds[epoch] = os.clock() - c0
     hist.examples_per_s[epoch] = n_total / dt
     hist.loss[epoch] = loss_sum / nb
     hist.train_accuracy[epoch] = correct_sum / n_total

@@ -224,21 +224,34 @@ int default_threads() {
 
 void* base(const Matrix& m) { return static_cast<CpuBuffer*>(m.buf.get())->data(); }
 
-Device& device() {
-    static CpuDevice* d = [] {
-        set_threads(default_threads());
-        return new CpuDevice;  // lives until exit: buffers may outlive static destruction order
+// The pool and OpenBLAS start with one thread per core, on first use of
+// either the device or threads().
+void init_threads() {
+    static const bool done = [] {
+        pool_resize(default_threads());
+        openblas_set_num_threads(default_threads());
+        return true;
     }();
+    (void)done;
+}
+
+Device& device() {
+    init_threads();
+    static CpuDevice* d = new CpuDevice;  // never destroyed: buffers may outlive static destruction
     return *d;
 }
 
 void set_threads(int n) {
-    if (n < 1) fail("threads: n is %d (must be ≥ 1)", n);
+    if (n < 1 || n > 1024) fail("threads: n is %d (must be 1..1024)", n);
+    init_threads();
     pool_resize(n);
     openblas_set_num_threads(n);
 }
 
-int threads() { return pool_threads(); }
+int threads() {
+    init_threads();
+    return pool_threads();
+}
 
 std::string description() {
     std::ifstream f("/proc/cpuinfo");

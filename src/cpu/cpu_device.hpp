@@ -11,7 +11,7 @@ namespace vela::cpu {
 
 Device& device();  // the one CpuDevice, made on first use
 
-// Threads used by both the own loops and OpenBLAS; n ≥ 1 (threads(n) in Lua).
+// Threads used by both the own loops and OpenBLAS; 1 ≤ n ≤ 1024 (threads(n) in Lua).
 void set_threads(int n);
 int threads();
 

@@ -1,17 +1,28 @@
-// rand and randn: Philox 4x32-10 by logical element index (core/philox.hpp).
-#include <vector>
-
-#include "core/philox.hpp"
+// rand and randn (shaders/random.comp): Philox 4x32-10 by logical element
+// index, the same values as the CPU device for the same seed.
 #include "vulkan/device.hpp"
 
 namespace vela::vk {
 
+namespace {
+struct RandomPush {
+    View x;
+    uint32_t seed_lo = 0, seed_hi = 0, n = 0;
+};
+}  // namespace
+
 void VulkanDevice::random(Dist dist, uint64_t seed, const Matrix& x) {
     if (x.empty()) return;
-    std::vector<float> values(size_t(x.size()));
-    auto fill = dist == Dist::normal ? philox::fill_normal : philox::fill_uniform;
-    fill(seed, 0, x.size(), values.data(), 1);
-    upload(x, values.data());
+    RandomPush p;
+    p.x = view(x);
+    p.seed_lo = uint32_t(seed);
+    p.seed_hi = uint32_t(seed >> 32);
+    p.n = uint32_t(x.size());
+    uint32_t spec[2] = {wg(), dist == Dist::normal};
+    Dispatch d{.shader = "random", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2, .writes = {&x},
+               .label = dist == Dist::normal ? "randn" : "rand"};
+    grid(p.n, wg(), d.groups);
+    dispatch(d);
 }
 
 }  // namespace vela::vk

@@ -113,7 +113,9 @@ function Linear:_setup(dev)
   self.dw = alloc(dev, self.outputs, self.inputs)
   self.db = alloc(dev, self.outputs, 1)
   self.state = self.state or {w = {}, b = {}}
+  self.wt = self.w:t()
   self.buf = buffers(dev, {a = self.outputs, delta = self.outputs, dx = self.inputs})
+  self.x, self.xt = nil, nil
   self._params = {{self.w, self.dw, self.state.w, name = "w"}, {self.b, self.db, self.state.b, name = "b"}}
   self._checked = nil
 end
@@ -145,6 +147,7 @@ function Linear:forward(x, where)
   self:_check(x, where)
   local n = x.cols
   local buf = self.buf:get(n)
+  if not rawequal(x, self.x) then self.xt = x:t() end  -- xᵀ for dW, a view made once per input
   self.x, self.a, self.n = x, buf.a, n
   dense(self.w, x, self.b, buf.a, self.activation)
   return buf.a
@@ -172,10 +175,10 @@ function Linear:backward(da, need_dx)
     prime(self.a, delta)   -- δ ← act′
     mul(da, delta)         -- δ ← da ∘ δ
   end
-  mm(1, delta, self.x:t(), 0, self.dw)
+  mm(1, delta, self.xt, 0, self.dw)
   mv(1, delta, ones_on(self.dev, n), 0, self.db)
   if need_dx == false then return nil end
-  mm(1, self.w:t(), delta, 0, buf.dx)
+  mm(1, self.wt, delta, 0, buf.dx)
   return buf.dx
 end
 
@@ -326,7 +329,8 @@ function Quad:forward(a, labels)
   vela.gather_cols(self.eye, labels, b.y)        -- y  ← onehot(labels)
   vela.sub(a, b.y, b.d)                          -- d  ← a − y
   vela.sqr(b.d, b.sq)                            -- sq ← d²
-  mv(0.5, b.sq:t(), ones_on(dev, k), 0, b.loss:t())  -- lossᵢ ← ½ Σ_rows d²
+  b.sq_t, b.loss_t = b.sq_t or b.sq:t(), b.loss_t or b.loss:t()
+  mv(0.5, b.sq_t, ones_on(dev, k), 0, b.loss_t)  -- lossᵢ ← ½ Σ_rows d²
   vela.scal(1 / n, b.d)                          -- da ← d / n
   self.da, self.loss = b.d, b.loss
   return b.loss

@@ -3,7 +3,7 @@
 -- current device, with a progress bar, the test accuracy after every epoch,
 -- a loss curve, a confusion table and the final test accuracy.
 --
---   build/vela examples/mnist.lua [device=cpu|vulkan:0] [epochs=10] [fashion] [seed=1] [save=net.vela]
+--   build/vela examples/mnist.lua [device=cpu|vulkan:0] [epochs=10] [fashion] [seed=1] [threads=N] [save=net.vela]
 --
 -- `fashion` trains on Fashion-MNIST (data/fashion-mnist) instead, with the
 -- learning rate decaying from 0.05 along a cosine (`cosine` does that on MNIST).
@@ -16,6 +16,7 @@ for _, a in ipairs(arg or {}) do
   if k then opts[k] = tonumber(v) or v else opts[a:match("^%-*(.*)$")] = true end
 end
 if opts.device then vela.device(opts.device) end
+if opts.threads then vela.threads(opts.threads) end
 
 local sets = opts.fashion and data.fashion_mnist() or data.mnist()
 print(("%s on %s: %d training and %d test images"):format(opts.fashion and "Fashion-MNIST" or "MNIST",

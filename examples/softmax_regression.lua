@@ -4,7 +4,7 @@
 -- the kernels rather than nn.fit, so every step of training is in view.
 -- The loss is read from the device only every 500 iterations.
 --
---   build/vela examples/softmax_regression.lua [device=cpu] [iterations=5000] [fashion]
+--   build/vela examples/softmax_regression.lua [device=cpu] [iterations=5000] [fashion] [threads=N]
 local vela = require "vela"
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
 
@@ -14,6 +14,7 @@ for _, a in ipairs(arg or {}) do
   if k then opts[k] = tonumber(v) or v else opts[a:match("^%-*(.*)$")] = true end
 end
 if opts.device then vela.device(opts.device) end
+if opts.threads then vela.threads(opts.threads) end
 
 local sets = opts.fashion and data.fashion_mnist() or data.mnist()
 local net = nn.sequential{nn.linear(784, 10, "identity", {init = "xavier", seed = opts.seed})}

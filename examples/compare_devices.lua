@@ -62,13 +62,19 @@ for _, id in ipairs(devs) do
   results[#results + 1] = r
 end
 
-print("\n" .. ("%-10s %14s %16s"):format("device", "loss, step 100", "host waits/step") ..
-  (" %10s"):rep(opts.epochs):format(table.unpack((function()
-    local h = {} for e = 1, opts.epochs do h[e] = "epoch " .. e end return h end)())))
+print()
+local head = {("%-6s"):format("epoch")}
+for _, r in ipairs(results) do head[#head + 1] = ("%20s"):format(r.id .. " s / test") end
+print(table.concat(head, "  "))
+for e = 1, opts.epochs do
+  local cells = {("%-6d"):format(e)}
+  for _, r in ipairs(results) do
+    cells[#cells + 1] = ("%11.2f / %5.2f%%"):format(r.hist.seconds[e], 100 * r.hist.test_accuracy[e])
+  end
+  print(table.concat(cells, "  "))
+end
 for _, r in ipairs(results) do
-  local cells = {}
-  for e = 1, opts.epochs do cells[e] = ("%5.2fs %5.2f%%"):format(r.hist.seconds[e], 100 * r.hist.test_accuracy[e]) end
-  print(("%-10s %14.6f %16d"):format(r.id, r.loss100, r.step_waits) .. " " .. table.concat(cells, " "))
+  print(("%s: loss at step 100 %.6f, host waits in a step %d"):format(r.id, r.loss100, r.step_waits))
 end
 if #results >= 2 then
   local a, b = results[1], results[2]

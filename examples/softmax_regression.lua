@@ -4,7 +4,7 @@
 -- the kernels rather than nn.fit, so every step of training is in view.
 -- The loss is read from the device only every 500 iterations.
 --
---   build/vela examples/softmax_regression.lua [device=cpu] [iterations=5000] [fashion]
+--   build/vela examples/softmax_regression.lua [device=cpu] [iterations=5000] [fashion] [threads=N]
 local vela = require "vela"
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
 
@@ -14,6 +14,7 @@ for _, a in ipairs(arg or {}) do
   if k then opts[k] = tonumber(v) or v else opts[a:match("^%-*(.*)$")] = true end
 end
 if opts.device then vela.device(opts.device) end
+if opts.threads then vela.threads(opts.threads) end
 
 local sets = opts.fashion and data.fashion_mnist() or data.mnist()
 local net = nn.sequential{nn.linear(784, 10, "identity", {init = "xavier", seed = opts.seed})}
@@ -24,7 +25,7 @@ local loss_sum = vela.zeros(1, opts.batch)       -- per-sample losses, summed on
 
 print(("softmax regression on %s: %s, batch %d, lr %g, %d iterations"):format(
   tostring(vela.device()), tostring(net), opts.batch, opts.lr, opts.iterations))
-local t0 = vela.clock()
+local t0, c0 = vela.clock(), os.clock()
 local it, epoch = 0, 0
 while it < opts.iterations do
   epoch = epoch + 1
@@ -44,7 +45,7 @@ while it < opts.iterations do
   end
 end
 local acc = nn.evaluate(net, sets.test)
-local secs = vela.clock() - t0
-print(("test accuracy %.2f%% after %d iterations in %.2f s (%.0f examples/s)"):format(
-  100 * acc, it, secs, it * opts.batch / secs))
+local secs, cpu = vela.clock() - t0, os.clock() - c0
+print(("test accuracy %.2f%% after %d iterations in %.2f s (%.0f examples/s; %.2f s of processor time)"):format(
+  100 * acc, it, secs, it * opts.batch / secs, cpu))
 data.show_weights(net, 10, 5)

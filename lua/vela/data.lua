@@ -120,17 +120,22 @@ end
 -- The order of epoch e: a permutation by (seed, e), made on the host and
 -- uploaded once (the same on every device), or 1..n unshuffled.
 function Loader:order(e)
+  -- One order matrix for the loader's life, so the per-batch index views
+  -- are made once; each epoch's permutation is copied into it.
+  if not self.order_m then self.order_m, self.idx = vela.zeros(1, self.set.n, "float32", self.dev), {} end
   if not self.shuffle then
-    if not self.identity then
+    if not self.sorted then
       local t = {}
       for i = 1, self.set.n do t[i] = i end
-      self.identity = vela.matrix(1, self.set.n, t, "float32", self.dev)
+      vela.copy(vela.matrix(1, self.set.n, t, "float32", self.dev), self.order_m)
+      self.sorted = true
     end
-    return self.identity
+    return self.order_m
   end
-  if self.perm then self.perm:release() end
-  self.perm = vela.permutation(self.set.n, self.seed * 1000003 + (e or 1), self.dev)
-  return self.perm
+  local p = vela.permutation(self.set.n, self.seed * 1000003 + (e or 1), self.dev)
+  vela.copy(p, self.order_m)
+  p:release()
+  return self.order_m
 end
 
 function Loader:epoch(e)
@@ -143,7 +148,8 @@ function Loader:epoch(e)
     b = b + 1
     local n = math.min(batch, set.n - first + 1)
     local v = self.views[n]
-    local idx = order:columns(first, n)
+    local idx = self.idx[b]
+    if not idx then idx = order:columns(first, n); self.idx[b] = idx end
     vela.gather_cols(set.images, idx, v[1], scale)  -- x ← images(:, order[first..]) / 255
     if set.labels then vela.gather_cols(set.labels, idx, v[2]) end  -- y ← labels(order[first..])
     return v[1], v[2], b, n

@@ -113,7 +113,9 @@ function Linear:_setup(dev)
   self.dw = alloc(dev, self.outputs, self.inputs)
   self.db = alloc(dev, self.outputs, 1)
   self.state = self.state or {w = {}, b = {}}
+  self.wt = self.w:t()
   self.buf = buffers(dev, {a = self.outputs, delta = self.outputs, dx = self.inputs})
+  self.x, self.xt = nil, nil
   self._params = {{self.w, self.dw, self.state.w, name = "w"}, {self.b, self.db, self.state.b, name = "b"}}
   self._checked = nil
 end
@@ -145,6 +147,7 @@ function Linear:forward(x, where)
   self:_check(x, where)
   local n = x.cols
   local buf = self.buf:get(n)
+  if not rawequal(x, self.x) then self.xt = x:t() end  -- xᵀ for dW, a view made once per input
   self.x, self.a, self.n = x, buf.a, n
   dense(self.w, x, self.b, buf.a, self.activation)
   return buf.a
@@ -172,10 +175,10 @@ function Linear:backward(da, need_dx)
     prime(self.a, delta)   -- δ ← act′
     mul(da, delta)         -- δ ← da ∘ δ
   end
-  mm(1, delta, self.x:t(), 0, self.dw)
+  mm(1, delta, self.xt, 0, self.dw)
   mv(1, delta, ones_on(self.dev, n), 0, self.db)
   if need_dx == false then return nil end
-  mm(1, self.w:t(), delta, 0, buf.dx)
+  mm(1, self.wt, delta, 0, buf.dx)
   return buf.dx
 end
 
@@ -326,7 +329,8 @@ function Quad:forward(a, labels)
   vela.gather_cols(self.eye, labels, b.y)        -- y  ← onehot(labels)
   vela.sub(a, b.y, b.d)                          -- d  ← a − y
   vela.sqr(b.d, b.sq)                            -- sq ← d²
-  mv(0.5, b.sq:t(), ones_on(dev, k), 0, b.loss:t())  -- lossᵢ ← ½ Σ_rows d²
+  b.sq_t, b.loss_t = b.sq_t or b.sq:t(), b.loss_t or b.loss:t()
+  mv(0.5, b.sq_t, ones_on(dev, k), 0, b.loss_t)  -- lossᵢ ← ½ Σ_rows d²
   vela.scal(1 / n, b.d)                          -- da ← d / n
   self.da, self.loss = b.d, b.loss
   return b.loss
@@ -537,13 +541,13 @@ function nn.confusion(net, set, quiet)
     local function name(i) return (names[i] or tostring(i)):sub(1, 6) end
     local lines = {"confusion: rows are the true class, columns the predicted one"}
     local head = {fmt("%-7s", "")}
-    for j = 1, k do head[#head + 1] = fmt("%6s", name(j)) end
+    for j = 1, k do head[#head + 1] = fmt("%7s", name(j)) end
     head[#head + 1] = "  accuracy"
     lines[#lines + 1] = table.concat(head)
     local right, total = 0, 0
     for i = 1, k do
       local row, n = {fmt("%-7s", name(i))}, 0
-      for j = 1, k do row[#row + 1] = fmt("%6d", counts[i][j]); n = n + counts[i][j] end
+      for j = 1, k do row[#row + 1] = fmt("%7d", counts[i][j]); n = n + counts[i][j] end
       row[#row + 1] = n > 0 and fmt("  %6.1f%%", 100 * counts[i][i] / n) or "       -"
       lines[#lines + 1] = table.concat(row)
       right, total = right + counts[i][i], total + n
@@ -573,7 +577,8 @@ end
 --   (epoch → lr), opts.every (20: batches between reads of the loss; the
 --   only host waits of an epoch), opts.progress (true: a progress bar).
 -- History: {loss = {…}, train_accuracy = {…}, test_accuracy = {…},
---   seconds = {…}, examples_per_s = {…}, batch_loss = {…}} per epoch
+--   seconds = {…}, cpu_seconds = {…} (processor time of this process, all
+--   threads), examples_per_s = {…}, batch_loss = {…}} per epoch
 --   (batch_loss: the mean loss of each stretch of `every` batches).
 function nn.fit(net, train, opts)
   opts = opts or {}
@@ -594,14 +599,14 @@ function nn.fit(net, train, opts)
   local count = counter(dev, batch)
   net.optimizer = opt
   local hist = {loss = {}, train_accuracy = {}, test_accuracy = {}, seconds = {}, examples_per_s = {},
-                batch_loss = {}, lr = {}}
+                batch_loss = {}, lr = {}, cpu_seconds = {}}
   local nb, n_total = loader.nbatches, loader.set.n
 
   for epoch = 1, epochs do
     if opts.schedule then opt.lr = opts.schedule(epoch) end
     hist.lr[epoch] = opt.lr
     count:read()
-    local t0 = clock()
+    local t0, c0 = clock(), os.clock()
     local seen, seen_at_read, correct_sum, loss_sum, read_batches = 0, 0, 0, 0, 0
     local shown_loss, shown_acc = 0 / 0, 0 / 0
     for x, y, b, n in loader:epoch(epoch) do
@@ -631,6 +636,7 @@ function nn.fit(net, train, opts)
     end
     local dt = clock() - t0
     hist.seconds[epoch] = dt
+    hist.cpu_seconds[epoch] = os.clock() - c0
     hist.examples_per_s[epoch] = n_total / dt
     hist.loss[epoch] = loss_sum / nb
     hist.train_accuracy[epoch] = correct_sum / n_total

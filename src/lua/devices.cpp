@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/ops.hpp"
@@ -380,14 +381,13 @@ static int l_who(lua_State* L) {
     int list = lua_gettop(L);
     std::vector<std::vector<std::string>> rows = {{"name", "shape", "dtype", "device", "bytes"}};
     uint64_t total = 0, count = 0;
-    std::vector<const Buffer*> seen;
+    std::unordered_set<const Buffer*> seen;
     for (LMatrix* lm = live_matrices(); lm; lm = lm->next) {
         const Matrix& m = lm->m;
         if (!m.buf) continue;
         bool view = m.trans || m.offset != 0 || size_t(m.size()) != m.buf->count();
         bool released = m.buf->released();
-        bool first = std::find(seen.begin(), seen.end(), m.buf.get()) == seen.end();
-        if (first) seen.push_back(m.buf.get());
+        bool first = seen.insert(m.buf.get()).second;
         if (first && !released) total += m.buf->bytes();
         lua_rawgetp(L, names, lm);
         std::string name = lua_isstring(L, -1) ? lua_tostring(L, -1) : "-";
@@ -767,7 +767,8 @@ static void document() {
         "runs). Seconds; the result prints as one line.");
     doc("profile", "profile(fn) -> {{kernel=, device=, ms=, calls=, share=}, ...}",
         "Runs fn with per-kernel device timing (timestamp queries on Vulkan) and prints total device ms, calls and "
-        "share for each kernel, sorted by time.");
+        "share for each kernel, sorted by time. Devices are profiled when already open as fn starts (the current one "
+        "always).");
     doc("compare", "compare(fn [, devs]) -> {{device=, seconds=, max_abs=, max_rel=}, ...}",
         "For each device of devs (default: every usable one) makes it current, calls fn(dev) once to warm up and "
         "once timed (synchronised); fn returns a matrix, downloaded and compared with the first device's: prints "

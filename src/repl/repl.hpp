@@ -63,9 +63,9 @@ struct Completion {
 Completion complete(lua_State* L, const std::string& line, int end);
 
 // ---- loop.cpp: the interactive loop ----------------------------------------------
-// Reads, runs and prints until end of input (Ctrl-D). With `prompts` false
-// (stdin not a terminal, and no -i) lua.c would run stdin as one chunk; the
-// caller does that instead of calling this.
+// Reads, runs and prints until end of input (Ctrl-D). Without a terminal it
+// still shows prompts and reads line by line (vela -i < file); main() runs
+// piped stdin as one script instead when -i was not given.
 void run_repl(lua_State* L);
 void print_banner();
 // Defines timing() and registers the shell's own help entries.

@@ -35,7 +35,19 @@ local function run(id)
       if step == 100 then loss100 = sum(l) / #l break end
     end
   end
-  return {w0 = w0, loss = loss100, acc = nn.evaluate(net, test), waits = waits}
+  -- Device memory in use before and after 20 more steps (one epoch boundary
+  -- included): the steps reuse every buffer.
+  sync()
+  local used0 = mem(device()).used
+  local more = 0
+  for x, y in loader:epoch(e + 1) do
+    lossfn:forward(net:forward(x), y); net:backward(lossfn:backward()); opt:step(net)
+    more = more + 1
+    if more == 20 then break end
+  end
+  sync()
+  local grown = mem(device()).used - used0
+  return {w0 = w0, loss = loss100, acc = nn.evaluate(net, test), waits = waits, grown = grown}
 end
 
 if #others == 0 then
@@ -53,6 +65,9 @@ for _, id in ipairs(others) do
   end)
   t.test(id .. ": test accuracy within 0.2 points of the cpu", function()
     assert(math.abs(r.acc - ref.acc) <= 0.002, ("%.4f vs %.4f"):format(r.acc, ref.acc))
+  end)
+  t.test(id .. ": training steps allocate no device memory", function()
+    t.near(r.grown, 0, 0, "bytes of device memory gained over 20 steps")
   end)
   t.test(id .. ": a training step never waits for the device", function()
     t.near(r.waits, 0, 0, "host waits in 10 steps each started on an idle device")

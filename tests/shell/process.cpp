@@ -22,17 +22,22 @@ double seconds_left(clock_type::time_point deadline) {
     return std::chrono::duration<double>(deadline - clock_type::now()).count();
 }
 
-[[noreturn]] void exec_vela(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+[[noreturn]] void exec_program(const std::string& program, const std::vector<std::string>& args,
+                               const std::map<std::string, std::string>& env) {
     for (const auto& [k, v] : env) {
         if (v.empty()) unsetenv(k.c_str());
         else setenv(k.c_str(), v.c_str(), 1);
     }
     std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(VELA_BINARY));
+    argv.push_back(const_cast<char*>(program.c_str()));
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    execv(VELA_BINARY, argv.data());
+    execvp(program.c_str(), argv.data());
     _exit(127);
+}
+
+[[noreturn]] void exec_vela(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+    exec_program(VELA_BINARY, args, env);
 }
 
 int decode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
@@ -66,6 +71,11 @@ Result run_vela(const std::vector<std::string>& args, const std::string& input,
     TempFile history;
     std::map<std::string, std::string> e = env;
     if (!e.count("VELA_HISTORY")) e["VELA_HISTORY"] = history.path;
+    return run_program(VELA_BINARY, args, input, e, "", timeout_s);
+}
+
+Result run_program(const std::string& program, const std::vector<std::string>& args, const std::string& input,
+                   const std::map<std::string, std::string>& env, const std::string& cwd, double timeout_s) {
     int in[2], out[2], err[2];
     if (pipe(in) || pipe(out) || pipe(err)) throw std::runtime_error("pipe failed");
     pid_t pid = fork();
@@ -74,7 +84,8 @@ Result run_vela(const std::vector<std::string>& args, const std::string& input,
         dup2(out[1], 1);
         dup2(err[1], 2);
         for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1]}) close(fd);
-        exec_vela(args, e);
+        if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
+        exec_program(program, args, env);
     }
     close(in[0]);
     close(out[1]);

@@ -18,6 +18,9 @@ struct Result {
 // (an empty value unsets). VELA_HISTORY always points at a scratch file.
 Result run_vela(const std::vector<std::string>& args, const std::string& input = "",
                 const std::map<std::string, std::string>& env = {}, double timeout_s = 30);
+// The same for any program, run in directory cwd ("" for the current one).
+Result run_program(const std::string& program, const std::vector<std::string>& args, const std::string& input,
+                   const std::map<std::string, std::string>& env, const std::string& cwd, double timeout_s);
 
 // A temporary file that is removed with the object.
 struct TempFile {

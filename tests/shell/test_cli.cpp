@@ -192,3 +192,23 @@ TEST_CASE("cli: the shell starts queued device work after each command, without 
     // One submission for the scal, and the host never waited for it.
     CHECK(r.out.find("flushed\t1\t0") != std::string::npos);
 }
+
+TEST_CASE("cli: an installed vela works from any directory", "[shell][cli][install]") {
+    // cmake --install of this very build into a scratch prefix, then the
+    // installed binary run from / finds its Lua modules beside it.
+    char tmpl[] = "/tmp/vela-prefix-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    std::string prefix = tmpl;
+    std::string build_dir = VELA_BINARY;
+    build_dir = build_dir.substr(0, build_dir.rfind('/'));
+    auto inst = vela_test::run_program("cmake", {"--install", build_dir, "--prefix", prefix}, "", {}, "", 120);
+    REQUIRE(inst.status == 0);
+    auto r = vela_test::run_program(prefix + "/bin/vela",
+                                    {"-e", "print(package.searchpath('vela.nn', package.path) ~= nil, type(nn), "
+                                           "from{1, 2}:get(2))"},
+                                    "", {}, "/", 30);
+    CHECK(r.status == 0);
+    CHECK(r.out == "true\ttable\t2.0\n");
+    CHECK(r.err.empty());
+    vela_test::run_program("rm", {"-rf", prefix}, "", {}, "", 30);
+}

@@ -28,7 +28,7 @@ local function dev_name(d) return (tostring(d):match("^(%S+)")) end
 
 -- A ones vector of length n on dev, kept per (device, n): the bias gradient
 -- is δ·1, the row sums of δ, done by mv.
-local ones_cache = setmetatable({}, {__mode = "k"})
+local ones_cache = {}  -- device id → {n → ones vector}
 local function ones_on(dev, n)
   local key = dev_name(dev)
   local t = ones_cache[key]
@@ -62,8 +62,6 @@ function Buffers:get(n)
   self.views[n] = v
   return v
 end
-
-nn._buffers, nn._ones = buffers, ones_on
 
 -- ---------------------------------------------------------------------------
 -- nn.linear: a ← act(W·x + b·1ᵀ)
@@ -126,9 +124,9 @@ end
 
 -- Checks the input once per distinct matrix (batches are cached views, so
 -- the hot path compares one reference).
-function Linear:_check(x, where)
+function Linear:_check(x, index)
   if rawequal(x, self._checked) then return end
-  local name = where or tostring(self)
+  local name = index and fmt("layer %d, %s", index, tostring(self)) or tostring(self)
   if x.rows ~= self.inputs then
     error(fmt("%s: input is %d×%d but the layer takes %d rows (one sample per column)",
       name, x.rows, x.cols, self.inputs), 0)
@@ -143,8 +141,8 @@ end
 -- forward: x (inputs×n) → a (outputs×n)
 --   a = act(W·x + b·1ᵀ)
 -- One fused kernel; unfused it reads  mm(1, W, x, 0, a); add_bias(b, a); act(a).
-function Linear:forward(x, where)
-  self:_check(x, where)
+function Linear:forward(x, index)
+  self:_check(x, index)
   local n = x.cols
   local buf = self.buf:get(n)
   if not rawequal(x, self.x) then self.xt = x:t() end  -- xᵀ for dW, a view made once per input
@@ -239,7 +237,7 @@ function Sequential:device() return self.layers[1].dev end
 -- forward: x (inputs×n) → output (outputs×n), layer by layer.
 function Sequential:forward(x)
   for i, l in ipairs(self.layers) do
-    x = l:forward(x, fmt("layer %d, %s", i, tostring(l)))
+    x = l:forward(x, i)  -- i names the layer in an error
   end
   return x
 end
@@ -274,14 +272,21 @@ end
 -- device); backward() → ∂L/∂output for L the mean over the batch.
 -- ---------------------------------------------------------------------------
 
-local function check_loss_args(name, z, labels, k)
+-- Shapes every call; the label values once per labels matrix (reading them
+-- makes the host wait, which a training step must not do: the batches of a
+-- loader reuse one matrix, and data.mnist checked every label on reading).
+local function check_loss_args(self, name, z, labels)
   if labels.rows ~= 1 or labels.cols ~= z.cols then
     error(fmt("%s: labels are %d×%d but the output has %d columns (expected a 1×%d vector of class indices)",
       name, labels.rows, labels.cols, z.cols, z.cols), 3)
   end
-  if k and z.rows ~= k then
-    error(fmt("%s: output has %d rows, expected %d", name, z.rows, k), 3)
+  if rawequal(labels, self._labels_checked) then return end
+  for j, v in ipairs(labels:to("cpu"):totable()[1]) do
+    if v ~= math.floor(v) or v < 1 or v > z.rows then
+      error(fmt("%s: label %g of sample %d is not a class index 1..%d", name, v, j, z.rows), 3)
+    end
   end
+  self._labels_checked = labels
 end
 
 -- nn.softmax_xent(): softmax followed by cross-entropy, fused in one kernel.
@@ -293,7 +298,7 @@ Xent.__index = Xent
 function nn.softmax_xent() return setmetatable({}, Xent) end
 
 function Xent:forward(z, labels)
-  check_loss_args("nn.softmax_xent", z, labels)
+  check_loss_args(self, "nn.softmax_xent", z, labels)
   local n = z.cols
   if not self.buf or not same_device(self.buf.dev, z:device()) or self.k ~= z.rows then
     self.k = z.rows
@@ -317,7 +322,7 @@ Quad.__index = Quad
 function nn.quadratic() return setmetatable({}, Quad) end
 
 function Quad:forward(a, labels)
-  check_loss_args("nn.quadratic", a, labels)
+  check_loss_args(self, "nn.quadratic", a, labels)
   local n, k, dev = a.cols, a.rows, a:device()
   if not self.buf or not same_device(self.buf.dev, dev) or self.k ~= k then
     self.k = k

@@ -6,7 +6,7 @@
 -- Every figure is the median of --reps runs, each ending with the device synchronised.
 --
 --   build/vela scripts/bench/kernels.lua [--reps N] [--sizes 256,512,...] [--elems N]
---                                        [--calls N] [--devices cpu,vulkan:0] [--quick]
+--                                        [--calls N] [--devices cpu,vulkan:0] [--threads N] [--quick]
 local vela = require "vela"
 local native = vela.native
 
@@ -24,6 +24,7 @@ while i <= #arg do
   elseif a == "--elems" then opts.elems = assert(tonumber(v), "--elems needs a number"); i = i + 1
   elseif a == "--calls" then opts.calls = assert(tonumber(v), "--calls needs a number"); i = i + 1
   elseif a == "--devices" then opts.devices = list(assert(v, "--devices needs a list")); i = i + 1
+  elseif a == "--threads" then vela.threads((assert(tonumber(v), "--threads needs a number"))); i = i + 1
   elseif a == "--quick" then opts.reps, opts.sizes, opts.elems, opts.calls = 3, {256, 512}, 1 << 20, 20000
   else error("kernels.lua: unknown option '" .. a .. "' (see the header of the script)") end
   i = i + 1

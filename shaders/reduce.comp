@@ -28,7 +28,8 @@ void main() {
     uint stride = groups * WG;
     float acc = OP == 4 ? -1.0 : 0.0;
     uint best = 0xffffffffu;
-    for (uint k = g * WG + l; k < p.n; k += stride) {
+    // The step is taken only while it stays below n: no 32-bit wrap-around near 2^32 elements.
+    for (uint k = g * WG + l; k < p.n; k = p.n - k > stride ? k + stride : p.n) {
         float v = ld(p.x, k);
         if (OP == 0) acc += v * ld(p.y, k);
         else if (OP == 1) acc += v * v;

@@ -5,7 +5,10 @@
 
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint OP = 0;  // vela::Unary
+layout(constant_id = 2) const uint VEC4 = 0;  // dense 16-byte aligned views: four elements per invocation
 layout(local_size_x_id = 0) in;
+
+layout(buffer_reference, buffer_reference_align = 16) buffer V4 { vec4 v; };
 
 layout(push_constant) uniform Push {
     View x;
@@ -55,6 +58,17 @@ float f(float x) {
 }
 
 void main() {
+    if (VEC4 != 0) {  // on CPU devices each buffer access is a per-lane loop: a vec4 costs one
+        uint k = global_index(WG) * 4u;
+        if (k >= p.n) return;
+        if (p.n - k >= 4u) {
+            vec4 x = V4(p.x.addr + uint64_t(k) * 4ul).v;
+            V4(p.y.addr + uint64_t(k) * 4ul).v = vec4(f(x.x), f(x.y), f(x.z), f(x.w));
+        } else {
+            for (; k < p.n; ++k) store_f32(p.y.addr, k, f(load_f32(p.x.addr, k)));
+        }
+        return;
+    }
     uint k = global_index(WG);
     if (k >= p.n) return;
     st(p.y, k, f(ld(p.x, k)));

@@ -154,9 +154,12 @@ int run(lua_State* L, int argc, char** argv) {
         print_usage(stdout);
         return EXIT_SUCCESS;
     }
+    // --validate is VELA_VALIDATE=1: set in the environment too, so the
+    // Vulkan side reads the same choice however it first asks (and processes
+    // started from the script inherit it), then turned on before any device opens.
+    if (o.validate) setenv("VELA_VALIDATE", "1", 1);
     const char* env_validate = std::getenv("VELA_VALIDATE");
-    if (o.validate || (env_validate && std::strcmp(env_validate, "0") != 0 && *env_validate))
-        vela::vk::set_validation(true);  // before any device opens
+    if (env_validate && *env_validate && std::strcmp(env_validate, "0") != 0) vela::vk::set_validation(true);
     if (o.version) print_version();
 
     if (!vela::repl::setup_state(L)) return EXIT_FAILURE;
@@ -207,6 +210,15 @@ int main(int argc, char** argv) {
     }
     int rc = run(L, argc, argv);
     std::fflush(stdout);
+    // Queued device work finishes before the state (and its matrices) goes:
+    // nothing is in flight while the devices are torn down.
+    for (vela::Device* d : vela::open_devices()) {
+        try {
+            d->sync();
+        } catch (const vela::Error& e) {
+            std::fprintf(stderr, "%s: %s: %s\n", progname, d->name().c_str(), e.what());
+        }
+    }
     lua_close(L);
     return rc;
 }

@@ -488,3 +488,31 @@ TEST_CASE("vulkan: rand and randn are bit-identical to the cpu for the same seed
             REQUIRE(std::memcmp(cv.data(), gv.data(), cv.size() * 4) == 0);
         }
 }
+
+TEST_CASE("vulkan: four-element paths with tails and unaligned offsets", "[vulkan]") {
+    NoValidationMessages guard;
+    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 1001})
+        for (int64_t off : {0, 1, 4}) {
+            INFO("n = " << n << ", offset = " << off);
+            Mat a = rnd(n + off, 1, -2, 2, 11), b = rnd(n + off, 1, 0.5f, 2, 12);
+            Matrix x = view(a.m, off, 0, n, 1), y = view(b.m, off, 0, n, 1);
+            Matrix z = zeros(gpu(), n + off, 1);
+            Matrix zv = view(z, off, 0, n, 1);
+            binary(Binary::div, x, y, zv);
+            axpby(2.0f, x, 0.5f, zv);
+            unary(Unary::sqr, zv, zv);
+            scal(-1.0f, zv);
+            std::vector<double> want;
+            for (int64_t i = 0; i < n; ++i) {
+                double p = a.h[size_t(off + i)], q = b.h[size_t(off + i)];
+                double v = 2 * p + 0.5 * (p / q);
+                want.push_back(-v * v);
+            }
+            check_close(to_host(zv), want, 1e-5);
+            std::vector<float> all = to_host(z);
+            for (int64_t i = 0; i < off; ++i) REQUIRE(all[size_t(i)] == 0.0f);  // outside the view: untouched
+            fill(zv, 5.0f);
+            all = to_host(z);
+            for (int64_t i = 0; i < n + off; ++i) REQUIRE(all[size_t(i)] == (i < off ? 0.0f : 5.0f));
+        }
+}

@@ -85,6 +85,7 @@ TEST_CASE("vulkan bench: elementwise bandwidth on 47M elements", "[.][vulkan-ben
     run("fill", [&] { fill(x, 2.0f); });
     run("axpy", [&] { axpy(2.0f, x, y); });
     run("axpy, transposed view", [&] { axpy(2.0f, x.t(), y.t()); });
+    run("axpy, 783×60000 view (ld 784)", [&] { axpy(2.0f, view(x, 0, 0, 783, 60000), view(y, 0, 0, 783, 60000)); });
     run("tanh", [&] { unary(Unary::tanh, x, y); });
     run("sum", [&] { (void)sum(x); });
 }

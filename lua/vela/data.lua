@@ -28,7 +28,7 @@ local function find(dir, name, what)
     if exists(p) then return p end
   end
   error(fmt("%s: no %s in '%s' (looked for %s and %s.gz; scripts/get-data fetches the data sets)",
-    what, name, dir, name, name), 3)
+    what, name, dir, name, name), 0)
 end
 
 -- One IDX images/labels pair as a set, the counts checked against each other.
@@ -37,7 +37,7 @@ function data.read_set(images_path, labels_path, classes, dev)
   local labels = vela.read_labels(labels_path, #classes, dev)
   if images.cols ~= labels.cols then
     error(fmt("data: '%s' holds %d images but '%s' holds %d labels", images_path, images.cols,
-      labels_path, labels.cols), 2)
+      labels_path, labels.cols), 0)
   end
   return {images = images, labels = labels, n = images.cols, classes = classes}
 end
@@ -50,14 +50,24 @@ local function load_pair(dir, classes, what, dev)
   return {train = set("train"), test = set("t10k")}
 end
 
+-- The default directory of a data set: $VELA_DATA/name, else data/name under
+-- the current directory, else under the source tree vela was built from.
+local function default_dir(name)
+  local env = os.getenv("VELA_DATA")
+  if env and env ~= "" then return env .. "/" .. name end
+  local here = "data/" .. name
+  if exists(here .. "/train-labels-idx1-ubyte") or exists(here .. "/train-labels-idx1-ubyte.gz") then return here end
+  return vela.data_dir and (vela.data_dir .. "/" .. name) or here
+end
+
 -- data.mnist([dir [, dev]]): the four standard IDX files in dir (default data/mnist).
 function data.mnist(dir, dev)
-  return load_pair(dir or "data/mnist", data.mnist_classes, "data.mnist", dev)
+  return load_pair(dir or default_dir("mnist"), data.mnist_classes, "data.mnist", dev)
 end
 
 -- data.fashion_mnist([dir [, dev]]): the same layout, default data/fashion-mnist.
 function data.fashion_mnist(dir, dev)
-  return load_pair(dir or "data/fashion-mnist", data.fashion_classes, "data.fashion_mnist", dev)
+  return load_pair(dir or default_dir("fashion-mnist"), data.fashion_classes, "data.fashion_mnist", dev)
 end
 
 -- The first n samples from `first` on (1-based), as views: no copy.

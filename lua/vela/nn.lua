@@ -124,9 +124,9 @@ end
 
 -- Checks the input once per distinct matrix (batches are cached views, so
 -- the hot path compares one reference).
-function Linear:_check(x, where)
+function Linear:_check(x, index)
   if rawequal(x, self._checked) then return end
-  local name = where or tostring(self)
+  local name = index and fmt("layer %d, %s", index, tostring(self)) or tostring(self)
   if x.rows ~= self.inputs then
     error(fmt("%s: input is %d×%d but the layer takes %d rows (one sample per column)",
       name, x.rows, x.cols, self.inputs), 0)
@@ -141,8 +141,8 @@ end
 -- forward: x (inputs×n) → a (outputs×n)
 --   a = act(W·x + b·1ᵀ)
 -- One fused kernel; unfused it reads  mm(1, W, x, 0, a); add_bias(b, a); act(a).
-function Linear:forward(x, where)
-  self:_check(x, where)
+function Linear:forward(x, index)
+  self:_check(x, index)
   local n = x.cols
   local buf = self.buf:get(n)
   if not rawequal(x, self.x) then self.xt = x:t() end  -- xᵀ for dW, a view made once per input
@@ -237,7 +237,7 @@ function Sequential:device() return self.layers[1].dev end
 -- forward: x (inputs×n) → output (outputs×n), layer by layer.
 function Sequential:forward(x)
   for i, l in ipairs(self.layers) do
-    x = l:forward(x, fmt("layer %d, %s", i, tostring(l)))
+    x = l:forward(x, i)  -- i names the layer in an error
   end
   return x
 end

@@ -8,15 +8,17 @@
 -- second of processor time (all threads of this process), which a machine
 -- shared with other work does not distort.
 --
---   build/vela scripts/bench/mnist.lua [epochs=3] [devices=cpu,vulkan:0] [torch=yes|no]
+--   build/vela scripts/bench/mnist.lua [epochs=5] [devices=cpu,vulkan:0] [torch=yes|no] [threads=N]
 local vela = require "vela"
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
 
-local opts = {epochs = 3, devices = "cpu,vulkan:0", torch = "yes", batch = 128}
+local opts = {epochs = 5, devices = "cpu,vulkan:0", torch = "yes", batch = 128}
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^%-*([%w_]+)=(.*)$")
   if k then opts[k] = tonumber(v) or v end
 end
+
+if opts.threads then vela.threads(opts.threads) end
 
 local rows = {}
 for id in tostring(opts.devices):gmatch("[^,]+") do
@@ -45,7 +47,8 @@ for id in tostring(opts.devices):gmatch("[^,]+") do
   end
 end
 
-print(("MLP 784-256-10, batch %d, %d epochs of %s"):format(opts.batch, opts.epochs, "MNIST (7,996 training images)"))
+print(("MLP 784-256-10, batch %d, %d epochs of MNIST (7,996 training images), %d cpu threads"):format(
+  opts.batch, opts.epochs, vela.threads()))
 for _, r in ipairs(rows) do print(("%-12s %s"):format(r[1], r[2])) end
 
 if opts.torch ~= "no" then

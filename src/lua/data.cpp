@@ -90,6 +90,9 @@ const luaL_Reg funcs[] = {
 
 void open_data(lua_State* L) {
     luaL_setfuncs(L, funcs, 0);
+    // Where scripts/get-data put the data sets, for scripts run from elsewhere.
+    lua_pushliteral(L, VELA_SOURCE_DIR "/data");
+    lua_setfield(L, -2, "data_dir");
     doc("read_idx", "read_idx(path [, dev]) -> uint8 matrix",
         "Reads an IDX file (raw or .gz): n images of r×c become an (r·c)×n uint8 matrix, one image per "
         "column; a labels file becomes 1×n. Magic, dimensions and length are checked.");

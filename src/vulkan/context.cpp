@@ -177,9 +177,9 @@ Context::Context() {
     bool validate = validation();
     if (validate) {
         uint32_t n = 0;
-        vkEnumerateInstanceLayerProperties(&n, nullptr);
+        check(vkEnumerateInstanceLayerProperties(&n, nullptr), "vkEnumerateInstanceLayerProperties");
         std::vector<VkLayerProperties> have(n);
-        vkEnumerateInstanceLayerProperties(&n, have.data());
+        check(vkEnumerateInstanceLayerProperties(&n, have.data()), "vkEnumerateInstanceLayerProperties");
         bool found = false;
         for (auto& l : have) found |= std::strcmp(l.layerName, "VK_LAYER_KHRONOS_validation") == 0;
         if (!found)
@@ -249,7 +249,7 @@ Gpu::Gpu(const PhysicalInfo& p) : phys(p) {
 
 Gpu::~Gpu() {
     if (device) {
-        vkDeviceWaitIdle(device);
+        (void)vkDeviceWaitIdle(device);  // teardown: a lost device is destroyed all the same
         vkDestroyDevice(device, nullptr);
     }
 }

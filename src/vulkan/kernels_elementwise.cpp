@@ -7,14 +7,24 @@ namespace vela::vk {
 
 namespace {
 
-// One invocation per element of `out`; the operand lists live for the call.
+// True when every operand is one dense run starting on a 16-byte boundary: the
+// shaders' four-elements-per-invocation path applies.
+bool dense16(std::initializer_list<const Matrix*> ms, std::initializer_list<const View*> vs) {
+    for (const Matrix* m : ms)
+        if (!m->contiguous()) return false;
+    for (const View* v : vs)
+        if (v->addr % 16) return false;
+    return true;
+}
+
+// One invocation per element of `out` (per four with vec4); the operand lists live for the call.
 void record(VulkanDevice& dev, const char* shader, const char* label, ElementPush& p, const uint32_t* spec,
             uint32_t spec_count, std::initializer_list<const Matrix*> reads,
-            std::initializer_list<const Matrix*> writes) {
+            std::initializer_list<const Matrix*> writes, bool vec4 = false) {
     if (p.n == 0) return;
     Dispatch d{.shader = shader, .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = spec_count,
                .reads = reads, .writes = writes, .label = label};
-    dev.grid(p.n, dev.wg(), d.groups);
+    dev.grid(vec4 ? (uint64_t(p.n) + 3) / 4 : p.n, dev.wg(), d.groups);
     dev.dispatch(d);
 }
 
@@ -31,8 +41,9 @@ void VulkanDevice::unary(Unary op, const Matrix& x, const Matrix& y, const float
         p.c = params[2];
         p.d = params[3];
     }
-    uint32_t spec[2] = {wg(), uint32_t(op)};
-    record(*this, "unary", unary_name(op), p, spec, 2, {&x}, {&y});
+    bool vec4 = dense16({&x, &y}, {&p.x, &p.y});
+    uint32_t spec[3] = {wg(), uint32_t(op), vec4};
+    record(*this, "unary", unary_name(op), p, spec, 3, {&x}, {&y}, vec4);
 }
 
 void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
@@ -41,8 +52,9 @@ void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Mat
     p.y = view(b);
     p.z = view(c);
     p.n = uint32_t(c.size());
-    uint32_t spec[2] = {wg(), uint32_t(op)};
-    record(*this, "binary", binary_name(op), p, spec, 2, {&a, &b}, {&c});
+    bool vec4 = dense16({&a, &b, &c}, {&p.x, &p.y, &p.z});
+    uint32_t spec[3] = {wg(), uint32_t(op), vec4};
+    record(*this, "binary", binary_name(op), p, spec, 3, {&a, &b}, {&c}, vec4);
 }
 
 void VulkanDevice::add_bias(const Matrix& b, const Matrix& y) {

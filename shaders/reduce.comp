@@ -9,7 +9,10 @@
 
 layout(constant_id = 0) const uint WG = 256;  // a power of two
 layout(constant_id = 1) const uint OP = 0;    // 0 dot, 1 nrm2, 2 asum, 3 sum, 4 imax
+layout(constant_id = 2) const uint VEC4 = 0;  // x (and y) dense and 16-byte aligned: vec4 loads
 layout(local_size_x_id = 0) in;
+
+layout(buffer_reference, buffer_reference_align = 16) buffer V4 { vec4 v; };
 
 layout(push_constant) uniform Push {
     View x;
@@ -28,16 +31,47 @@ void main() {
     uint stride = groups * WG;
     float acc = OP == 4 ? -1.0 : 0.0;
     uint best = 0xffffffffu;
-    // The step is taken only while it stays below n: no 32-bit wrap-around near 2^32 elements.
-    for (uint k = g * WG + l; k < p.n; k = p.n - k > stride ? k + stride : p.n) {
-        float v = ld(p.x, k);
-        if (OP == 0) acc += v * ld(p.y, k);
-        else if (OP == 1) acc += v * v;
-        else if (OP == 2) acc += abs(v);
-        else if (OP == 3) acc += v;
-        else if (abs(v) > acc) {  // k increases: strict > keeps the first of equal values
-            acc = abs(v);
-            best = k;
+    if (VEC4 != 0) {
+        // Whole vec4s grid-strided, then the last n % 4 elements by the first invocations of group 0.
+        uint n4 = p.n / 4u;
+        for (uint q = g * WG + l; q < n4; q = n4 - q > stride ? q + stride : n4) {
+            vec4 v = V4(p.x.addr + uint64_t(q) * 16ul).v;
+            if (OP == 0) acc += dot(v, V4(p.y.addr + uint64_t(q) * 16ul).v);
+            else if (OP == 1) acc += dot(v, v);
+            else if (OP == 2) acc += (abs(v.x) + abs(v.y)) + (abs(v.z) + abs(v.w));
+            else if (OP == 3) acc += (v.x + v.y) + (v.z + v.w);
+            else {
+                for (uint c = 0; c < 4u; ++c)
+                    if (abs(v[c]) > acc) {
+                        acc = abs(v[c]);
+                        best = q * 4u + c;
+                    }
+            }
+        }
+        uint k = n4 * 4u + l;
+        if (g == 0 && k < p.n) {
+            float v = load_f32(p.x.addr, k);
+            if (OP == 0) acc += v * load_f32(p.y.addr, k);
+            else if (OP == 1) acc += v * v;
+            else if (OP == 2) acc += abs(v);
+            else if (OP == 3) acc += v;
+            else if (abs(v) > acc) {  // the tail comes after every index this invocation saw
+                acc = abs(v);
+                best = k;
+            }
+        }
+    } else {
+        // The step is taken only while it stays below n: no 32-bit wrap-around near 2^32 elements.
+        for (uint k = g * WG + l; k < p.n; k = p.n - k > stride ? k + stride : p.n) {
+            float v = ld(p.x, k);
+            if (OP == 0) acc += v * ld(p.y, k);
+            else if (OP == 1) acc += v * v;
+            else if (OP == 2) acc += abs(v);
+            else if (OP == 3) acc += v;
+            else if (abs(v) > acc) {  // k increases: strict > keeps the first of equal values
+                acc = abs(v);
+                best = k;
+            }
         }
     }
     sv[l] = acc;

@@ -465,6 +465,7 @@ TEST_CASE("vulkan: validation is on under VELA_VALIDATE=1", "[vulkan]") {
     const char* e = std::getenv("VELA_VALIDATE");
     bool want = e && *e && std::string(e) != "0";
     CHECK(vk::validation_enabled() == want);
+    gpu();  // a device is open (CTest runs each test case in its own process)
     CHECK_THROWS_AS(vk::set_validation(!want), Error);  // devices are open: too late to change
 }
 

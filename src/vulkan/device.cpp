@@ -79,12 +79,15 @@ VulkanDevice::~VulkanDevice() {
 }
 
 std::shared_ptr<Buffer> VulkanDevice::alloc(DType dtype, size_t count) {
+    // Sizes the device cannot hold fail here first, as out of memory.
+    Allocation a = memory_.alloc(VkDeviceSize(count) * dtype_size(dtype), Pool::device);
     // Shaders index elements with 32-bit integers (addresses are 64-bit), and a grid
     // rounded up to whole workgroups must not wrap: just under 16 GiB of floats per matrix.
     constexpr size_t kMaxElements = 0xffffffffull - 4096;
-    if (count > kMaxElements)
+    if (count > kMaxElements) {
+        memory_.free(a);
         fail("%s: %zu elements in one matrix; a Vulkan matrix holds at most %zu", name_.c_str(), count, kMaxElements);
-    Allocation a = memory_.alloc(VkDeviceSize(count) * dtype_size(dtype), Pool::device);
+    }
     return std::make_shared<VulkanBuffer>(this, dtype, count, stream_, a);
 }
 

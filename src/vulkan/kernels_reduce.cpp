@@ -31,11 +31,13 @@ static uint32_t record_reduce(VulkanDevice& dev, uint32_t op, const Matrix& x, c
     p.n = uint32_t(x.size());
     uint32_t wg = dev.wg();
     uint32_t groups = std::min<uint32_t>(kMaxGroups, uint32_t((uint64_t(p.n) + wg - 1) / wg));
-    uint32_t spec[2] = {wg, op};
+    auto dense16 = [](const Matrix* m, const View& v) { return !m || (m->contiguous() && v.addr % 16 == 0); };
+    uint32_t vec4 = dense16(&x, p.x) && dense16(y, p.y);
+    uint32_t spec[3] = {wg, op, vec4};
     static const char* labels[] = {"dot", "nrm2", "asum", "sum", "imax"};
     auto go = [&](std::initializer_list<const Matrix*> reads) {
         dev.dispatch(Dispatch{.shader = "reduce", .push = &p, .push_size = sizeof p, .groups = {groups, 1, 1},
-                              .spec = spec, .spec_count = 2, .reads = reads, .writes = {&out}, .label = labels[op]});
+                              .spec = spec, .spec_count = 3, .reads = reads, .writes = {&out}, .label = labels[op]});
     };
     y ? go({&x, y}) : go({&x});
     return groups;

@@ -25,7 +25,8 @@ Device& target_device(lua_State* L, int arg) {
 
 // read_idx(path [, dev]) -> uint8 (sample size)×n matrix
 int l_read_idx(lua_State* L) {
-    std::string path = luaL_checkstring(L, 1);
+    // C++ objects live only inside guarded(): a Lua error longjmps past this frame.
+    const char* path = luaL_checkstring(L, 1);
     Device& dev = target_device(L, 2);
     Matrix m = guarded(L, [&] { return idx_to_matrix(read_idx(path), dev); });
     push_matrix(L, std::move(m));
@@ -34,7 +35,7 @@ int l_read_idx(lua_State* L) {
 
 // read_labels(path, classes [, dev]) -> float 1×n of 1-based class indices
 int l_read_labels(lua_State* L) {
-    std::string path = luaL_checkstring(L, 1);
+    const char* path = luaL_checkstring(L, 1);
     lua_Integer classes = luaL_checkinteger(L, 2);
     luaL_argcheck(L, classes >= 1 && classes <= 256, 2, "classes must be in 1..256");
     Device& dev = target_device(L, 3);
@@ -58,14 +59,16 @@ int l_permutation(lua_State* L) {
     luaL_argcheck(L, n >= 0 && n <= (lua_Integer(1) << 24), 1, "n must be in 0..2^24 (exact in float32)");
     uint64_t state = uint64_t(luaL_checkinteger(L, 2));
     Device& dev = target_device(L, 3);
-    std::vector<float> idx(static_cast<size_t>(n));
-    std::iota(idx.begin(), idx.end(), 1.0f);
-    for (size_t i = idx.size(); i > 1; i--) {
-        // Multiply-shift for an unbiased-enough index in [0, i): i < 2^24.
-        size_t j = size_t((splitmix64(state) >> 40) * i >> 24);
-        std::swap(idx[i - 1], idx[j]);
-    }
-    Matrix m = guarded(L, [&] { return from_host(dev, 1, n, idx.data()); });
+    Matrix m = guarded(L, [&] {
+        std::vector<float> idx(static_cast<size_t>(n));
+        std::iota(idx.begin(), idx.end(), 1.0f);
+        for (size_t i = idx.size(); i > 1; i--) {
+            // Multiply-shift for an unbiased-enough index in [0, i): i < 2^24.
+            size_t j = size_t((splitmix64(state) >> 40) * i >> 24);
+            std::swap(idx[i - 1], idx[j]);
+        }
+        return from_host(dev, 1, n, idx.data());
+    });
     push_matrix(L, std::move(m));
     return 1;
 }

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "cpu/cpu_kernels.hpp"
+#include "cpu/pool.hpp"
 
 namespace vela::cpu {
 
@@ -47,6 +48,23 @@ void scale_only(float beta, const Matrix& c) {
     else if (beta != 1.0f) scal(beta, c);
 }
 
+// Below this many flops OpenBLAS's threads cost more than they save: on this
+// 2-core machine a 10×784·784×256 product (4 MFLOP, softmax regression's
+// forward step) takes 66 µs on one thread and 135 µs on two; the two meet
+// near 16 MFLOP (scripts/bench/kernels.lua and the measurements in docs/cpu.md).
+constexpr double kSerialGemmFlops = 16e6;
+
+// Runs a small gemm on one OpenBLAS thread, restoring the user's setting.
+struct SerialBlas {
+    bool active;
+    explicit SerialBlas(double flops) : active(flops < kSerialGemmFlops && pool_threads() > 1) {
+        if (active) openblas_set_num_threads(1);
+    }
+    ~SerialBlas() {
+        if (active) openblas_set_num_threads(pool_threads());
+    }
+};
+
 }  // namespace
 
 void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
@@ -56,6 +74,7 @@ void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix&
     if (a.cols == 0) return scale_only(beta, c);
     // β = 0: OpenBLAS's gemm zero-fills c without reading it (NaN included), as
     // the kernel tests check at small and large sizes.
+    SerialBlas serial(2.0 * double(c.rows) * double(c.cols) * double(a.cols));
     cblas_sgemm(CblasColMajor, op(a), op(b), blas_dim("mm", c.rows), blas_dim("mm", c.cols), blas_dim("mm", a.cols),
                 alpha, fptr(a), blas_ld("mm", a), fptr(b), blas_ld("mm", b), beta, fptr(c), blas_ld("mm", c));
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "error_of.hpp"
 #include "core/ops.hpp"
 #include "core/philox.hpp"
 #include "core/registry.hpp"
@@ -18,16 +19,7 @@ using namespace vela;
 
 namespace {
 
-// Catches the vela::Error of f and returns its message ("" when none was thrown).
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using vela::test::error_of;
 
 #define CHECK_ERROR(expr, text) CHECK(error_of([&] { (void)(expr); }) == std::string(text))
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "error_of.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
 
@@ -35,15 +36,7 @@ std::vector<float> iota(int64_t n, float scale = 1.0f, float shift = 0.0f) {
     return v;
 }
 
-template <class F>
-std::string error_of(F&& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using vela::test::error_of;
 
 }  // namespace
 

@@ -291,7 +291,10 @@ bool list_owner(const std::string& owner) {
     for (const std::string& n : names) {
         const Entry& e = registry().at(n);
         std::string first = e.text.substr(0, e.text.find('\n'));
-        std::printf("%-34s %s\n", (e.signature.empty() ? n : e.signature).c_str(), first.c_str());
+        // Pad by display width, not bytes: signatures hold × and other multi-byte characters.
+        const std::string& sig = e.signature.empty() ? n : e.signature;
+        size_t w = width_of(sig);
+        std::printf("%s%s %s\n", sig.c_str(), std::string(w < 34 ? 34 - w : 0, ' ').c_str(), first.c_str());
     }
     return true;
 }

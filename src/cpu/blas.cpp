@@ -51,7 +51,7 @@ void scale_only(float beta, const Matrix& c) {
 // Below this many flops OpenBLAS's threads cost more than they save: on this
 // 2-core machine a 10×784·784×256 product (4 MFLOP, softmax regression's
 // forward step) takes 66 µs on one thread and 135 µs on two; the two meet
-// near 16 MFLOP (scripts/bench/kernels.lua and the measurements in docs/cpu.md).
+// between 13 and 26 MFLOP (measured with bench() on mm of m×784·784×256 for m = 10…256).
 constexpr double kSerialGemmFlops = 16e6;
 
 // Runs a small gemm on one OpenBLAS thread, restoring the user's setting.

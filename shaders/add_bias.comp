@@ -1,6 +1,8 @@
-// y(i, j) += b(i): a bias vector broadcast over the columns of y.
+// y(i, j) += b(i): a bias vector broadcast over the columns of y (the work of
+// one element is add_bias_element in elementwise.glsl).
 #version 450
 #include "common.glsl"
+#include "elementwise.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
 layout(local_size_x_id = 0) in;
@@ -15,8 +17,5 @@ layout(push_constant) uniform Push {
 void main() {
     uint k = global_index(WG);
     if (k >= p.n) return;
-    uint j = k / p.y.rows;
-    uint i = k - j * p.y.rows;
-    uint iy = view_index2(p.y, i, j);
-    store_f32(p.y.addr, iy, load_f32(p.y.addr, iy) + load_f32(p.b.addr, i * p.b.rstep));
+    add_bias_element(p.b, p.y, k);
 }

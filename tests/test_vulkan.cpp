@@ -17,6 +17,7 @@
 #include "error_of.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
+#include "vulkan/device.hpp"
 
 using namespace vela;
 
@@ -509,4 +510,117 @@ TEST_CASE("vulkan: four-element paths with tails and unaligned offsets", "[vulka
             all = to_host(z);
             for (int64_t i = 0; i < n + off; ++i) REQUIRE(all[size_t(i)] == (i < off ? 0.0f : 5.0f));
         }
+}
+
+namespace {
+
+// Host float64 twin of a device matrix, indexed like it (column-major, logical shape).
+struct Twin {
+    int64_t rows, cols;
+    std::vector<double> v;
+    double& operator()(int64_t i, int64_t j) { return v[size_t(i + j * rows)]; }
+};
+Twin twin_of(const Mat& m) {
+    Twin t{m.m.rows, m.m.cols, {}};
+    t.v.assign(m.h.begin(), m.h.end());
+    return t;
+}
+void check_twin(const Matrix& m, const Twin& t, double tol) { check_close(to_host(m), t.v, tol); }
+
+// A chain of small elementwise kernels with every kind of hazard between them
+// (read after write, write after read, write after write, swap, aliasing),
+// strided and transposed views, and an mm in the middle, checked against float64.
+void small_kernel_chain() {
+    Mat a = rnd(7, 5, -1, 1, 11), b = rnd(7, 5, -1, 1, 12), c = rnd(5, 7, -1, 1, 13), e = rnd(7, 5, -1, 1, 14);
+    Mat bias = rnd(7, 1, -1, 1, 15), d = rnd(7, 7, -1, 1, 16);
+    Twin A = twin_of(a), B = twin_of(b), C = twin_of(c), E = twin_of(e), Bias = twin_of(bias), D = twin_of(d);
+    auto each = [](Twin& t, auto&& f) {
+        for (int64_t j = 0; j < t.cols; ++j)
+            for (int64_t i = 0; i < t.rows; ++i) f(i, j);
+    };
+    fill(a.m, 0.5f);
+    each(A, [&](int64_t i, int64_t j) { A(i, j) = 0.5; });
+    axpy(2.0f, b.m, a.m);
+    each(A, [&](int64_t i, int64_t j) { A(i, j) += 2 * B(i, j); });
+    scal(-1.5f, a.m);
+    each(A, [&](int64_t i, int64_t j) { A(i, j) *= -1.5; });
+    binary(Binary::mul, a.m, b.m, e.m);
+    each(E, [&](int64_t i, int64_t j) { E(i, j) = A(i, j) * B(i, j); });
+    unary(Unary::tanh, e.m, e.m);
+    each(E, [&](int64_t i, int64_t j) { E(i, j) = std::tanh(E(i, j)); });
+    add_bias(bias.m, e.m);
+    each(E, [&](int64_t i, int64_t j) { E(i, j) += Bias(i, 0); });
+    swap(a.m, b.m);
+    std::swap(A, B);
+    axpby(0.25f, c.m.t(), 2.0f, a.m);
+    each(A, [&](int64_t i, int64_t j) { A(i, j) = 0.25 * C(j, i) + 2 * A(i, j); });
+    copy(view(b.m, 1, 1, 3, 2), view(e.m, 2, 2, 3, 2));
+    for (int64_t j = 0; j < 2; ++j)
+        for (int64_t i = 0; i < 3; ++i) E(2 + i, 2 + j) = B(1 + i, 1 + j);
+    unary(Unary::sigmoid, a.m, b.m);
+    each(B, [&](int64_t i, int64_t j) { B(i, j) = 1 / (1 + std::exp(-A(i, j))); });
+    binary(Binary::sub, b.m, e.m, e.m);
+    each(E, [&](int64_t i, int64_t j) { E(i, j) = B(i, j) - E(i, j); });
+    mm(1.0f, e.m, c.m, 0.0f, d.m);  // a dispatch of its own between batched kernels
+    each(D, [&](int64_t i, int64_t j) {
+        D(i, j) = 0;
+        for (int64_t k = 0; k < 5; ++k) D(i, j) += E(i, k) * C(k, j);
+    });
+    scal(0.5f, d.m);
+    each(D, [&](int64_t i, int64_t j) { D(i, j) *= 0.5; });
+    const float frac[4] = {2, 1, 0.5f, 3};
+    unary(Unary::linear_frac, d.m, d.m, frac);
+    each(D, [&](int64_t i, int64_t j) { D(i, j) = (2 * D(i, j) + 1) / (0.5 * D(i, j) + 3); });
+    check_twin(a.m, A, 1e-5);
+    check_twin(b.m, B, 1e-5);
+    check_twin(e.m, E, 1e-5);
+    check_twin(d.m, D, 1e-5);
+    // Writing from the host waits for the queued kernels that read the matrix.
+    scal(2.0f, a.m);
+    set(a.m, 0, 0, 42.0f);
+    scal(2.0f, a.m);
+    CHECK(get(a.m, 0, 0) == 84.0f);
+    CHECK(std::fabs(get(a.m, 1, 0) - 4 * A(1, 0)) <= 1e-5 * (1 + std::fabs(4 * A(1, 0))));
+}
+
+}  // namespace
+
+TEST_CASE("vulkan: small kernels run as steps of one batch, in order, against float64", "[vulkan]") {
+    NoValidationMessages guard;
+    Device& d = gpu();
+    auto& stream = dynamic_cast<vk::VulkanDevice&>(d).stream();
+    REQUIRE(stream.batching());
+    DeviceStats s0 = d.stats();
+    small_kernel_chain();
+    DeviceStats s1 = d.stats();
+    CHECK(s1.batched - s0.batched >= 15);  // every kernel of the chain but mm and the copies from the host
+    SECTION("and the same chain with batching off") {
+        stream.set_batching(false);
+        small_kernel_chain();
+        stream.set_batching(true);
+        CHECK(d.stats().batched == s1.batched);
+    }
+}
+
+TEST_CASE("vulkan: a batch of large steps stays within lavapipe's loop limit", "[vulkan]") {
+    // llvmpipe ends a shader's loops after 65,535 iterations in all; 100 steps
+    // of 2,048 iterations each would exceed it many times over in one dispatch.
+    NoValidationMessages guard;
+    Device& d = gpu();
+    auto& stream = dynamic_cast<vk::VulkanDevice&>(d).stream();
+    uint32_t iterations = stream.batch_iterations();
+    stream.set_batching(true, 1u << 20);
+    const int64_t n = 65536;
+    std::vector<float> xv(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) xv[size_t(i)] = float(i % 7);
+    Matrix x = from_host(d, n, 1, xv.data()), y = zeros(d, n, 1);
+    DeviceStats s0 = d.stats();
+    for (int k = 0; k < 100; ++k) axpy(1.0f, x, y);
+    std::vector<float> got = to_host(y);
+    stream.set_batching(true, iterations);
+    CHECK(d.stats().batched - s0.batched == 100);
+    for (int64_t i = 0; i < n; ++i) {
+        INFO("element " << i);
+        REQUIRE(got[size_t(i)] == 100.0f * xv[size_t(i)]);
+    }
 }

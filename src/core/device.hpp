@@ -43,6 +43,7 @@ struct DeviceStats {
     uint64_t dispatches = 0;   // kernels recorded (or run, on the cpu)
     uint64_t submissions = 0;  // command buffers submitted
     uint64_t host_waits = 0;   // times the host blocked on the device
+    uint64_t batched = 0;      // kernels of `dispatches` that ran as steps of a batch (Vulkan)
 };
 
 struct MemoryInfo {

@@ -202,8 +202,9 @@ static void push_info(lua_State* L, const DeviceInfo& i) {
 }
 
 static void push_stats(lua_State* L, const DeviceStats& s) {
-    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, 4);
     lua_pushinteger(L, lua_Integer(s.dispatches)), lua_setfield(L, -2, "dispatches");
+    lua_pushinteger(L, lua_Integer(s.batched)), lua_setfield(L, -2, "batched");
     lua_pushinteger(L, lua_Integer(s.submissions)), lua_setfield(L, -2, "submissions");
     lua_pushinteger(L, lua_Integer(s.host_waits)), lua_setfield(L, -2, "host_waits");
 }
@@ -744,9 +745,10 @@ static void document() {
     doc("sync", "sync([dev])",
         "Waits until the queued work of dev (or of every open device) has finished. "
         "Only timing needs it: reads wait by themselves. cutorch.synchronize / torch.cuda.synchronize.");
-    doc("stats", "stats([dev]) -> {dispatches=, submissions=, host_waits=}",
-        "Counters of the device (default: the current one): kernels recorded, command buffers submitted, times the "
-        "host waited. Also vela.stats.");
+    doc("stats", "stats([dev]) -> {dispatches=, batched=, submissions=, host_waits=}",
+        "Counters of the device (default: the current one): kernels recorded, those of them that ran as steps of a "
+        "batch (small elementwise kernels on Vulkan share one dispatch), command buffers submitted, times the host "
+        "waited. Also vela.stats.");
     doc("mem", "mem([dev]) -> {used=, reserved=, total=}",
         "Prints the device memory held by live matrices, reserved from the driver and the device's total, for dev "
         "or every open device; returns dev's (or the current device's) numbers in bytes.");
@@ -774,7 +776,7 @@ static void document() {
         "once timed (synchronised); fn returns a matrix, downloaded and compared with the first device's: prints "
         "the times side by side and the largest absolute difference and that divided by max |reference|.");
     doc("Device:sync", "dev:sync()", "Waits for dev's queued work.");
-    doc("Device:stats", "dev:stats() -> {dispatches=, submissions=, host_waits=}", "dev's counters.");
+    doc("Device:stats", "dev:stats() -> {dispatches=, batched=, submissions=, host_waits=}", "dev's counters.");
     doc("Device:info",
         "dev:info() -> {id=, name=, type=, driver=, driver_version=, api_version=, memory=, "
         "subgroup=, software=, usable=, reason=, limits={...}}",

@@ -20,6 +20,8 @@ public:
     uint64_t read_epoch = 0, write_epoch = 0;
     // Serial of the last command buffer that reads or writes it, and that writes it.
     uint64_t last_use = 0, last_write = 0;
+    // Inside a batch (Stream::add_step): the stream's step stamp of the last read and write.
+    uint64_t step_read = 0, step_write = 0;
 
 protected:
     void free_storage() override;

@@ -17,25 +17,6 @@
 
 namespace vela::vk {
 
-// A matrix operand as shaders see it: mirrors `struct View` in shaders/common.glsl.
-struct View {
-    uint64_t addr = 0;  // address of logical element (0, 0)
-    uint32_t rows = 0;  // logical rows, 0 when the view is one dense column-major run
-    uint32_t rstep = 0;
-    uint32_t cstep = 0;
-    uint32_t pad = 0;
-};
-static_assert(sizeof(View) == 24);
-
-// The push block of the elementwise shaders (level1, unary, binary, bias, gather):
-// up to three views, an element count and four scalars.
-struct ElementPush {
-    View x, y, z;
-    uint32_t n = 0;
-    float a = 0, b = 0, c = 0, d = 0;
-};
-static_assert(sizeof(ElementPush) <= 128);
-
 // True when the environment variable is set to something other than "" or "0".
 bool env_on(const char* name);
 
@@ -87,6 +68,7 @@ public:
     void dispatch(const Dispatch& d) override { stream_.dispatch(d); }
 
     const PhysicalInfo& physical() const { return phys_; }
+    Stream& stream() { return stream_; }
     bool mapped() const { return memory_.device_mapped(); }
 
     // Helpers for the kernel files.

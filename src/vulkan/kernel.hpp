@@ -28,6 +28,35 @@ struct Caps {
     uint32_t vendor_id = 0;
 };
 
+// A matrix operand as shaders see it: mirrors `struct View` in shaders/common.glsl.
+struct View {
+    uint64_t addr = 0;  // address of logical element (0, 0)
+    uint32_t rows = 0;  // logical rows, 0 when the view is one dense column-major run
+    uint32_t rstep = 0;
+    uint32_t cstep = 0;
+    uint32_t pad = 0;
+};
+static_assert(sizeof(View) == 24);
+
+// The push block of the elementwise shaders (level1, unary, binary, bias, gather):
+// up to three views, an element count and four scalars. It is also one step of
+// shaders/batch.comp (`struct Step`), with `step` saying which kernel it is.
+struct ElementPush {
+    View x, y, z;
+    uint32_t n = 0;
+    float a = 0, b = 0, c = 0, d = 0;
+    uint32_t step = 0;  // for batch.comp only: the kernel's step code (see namespace step)
+};
+static_assert(sizeof(ElementPush) == 96);
+
+// Step codes of shaders/batch.comp: family | operation (the shader's own OP
+// specialization constant) | flags.
+namespace step {
+constexpr uint32_t level1 = 1u << 8, unary = 2u << 8, binary = 3u << 8, bias = 4u << 8;
+constexpr uint32_t vec4 = 1u << 12;  // dense 16-byte aligned operands: four elements per invocation
+constexpr uint32_t sync = 1u << 13;  // set by the stream: a workgroup barrier before this step
+}  // namespace step
+
 // One dispatch. `reads` and `writes` list the operands so the stream can put
 // a barrier exactly where a hazard exists (RAW, WAR, WAW on the same buffer)
 // and keep the buffers alive until the work completes.
@@ -41,6 +70,9 @@ struct Dispatch {
     std::initializer_list<const Matrix*> reads;
     std::initializer_list<const Matrix*> writes;
     const char* label = nullptr;              // kernel name for profile(); defaults to shader
+    // Nonzero: `push` is an ElementPush and the kernel may also run as one step
+    // of a batch (shaders/batch.comp) with this step code; the stream decides.
+    uint32_t step = 0;
 };
 
 class Recorder {

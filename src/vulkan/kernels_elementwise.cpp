@@ -20,10 +20,10 @@ bool dense16(std::initializer_list<const Matrix*> ms, std::initializer_list<cons
 // One invocation per element of `out` (per four with vec4); the operand lists live for the call.
 void record(VulkanDevice& dev, const char* shader, const char* label, ElementPush& p, const uint32_t* spec,
             uint32_t spec_count, std::initializer_list<const Matrix*> reads,
-            std::initializer_list<const Matrix*> writes, bool vec4 = false) {
+            std::initializer_list<const Matrix*> writes, bool vec4 = false, uint32_t step = 0) {
     if (p.n == 0) return;
     Dispatch d{.shader = shader, .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = spec_count,
-               .reads = reads, .writes = writes, .label = label};
+               .reads = reads, .writes = writes, .label = label, .step = step};
     dev.grid(vec4 ? (uint64_t(p.n) + 3) / 4 : p.n, dev.wg(), d.groups);
     dev.dispatch(d);
 }
@@ -43,7 +43,8 @@ void VulkanDevice::unary(Unary op, const Matrix& x, const Matrix& y, const float
     }
     bool vec4 = dense16({&x, &y}, {&p.x, &p.y});
     uint32_t spec[3] = {wg(), uint32_t(op), vec4};
-    record(*this, "unary", unary_name(op), p, spec, 3, {&x}, {&y}, vec4);
+    // (batch.comp runs unary steps one element per invocation: four copies of 13 functions cost more than they save)
+    record(*this, "unary", unary_name(op), p, spec, 3, {&x}, {&y}, vec4, step::unary | uint32_t(op));
 }
 
 void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
@@ -54,7 +55,8 @@ void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Mat
     p.n = uint32_t(c.size());
     bool vec4 = dense16({&a, &b, &c}, {&p.x, &p.y, &p.z});
     uint32_t spec[3] = {wg(), uint32_t(op), vec4};
-    record(*this, "binary", binary_name(op), p, spec, 3, {&a, &b}, {&c}, vec4);
+    record(*this, "binary", binary_name(op), p, spec, 3, {&a, &b}, {&c}, vec4,
+           step::binary | uint32_t(op) | (vec4 ? step::vec4 : 0));
 }
 
 void VulkanDevice::add_bias(const Matrix& b, const Matrix& y) {
@@ -65,7 +67,7 @@ void VulkanDevice::add_bias(const Matrix& b, const Matrix& y) {
     p.y.rows = uint32_t(y.rows);
     p.n = uint32_t(y.size());
     uint32_t spec[1] = {wg()};
-    record(*this, "add_bias", "add_bias", p, spec, 1, {&b, &y}, {&y});
+    record(*this, "add_bias", "add_bias", p, spec, 1, {&b, &y}, {&y}, false, step::bias);
 }
 
 void VulkanDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {

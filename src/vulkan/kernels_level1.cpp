@@ -23,12 +23,15 @@ void record_level1(VulkanDevice& dev, Level1Op op, const char* label, const Matr
     };
     bool vec4 = (op == op_fill || op == op_scal || op == op_axpby) && dense16(&y, p.y) &&
                 dense16(op == op_axpby ? x : nullptr, p.x);
+    bool u8 = (x && x->dtype() == DType::u8) || y.dtype() == DType::u8;
     uint32_t spec[5] = {dev.wg(), op, x && x->dtype() == DType::u8, y.dtype() == DType::u8, vec4};
+    // Float kernels may run as a step of a batch (shaders/batch.comp); uint8 copies only on their own.
+    uint32_t code = u8 ? 0 : step::level1 | op | (vec4 ? step::vec4 : 0);
     uint64_t invocations = vec4 ? (uint64_t(p.n) + 3) / 4 : p.n;
     // The operand lists live until the end of each full expression that calls go().
     auto go = [&](std::initializer_list<const Matrix*> reads, std::initializer_list<const Matrix*> writes) {
         Dispatch d{.shader = "level1", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 5,
-                   .reads = reads, .writes = writes, .label = label};
+                   .reads = reads, .writes = writes, .label = label, .step = code};
         dev.grid(invocations, dev.wg(), d.groups);
         dev.dispatch(d);
     };

@@ -1,8 +1,10 @@
 #include "vulkan/stream.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.hpp"
+#include "vulkan/device.hpp"
 
 namespace vela::vk {
 
@@ -13,7 +15,10 @@ struct Stream::Slot {
     OwnedQueryPool queries;
     uint64_t serial = 0;
     bool pending = false;  // submitted, fence not yet seen signalled
-    uint32_t dispatches = 0;
+    uint32_t dispatches = 0;  // vkCmdDispatch recorded
+    uint32_t kernels = 0;     // kernels recorded, batched or not: submitted at kBatch
+    Allocation steps;         // batch step lists (host-visible), reused once the fence signalled
+    uint32_t steps_used = 0;  // bytes of `steps` written since begin()
     bool profiled = false;  // timestamps written around each dispatch
     std::vector<std::string> labels;
 };
@@ -27,6 +32,14 @@ Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps,
     : gpu_(gpu), pipelines_(pipelines), memory_(memory), caps_(caps), name_(std::move(name)), ring_(kRing) {
     VkDevice dev = gpu.device;
     timestamp_ns_ = gpu.phys.props.limits.timestampPeriod;
+    // The batch is one workgroup: on a CPU implementation one subgroup (no
+    // barrier ever switches between subgroups), on a GPU a full workgroup. A
+    // step of more than batch_iters_ loop iterations per invocation is worth a
+    // dispatch of its own (measured on lavapipe; see docs/vulkan.md).
+    uint32_t max_wg = std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]);
+    batch_wg_ = std::min<uint32_t>(caps.software ? caps.subgroup_size : 256, max_wg);
+    batch_iters_ = caps.software ? 32 : 4;
+    batching_ = !std::getenv("VELA_VK_BATCH") || env_on("VELA_VK_BATCH");
     for (Slot& s : ring_) {
         auto pi = make<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
         pi.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
@@ -51,6 +64,8 @@ Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps,
             check(vkCreateQueryPool(dev, &qi, nullptr, &qp), "vkCreateQueryPool");
             s.queries = OwnedQueryPool(dev, qp);
         }
+        s.steps = memory.alloc(kBatch * (sizeof(ElementPush) + 16), Pool::host);
+        if (!s.steps.mapped) batching_ = false;  // (host pools are always mapped)
     }
 }
 
@@ -62,6 +77,7 @@ Stream::~Stream() {
         completed_ = serial_;
     }
     for (auto& [serial, a] : retired_) memory_.free(a);
+    for (Slot& s : ring_) memory_.free(s.steps);
 }
 
 void Stream::begin() {
@@ -73,11 +89,31 @@ void Stream::begin() {
     check(vkBeginCommandBuffer(s.cb, &bi), "vkBeginCommandBuffer");
     s.serial = ++serial_;
     s.dispatches = 0;
+    s.kernels = 0;
+    s.steps_used = 0;
     s.labels.clear();
     s.profiled = profiling_ && s.queries;
     if (s.profiled) vkCmdResetQueryPool(s.cb, s.queries, 0, 2 * kBatch);
     bound_ = VK_NULL_HANDLE;
     recording_ = true;
+    // The device compiles the batch shader at its first dispatch: an empty
+    // batch at the start of the first command buffer does that once, before
+    // any kernel's shader (see docs/vulkan.md on lavapipe's JIT).
+    if (batching_ && !warmed_ && !profiling_) {
+        warmed_ = true;
+        open_batch(ring_[cur_]);
+        end_batch();
+    }
+}
+
+void Stream::barrier() {
+    auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vkCmdPipelineBarrier(ring_[cur_].cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0,
+                         1, &mb, 0, nullptr, 0, nullptr);
+    ++epoch_;
+    dirty_ = false;
 }
 
 void Stream::hazard(const Dispatch& d) {
@@ -92,14 +128,11 @@ void Stream::hazard(const Dispatch& d) {
         auto* b = static_cast<VulkanBuffer*>(m->buf.get());
         need |= b->write_epoch == epoch_ || b->read_epoch == epoch_;
     }
-    if (need) {
-        auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
-        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-        mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-        vkCmdPipelineBarrier(ring_[cur_].cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                             0, 1, &mb, 0, nullptr, 0, nullptr);
-        ++epoch_;
-    }
+    if (need) barrier();
+    mark(d);
+}
+
+void Stream::mark(const Dispatch& d) {
     for (const Matrix* m : d.reads) {
         auto* b = static_cast<VulkanBuffer*>(m->buf.get());
         b->read_epoch = epoch_;
@@ -112,6 +145,84 @@ void Stream::hazard(const Dispatch& d) {
     }
 }
 
+void Stream::set_batching(bool on, uint32_t iterations) {
+    batching_ = on && ring_[0].steps.mapped;
+    if (iterations) batch_iters_ = iterations;
+    end_batch();
+}
+
+uint32_t Stream::step_iterations(const Dispatch& d) const {
+    uint64_t per = (d.step & step::vec4) ? 4 : 1;
+    uint64_t n = static_cast<const ElementPush*>(d.push)->n;
+    return uint32_t(std::min<uint64_t>((n + batch_wg_ * per - 1) / (batch_wg_ * per), UINT32_MAX));
+}
+
+// llvmpipe (lavapipe) ends every loop of a shader invocation once the loops
+// together have run 65,535 iterations (gallivm's LP_MAX_TGSI_LOOP_ITERATIONS),
+// without an error: a batch whose steps add up to more would silently skip
+// work. The host therefore bounds what one batch may loop: per step, the
+// step loop and the element loop, and in each element-loop iteration (plus
+// one for a loop entered under an empty lane mask) every tail loop of
+// batch.comp, entered under a lane mask when it is not the step's, one of
+// them running up to three iterations. Half the limit is left as margin; on
+// GPUs, which have no such limit, the bound only splits very long batches.
+static constexpr uint64_t kBatchLoopBudget = 32768;
+static uint64_t step_loop_cost(uint32_t iterations) {
+    return Stream::kBatchLoops + uint64_t(iterations + 1) * (1 + Stream::kBatchTailLoops + 3);
+}
+
+void Stream::open_batch(Slot& s) {
+    uint32_t spec[1] = {batch_wg_};
+    VkPipeline pipeline = pipelines_.get("batch", spec, 1);  // may throw: before any recording
+    // Everything recorded before the batch is ordered before all of its steps,
+    // so later steps need no check against it.
+    if (dirty_) barrier();
+    batch_ = reinterpret_cast<uint32_t*>(s.steps.mapped + s.steps_used);
+    *batch_ = 0;
+    uint64_t list = s.steps.address + s.steps_used;
+    s.steps_used += 16;
+    if (pipeline != bound_) {
+        vkCmdBindPipeline(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+        bound_ = pipeline;
+    }
+    vkCmdPushConstants(s.cb, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof list, &list);
+    vkCmdDispatch(s.cb, 1, 1, 1);
+    ++s.dispatches;
+    dirty_ = true;
+    ++inner_;
+    batch_loops_ = 0;
+}
+
+void Stream::add_step(const Dispatch& d) {
+    if (!recording_) begin();
+    Slot& s = ring_[cur_];
+    uint64_t cost = step_loop_cost(step_iterations(d));
+    if (batch_ && batch_loops_ + cost > kBatchLoopBudget) end_batch();
+    if (!batch_) open_batch(s);
+    batch_loops_ += cost;
+    // A workgroup barrier before this step where it reads what an earlier step
+    // of the batch wrote, or writes what one read or wrote.
+    bool sync = false;
+    for (const Matrix* m : d.reads) sync |= static_cast<VulkanBuffer*>(m->buf.get())->step_write == inner_;
+    for (const Matrix* m : d.writes) {
+        auto* b = static_cast<VulkanBuffer*>(m->buf.get());
+        sync |= b->step_write == inner_ || b->step_read == inner_;
+    }
+    if (sync) ++inner_;
+    for (const Matrix* m : d.reads) static_cast<VulkanBuffer*>(m->buf.get())->step_read = inner_;
+    for (const Matrix* m : d.writes) static_cast<VulkanBuffer*>(m->buf.get())->step_write = inner_;
+    mark(d);
+    // Room for kBatch steps and kBatch list headers: a slot never holds more kernels.
+    auto* step = reinterpret_cast<ElementPush*>(s.steps.mapped + s.steps_used);
+    *step = *static_cast<const ElementPush*>(d.push);
+    step->step = d.step | (sync ? step::sync : 0);
+    s.steps_used += sizeof(ElementPush);
+    ++*batch_;
+    ++stats_.dispatches;
+    ++stats_.batched;
+    if (++s.kernels >= kBatch) submit();
+}
+
 void Stream::dispatch(const Dispatch& d) {
     if (d.push_size > kPushBytes || d.push_size > caps_.max_push_constants || d.push_size % 4)
         fail("vulkan: %s: push constants of %u bytes (at most %u, a multiple of 4)", d.shader, d.push_size,
@@ -121,9 +232,11 @@ void Stream::dispatch(const Dispatch& d) {
             fail("vulkan: %s: %u workgroups in dimension %d, the device allows %u", d.shader, d.groups[i], i,
                  caps_.max_workgroup_count[i]);
     if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) return;
+    if (d.step && batching_ && !profiling_ && step_iterations(d) <= batch_iters_) return add_step(d);
     VkPipeline pipeline = pipelines_.get(d.shader, d.spec, d.spec_count);  // may throw: before any recording
 
     if (!recording_) begin();
+    end_batch();
     Slot& s = ring_[cur_];
     hazard(d);
     if (pipeline != bound_) {
@@ -139,12 +252,15 @@ void Stream::dispatch(const Dispatch& d) {
     } else {
         vkCmdDispatch(s.cb, d.groups[0], d.groups[1], d.groups[2]);
     }
+    dirty_ = true;
+    ++s.dispatches;
     ++stats_.dispatches;
-    if (++s.dispatches >= kBatch) submit();
+    if (++s.kernels >= kBatch) submit();
 }
 
 void Stream::submit() {
     if (!recording_) return;
+    end_batch();
     Slot& s = ring_[cur_];
     // Make shader writes visible to the host: read-backs map the memory after the fence.
     auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);

@@ -7,6 +7,13 @@
 // (read-after-write, write-after-write) or read (write-after-read).
 // Memory freed while queued work may still use it returns to the allocator
 // only when that work has completed.
+//
+// Small elementwise kernels (Dispatch::step, n up to batch_max()) are not
+// dispatched one by one: consecutive ones become the steps of one dispatch of
+// shaders/batch.comp, whose step list lives in host-visible memory of the
+// command buffer's slot and is written until the command buffer is submitted.
+// A batch ends at the first other dispatch, at submission, and while profiling
+// (profile() times each kernel). VELA_VK_BATCH=0 turns batching off.
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -24,7 +31,9 @@ namespace vela::vk {
 class Stream {
 public:
     static constexpr uint32_t kRing = 4;     // command buffers in flight
-    static constexpr uint32_t kBatch = 256;  // dispatches per command buffer before it is submitted
+    static constexpr uint32_t kBatch = 256;  // kernels per command buffer before it is submitted
+    static constexpr uint32_t kBatchLoops = 2;      // loops per step in shaders/batch.comp: step loop, element loop
+    static constexpr uint32_t kBatchTailLoops = 2;  // loops inside one element-loop iteration (vec4 tails)
 
     Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps, std::string name);
     ~Stream();  // waits for the device, then frees what was retired
@@ -32,6 +41,13 @@ public:
     Stream& operator=(const Stream&) = delete;
 
     void dispatch(const Dispatch& d);
+    // Batching of small elementwise kernels (on by default, unless VELA_VK_BATCH=0);
+    // iterations (nonzero): the most element-loop iterations per invocation of a
+    // kernel run as a step (tests raise it; the default is chosen from the device).
+    void set_batching(bool on, uint32_t iterations = 0);
+    bool batching() const { return batching_; }
+    uint32_t batch_workgroup() const { return batch_wg_; }
+    uint32_t batch_iterations() const { return batch_iters_; }
     void flush();                // submit what is recorded, without waiting
     void sync();                 // submit and wait for everything (polls the interrupt flag)
     void wait(uint64_t serial);  // wait until the command buffer `serial` has completed
@@ -55,6 +71,12 @@ private:
     void complete_through(uint64_t serial);  // bookkeeping once the fence of `serial` signalled
     void wait_slot(Slot& s, bool count);
     void hazard(const Dispatch& d);
+    void mark(const Dispatch& d);      // record d's buffers as used in the current epoch
+    void barrier();                    // one global compute → compute memory barrier
+    void add_step(const Dispatch& d);  // d as the next step of the open batch (opened if none)
+    uint32_t step_iterations(const Dispatch& d) const;  // element-loop iterations per invocation
+    void open_batch(Slot& s);          // record an empty batch dispatch; steps are added to it
+    void end_batch() { batch_ = nullptr; }
 
     Gpu& gpu_;
     Pipelines& pipelines_;
@@ -67,7 +89,15 @@ private:
     uint64_t serial_ = 0;     // serial of the command buffer being recorded (or last one)
     uint64_t completed_ = 0;  // every command buffer with serial <= completed_ has finished
     uint64_t epoch_ = 1;      // bumped by each barrier
+    bool dirty_ = false;      // a dispatch was recorded after the last barrier
     VkPipeline bound_ = VK_NULL_HANDLE;
+    // The open batch: its step count in the slot's step memory (null: none open).
+    uint32_t* batch_ = nullptr;
+    uint64_t inner_ = 0;  // step stamp: bumped by each batch and by each barrier inside one
+    bool batching_ = true;
+    bool warmed_ = false;  // the batch shader has had its first dispatch
+    uint64_t batch_loops_ = 0;  // loop iterations the open batch may run (bounded: see add_step)
+    uint32_t batch_wg_ = 64, batch_iters_ = 4;
     std::vector<std::pair<uint64_t, Allocation>> retired_;
     DeviceStats stats_;
     bool profiling_ = false;

@@ -1,0 +1,133 @@
+// The per-element work of the elementwise kernels, shared by their own shaders
+// (level1.comp, unary.comp, binary.comp, add_bias.comp), where the operation is
+// a specialization constant and folds away, and by batch.comp, which runs many
+// small kernels in one dispatch with the operation read from memory. One
+// definition, so a kernel computes the same values batched or not.
+//
+// Each function does the work of one invocation: element k (column-major
+// logical order) of the views, or, in the _vec4 forms, elements k..k+3 of
+// dense 16-byte aligned runs (with a scalar tail when fewer than four remain).
+// Requires common.glsl.
+
+layout(buffer_reference, buffer_reference_align = 16) buffer V4 { vec4 v; };
+
+// Operation numbers: the enums in src/core/ops.hpp (Unary, Binary) and
+// src/vulkan/kernels_level1.cpp (Level1Op).
+const uint L1_FILL = 0u, L1_SCAL = 1u, L1_COPY = 2u, L1_SWAP = 3u, L1_AXPBY = 4u;
+
+// Drivers' tanh loses relative accuracy near 0 (lavapipe: 1e-5) and some
+// overflow to NaN for large |x|: an odd polynomial for small |x| (Cephes
+// tanhf), 1 − 2/(e^{2|x|} + 1) elsewhere, as the CPU device does.
+float tanh_accurate(float x) {
+    float ax = abs(x);
+    if (ax < 0.625) {
+        float z = x * x;
+        return ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z + 1.33314422036e-1) * z -
+                3.33332819422e-1) * z * x + x;
+    }
+    float big = 1.0 - 2.0 / (exp(2.0 * ax) + 1.0);
+    return x < 0.0 ? -big : big;
+}
+
+// e^−|x| never overflows, and the negative tail keeps its relative accuracy.
+float sigmoid_accurate(float x) {
+    float e = exp(-abs(x));
+    float s = 1.0 / (1.0 + e);
+    return x >= 0.0 ? s : e * s;
+}
+
+// vela::Unary. q: linear_frac's (q.x·x + q.y) / (q.z·x + q.w).
+float unary_f(uint op, float x, vec4 q) {
+    switch (op) {
+    case 0u: return tanh_accurate(x);
+    case 1u: return sigmoid_accurate(x);
+    case 2u: return max(x, 0.0);
+    case 3u: return exp(x);
+    case 4u: return log(x);
+    case 5u: return sqrt(x);
+    case 6u: return x * x;
+    case 7u: return 1.0 / x;
+    case 8u: return abs(x);
+    case 9u: return (q.x * x + q.y) / (q.z * x + q.w);
+    case 10u: return 1.0 - x * x;    // tanh' from a = tanh(z)
+    case 11u: return x * (1.0 - x);  // σ' from a = σ(z)
+    default: return x > 0.0 ? 1.0 : 0.0;  // relu'
+    }
+}
+
+// vela::Binary: 0 mul, 1 div, 2 add, 3 sub.
+vec4 binary_f(uint op, vec4 x, vec4 y) { return op == 0u ? x * y : op == 1u ? x / y : op == 2u ? x + y : x - y; }
+
+// y ← f(x)
+void unary_element(uint op, View x, View y, uint k, vec4 q) { st(y, k, unary_f(op, ld(x, k), q)); }
+void unary_vec4(uint op, View x, View y, uint k, uint n, vec4 q) {
+    if (n - k >= 4u) {  // on CPU devices each buffer access is a per-lane loop: a vec4 costs one
+        vec4 v = V4(x.addr + uint64_t(k) * 4ul).v;
+        V4(y.addr + uint64_t(k) * 4ul).v = vec4(unary_f(op, v.x, q), unary_f(op, v.y, q), unary_f(op, v.z, q),
+                                                unary_f(op, v.w, q));
+        return;
+    }
+    for (; k < n; ++k) store_f32(y.addr, k, unary_f(op, load_f32(x.addr, k), q));
+}
+
+// c ← a ∘ b
+void binary_element(uint op, View a, View b, View c, uint k) {
+    st(c, k, binary_f(op, vec4(ld(a, k)), vec4(ld(b, k))).x);
+}
+void binary_vec4(uint op, View a, View b, View c, uint k, uint n) {
+    if (n - k >= 4u) {
+        V4(c.addr + uint64_t(k) * 4ul).v =
+            binary_f(op, V4(a.addr + uint64_t(k) * 4ul).v, V4(b.addr + uint64_t(k) * 4ul).v);
+        return;
+    }
+    for (; k < n; ++k) store_f32(c.addr, k, binary_f(op, vec4(load_f32(a.addr, k)), vec4(load_f32(b.addr, k))).x);
+}
+
+// Level 1 on float views: fill (y ← α), scal (y ← α·y), copy (y ← x), swap,
+// axpby (y ← α·x + β·y; β = 0 never reads y, as in BLAS: NaN there does not propagate).
+void level1_element(uint op, View x, View y, uint k, float alpha, float beta) {
+    uint iy = view_index(y, k);
+    if (op == L1_FILL) {
+        store_f32(y.addr, iy, alpha);
+    } else if (op == L1_SCAL) {
+        store_f32(y.addr, iy, alpha * load_f32(y.addr, iy));
+    } else if (op == L1_COPY) {
+        store_f32(y.addr, iy, load_f32(x.addr, view_index(x, k)));
+    } else if (op == L1_SWAP) {
+        uint ix = view_index(x, k);
+        float a = load_f32(x.addr, ix);
+        store_f32(x.addr, ix, load_f32(y.addr, iy));
+        store_f32(y.addr, iy, a);
+    } else {
+        float ax = alpha * load_f32(x.addr, view_index(x, k));
+        store_f32(y.addr, iy, beta == 0.0 ? ax : ax + beta * load_f32(y.addr, iy));
+    }
+}
+// fill, scal and axpby only.
+void level1_vec4(uint op, View x, View y, uint k, uint n, float alpha, float beta) {
+    if (n - k >= 4u) {
+        V4 yv = V4(y.addr + uint64_t(k) * 4ul);
+        if (op == L1_FILL) {
+            yv.v = vec4(alpha);
+        } else if (op == L1_SCAL) {
+            yv.v = alpha * yv.v;
+        } else {
+            vec4 ax = alpha * V4(x.addr + uint64_t(k) * 4ul).v;
+            yv.v = beta == 0.0 ? ax : ax + beta * yv.v;
+        }
+        return;
+    }
+    for (; k < n; ++k) {
+        float v = op == L1_FILL ? alpha : op == L1_SCAL ? alpha * load_f32(y.addr, k) : alpha * load_f32(x.addr, k);
+        if (op == L1_AXPBY && beta != 0.0) v += beta * load_f32(y.addr, k);
+        store_f32(y.addr, k, v);
+    }
+}
+
+// y(i, j) += b(i): b an m-vector (element i at b.addr + i·b.rstep), y m×n with y.rows = m.
+void add_bias_element(View b, View y, uint k) {
+    uint j = k / y.rows;
+    uint i = k - j * y.rows;
+    uint iy = view_index2(y, i, j);
+    store_f32(y.addr, iy, load_f32(y.addr, iy) + load_f32(b.addr, i * b.rstep));
+}

@@ -64,7 +64,8 @@ Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps,
             check(vkCreateQueryPool(dev, &qi, nullptr, &qp), "vkCreateQueryPool");
             s.queries = OwnedQueryPool(dev, qp);
         }
-        s.steps = memory.alloc(kBatch * (sizeof(ElementPush) + 16), Pool::host);
+        // kBatch steps and a list header for each, plus the first command buffer's empty batch.
+        s.steps = memory.alloc(kBatch * (sizeof(ElementPush) + 16) + 16, Pool::host);
         if (!s.steps.mapped) batching_ = false;  // (host pools are always mapped)
     }
 }
@@ -212,7 +213,7 @@ void Stream::add_step(const Dispatch& d) {
     for (const Matrix* m : d.reads) static_cast<VulkanBuffer*>(m->buf.get())->step_read = inner_;
     for (const Matrix* m : d.writes) static_cast<VulkanBuffer*>(m->buf.get())->step_write = inner_;
     mark(d);
-    // Room for kBatch steps and kBatch list headers: a slot never holds more kernels.
+    // Room for kBatch steps and kBatch + 1 list headers: a slot never holds more kernels.
     auto* step = reinterpret_cast<ElementPush*>(s.steps.mapped + s.steps_used);
     *step = *static_cast<const ElementPush*>(d.push);
     step->step = d.step | (sync ? step::sync : 0);
@@ -232,7 +233,10 @@ void Stream::dispatch(const Dispatch& d) {
             fail("vulkan: %s: %u workgroups in dimension %d, the device allows %u", d.shader, d.groups[i], i,
                  caps_.max_workgroup_count[i]);
     if (d.groups[0] == 0 || d.groups[1] == 0 || d.groups[2] == 0) return;
-    if (d.step && batching_ && !profiling_ && step_iterations(d) <= batch_iters_) return add_step(d);
+    if (d.step && batching_ && !profiling_) {
+        uint32_t iterations = step_iterations(d);
+        if (iterations <= batch_iters_ && step_loop_cost(iterations) <= kBatchLoopBudget) return add_step(d);
+    }
     VkPipeline pipeline = pipelines_.get(d.shader, d.spec, d.spec_count);  // may throw: before any recording
 
     if (!recording_) begin();
@@ -327,7 +331,7 @@ void Stream::complete_through(uint64_t serial) {
 void Stream::wait(uint64_t serial) {
     if (serial <= completed_) return;
     if (recording_ && serial >= ring_[cur_].serial) {
-        if (ring_[cur_].dispatches == 0) {  // nothing recorded yet in it: nothing to wait for there
+        if (ring_[cur_].kernels == 0) {  // no kernel recorded yet in it: nothing to wait for there
             serial = ring_[cur_].serial - 1;
             if (serial <= completed_) return;
         } else {

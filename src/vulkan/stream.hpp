@@ -46,7 +46,6 @@ public:
     // kernel run as a step (tests raise it; the default is chosen from the device).
     void set_batching(bool on, uint32_t iterations = 0);
     bool batching() const { return batching_; }
-    uint32_t batch_workgroup() const { return batch_wg_; }
     uint32_t batch_iterations() const { return batch_iters_; }
     void flush();                // submit what is recorded, without waiting
     void sync();                 // submit and wait for everything (polls the interrupt flag)

@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "vulkan/check.hpp"
+#include "vulkan/pin_modules.hpp"
 
 namespace vela::vk {
 
@@ -214,6 +215,7 @@ Context::Context() {
     std::vector<VkPhysicalDevice> pds(n);
     check(vkEnumeratePhysicalDevices(instance_, &n, pds.data()), "vkEnumeratePhysicalDevices");
     for (size_t i = 0; i < pds.size(); ++i) physical_.push_back(describe(pds[i], i));
+    pin_loaded_modules();  // the drivers are loaded by now; see pin_modules.cpp
 }
 
 Context::~Context() {
@@ -244,6 +246,7 @@ Gpu::Gpu(const PhysicalInfo& p) : phys(p) {
     ci.queueCreateInfoCount = 1;
     ci.pQueueCreateInfos = &q;
     check(vkCreateDevice(p.handle, &ci, nullptr, &device), "vkCreateDevice");
+    pin_loaded_modules();  // a driver may load more objects for a device
     vkGetDeviceQueue(device, p.queue_family, 0, &queue);
 }
 

@@ -78,11 +78,17 @@ int docall(lua_State* L, int narg, int nres) {
     lua_pushcfunction(L, msghandler);
     lua_insert(L, base);
     globalL = L;
-    vela::interrupt_flag().store(false);  // a Ctrl-C from before this call is stale
+    // A Ctrl-C pressed after the line was entered but before this call began
+    // (the shell clears the flag before it reads a command) is for this call:
+    // it stops at its first instruction, as a user who pressed Enter then
+    // Ctrl-C expects, instead of the key being lost.
+    bool pending = vela::interrupt_flag().load();
     auto old = std::signal(SIGINT, laction);
+    if (pending) laction(SIGINT);
     int status = lua_pcall(L, narg, nres, base);
     std::signal(SIGINT, old);
     lua_sethook(L, nullptr, 0, 0);  // a Ctrl-C that came as the call returned
+    vela::interrupt_flag().store(false);  // delivered, or the call ended first
     lua_remove(L, base);
     return status;
 }

@@ -1,6 +1,7 @@
 #include "repl/lineedit.hpp"
 
 #include <editline/readline.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "repl/repl.hpp"
 
 namespace vela::repl {
@@ -61,7 +63,33 @@ char** attempted(const char*, int start, int end) {
 
 volatile sig_atomic_t prompt_interrupted = 0;
 
-void on_prompt_sigint(int) { prompt_interrupted = 1; }
+// Written by the handler to wake read_byte. vela has threads that do not block
+// SIGINT (OpenBLAS's, the cpu pool's), so the kernel may run the handler on one
+// of them while the main thread sleeps in ppoll with SIGINT blocked outside it;
+// the flag alone then went unseen until the next key (Ctrl-C at the prompt was
+// ignored about half the time). The pipe wakes the reader from any thread.
+int wake_pipe[2] = {-1, -1};
+
+void on_prompt_sigint(int) {
+    prompt_interrupted = 1;
+    if (wake_pipe[1] >= 0) {
+        int saved = errno;
+        ssize_t n = write(wake_pipe[1], "", 1);  // a full pipe already wakes the reader
+        (void)n;
+        errno = saved;
+    }
+}
+
+void drain_wake_pipe() {
+    char buf[64];
+    while (wake_pipe[0] >= 0 && ::read(wake_pipe[0], buf, sizeof buf) > 0) {
+    }
+}
+
+// Whether read_byte gave up because of Ctrl-C, so that the line editor saw
+// end of input mid-line (libedit then returns the partial line, not null).
+// Unset with prompt_interrupted set: the Ctrl-C came after Enter.
+bool reader_cut = false;
 
 // One byte of input, or -1 at end of input or once Ctrl-C was pressed.
 // SIGINT stays blocked except inside ppoll, so a Ctrl-C can never slip in
@@ -76,10 +104,11 @@ int read_byte() {
     pthread_sigmask(SIG_BLOCK, &block, &old);
     int result = -1;
     while (!prompt_interrupted) {
-        pollfd p{0, POLLIN, 0};
-        int r = ppoll(&p, 1, nullptr, &old);
+        pollfd p[2] = {{0, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
+        int r = ppoll(p, wake_pipe[0] >= 0 ? 2 : 1, nullptr, &old);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) break;
+        if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR))) continue;  // woken: look at the flag
         unsigned char c;
         ssize_t n = ::read(0, &c, 1);
         if (n == 1) {
@@ -89,6 +118,7 @@ int read_byte() {
         if (n == 0 || (errno != EINTR && errno != EAGAIN)) break;
     }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (result < 0 && prompt_interrupted) reader_cut = true;
     return result;
 }
 
@@ -122,6 +152,7 @@ LineEditor::LineEditor(lua_State* L) : tty_(isatty(0) && isatty(1)), history_pat
     std::setlocale(LC_CTYPE, "");  // libedit edits UTF-8 as characters only in a UTF-8 locale
     rl_readline_name = "vela";
     rl_getc_function = read_key;
+    if (wake_pipe[0] < 0 && pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) wake_pipe[0] = wake_pipe[1] = -1;
     rl_initialize();
     // '.' and ':' stay inside a word so "string.fo" and "m:ad" complete whole.
     static char breaks[] = " \t\n\"'`@$><=;|&{(,+-*/%^~#[])}";
@@ -176,10 +207,16 @@ LineEditor::Status LineEditor::read(const char* prompt, std::string& line) {
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = 0;
     prompt_interrupted = 0;
+    reader_cut = false;
+    drain_wake_pipe();
     sigaction(SIGINT, &sa, &old);
     char* p = readline(prompt);
     sigaction(SIGINT, &old, nullptr);
-    if (prompt_interrupted) {
+    if (prompt_interrupted && p && !reader_cut) {
+        // Ctrl-C came after Enter: the line stands, and the key is for the
+        // command it starts (docall sees the flag).
+        vela::interrupt_flag().store(true);
+    } else if (prompt_interrupted) {
         std::free(p);
         std::fputs("\n", stdout);
         std::fflush(stdout);

@@ -155,6 +155,7 @@ void run_repl(lua_State* L) {
     LineEditor ed(L);
     for (;;) {
         lua_settop(L, 0);
+        vela::interrupt_flag().store(false);  // at the prompt Ctrl-C belongs to the line editor
         Command cmd;
         int status = read_command(L, ed, cmd);
         if (status == -1) break;

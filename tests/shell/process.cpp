@@ -5,6 +5,7 @@
 #include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -159,11 +160,28 @@ Pty::~Pty() {
     unlink(history_.c_str());
 }
 
+bool Pty::line_editor_reading(double timeout_s) {
+    // libedit prints its prompt a moment before it puts the terminal in raw
+    // mode; a key typed in between goes through the line discipline (a
+    // Ctrl-D there is lost). The pty's settings are shared by both ends, so
+    // the master sees when canonical mode is off, however slow the child is.
+    auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(timeout_s));
+    for (;;) {
+        termios t{};
+        if (tcgetattr(master_, &t) == 0 && !(t.c_lflag & ICANON)) return true;
+        if (seconds_left(deadline) <= 0) return false;
+        pump(0.005);
+    }
+}
+
 void Pty::send(const std::string& s) {
-    // libedit shows the prompt a moment before it puts the terminal in raw
-    // mode; a key typed in between is read by the line discipline (a Ctrl-D
-    // there is lost). A person never types that fast; the test waits as long.
-    pause(0.03);
+    line_editor_reading(15);  // at the deadline the keys go anyway and the test's expect fails
+    write_all(s);
+}
+
+void Pty::interrupt() { write_all("\x03"); }
+
+void Pty::write_all(const std::string& s) {
     size_t done = 0;
     auto deadline = clock_type::now() + std::chrono::seconds(10);
     while (done < s.size() && seconds_left(deadline) > 0) {
@@ -203,11 +221,6 @@ bool Pty::expect(const std::string& needle, double timeout_s) {
             }
         }
     }
-}
-
-void Pty::pause(double seconds) {
-    auto deadline = clock_type::now() + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
-    while (seconds_left(deadline) > 0) pump(std::min(seconds_left(deadline), 0.05));
 }
 
 int Pty::wait_exit(double timeout_s) {

@@ -36,13 +36,17 @@ public:
     Pty(const Pty&) = delete;
     Pty& operator=(const Pty&) = delete;
 
+    // Types s at the prompt: waits until the line editor reads the terminal
+    // (raw mode), then writes.
     void send(const std::string& s);
+    // Ctrl-C now, for a command that is running (the terminal is not raw).
+    void interrupt();
+    // Whether the line editor has the terminal in raw mode within timeout_s.
+    bool line_editor_reading(double timeout_s);
     // Reads until the output after the last match contains `needle`; false
     // at the deadline. The search moves past each match, so expecting the
     // prompt twice waits for two prompts.
     bool expect(const std::string& needle, double timeout_s = 15);
-    // Keeps reading for a while (lets the child get going).
-    void pause(double seconds);
     // Waits for the process to end: its exit code, or -1 (signal, deadline).
     int wait_exit(double timeout_s = 15);
     // Everything read so far, and what came after the last match.
@@ -51,6 +55,7 @@ public:
 
 private:
     bool pump(double timeout_s);  // reads what is there; false when nothing came
+    void write_all(const std::string& s);
     int master_ = -1;
     int pid_ = -1;
     int status_ = -2;

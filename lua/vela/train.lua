@@ -1,0 +1,248 @@
+-- vela.train: training and evaluation of vela.nn nets: nn.fit (the training
+-- loop with its progress bar), nn.evaluate, nn.predict and nn.confusion.
+-- vela.nn attaches these to its own table, so scripts call them as nn.fit etc.;
+-- the layers and losses they drive stay in lua/vela/nn.lua.
+local vela = require "vela"
+
+local training = {}
+
+local fmt = string.format
+
+-- Set by training.attach: the nn module (its losses) and the helpers nn.lua
+-- allocates its buffers with.
+local nn, alloc, buffers, same_device
+
+-- training.attach(nn, {alloc =, buffers =, same_device =}) makes nn.fit,
+-- nn.evaluate, nn.predict and nn.confusion these functions (called once, by
+-- vela.nn as it loads).
+function training.attach(nn_module, helpers)
+  nn, alloc, buffers, same_device = nn_module, helpers.alloc, helpers.buffers, helpers.same_device
+  nn.fit, nn.evaluate, nn.predict, nn.confusion = training.fit, training.evaluate, training.predict, training.confusion
+  return nn
+end
+
+local clock = vela.clock or os.clock
+
+-- Counts correct predictions of one batch on the device, without a host
+-- wait: pred ← argmax(z); c ← 1/(1 + 10⁶·(pred − y)²), 1 where right and
+-- at most 10⁻⁶ where wrong; acc ← acc + c. The sum rounds to the count.
+local Counter = {}
+Counter.__index = Counter
+
+local function counter(dev, cap)
+  return setmetatable({buf = buffers(dev, {pred = 1, c = 1}), acc = alloc(dev, 1, cap),
+                       loss = alloc(dev, 1, cap), cap = cap, views = {}}, Counter)
+end
+
+function Counter:add(z, y, loss)
+  local n = z.cols
+  local b = self.buf:get(n)
+  local v = self.views[n]
+  if not v then
+    v = {acc = n == self.cap and self.acc or self.acc:columns(1, n), loss = n == self.cap and self.loss or self.loss:columns(1, n)}
+    self.views[n] = v
+  end
+  vela.argmax(z, b.pred)
+  vela.sub(b.pred, y, b.c)
+  vela.sqr(b.c)
+  vela.linear_frac(b.c, 0, 1, 1e6, 1)
+  vela.axpy(1, b.c, v.acc)
+  if loss then vela.axpy(1 / n, loss, v.loss) end
+end
+
+-- Reads and clears: (number correct, sum of batch-mean losses). The host waits here.
+function Counter:read()
+  local correct, loss = vela.sum(self.acc), vela.sum(self.loss)
+  vela.fill(self.acc, 0)
+  vela.fill(self.loss, 0)
+  return math.floor(correct + 0.5), loss
+end
+
+local eval_cache = setmetatable({}, {__mode = "k"})
+
+-- The loader and counter evaluate uses for a set, kept while the set lives.
+local function eval_tools(set, batch)
+  local t = eval_cache[set]
+  local dev = set.images:device()
+  if not t or t.batch ~= batch or not same_device(t.dev, dev) then
+    local data = require "vela.data"
+    local b = math.min(batch, set.n or set.images.cols)
+    t = {batch = batch, dev = dev, loader = data.loader(set, b, {shuffle = false}), counter = counter(dev, b)}
+    eval_cache[set] = t
+  end
+  return t
+end
+
+-- nn.evaluate(net, set [, {batch = 1000, loss = nn.softmax_xent()}]) →
+-- accuracy in [0, 1], and the mean loss when a loss is given.
+function training.evaluate(net, set, opts)
+  opts = opts or {}
+  local t = eval_tools(set, opts.batch or 1000)
+  local lossfn = opts.loss
+  t.counter:read()
+  for x, y in t.loader:epoch(1) do
+    local z = net:forward(x)
+    t.counter:add(z, y, lossfn and lossfn:forward(z, y))
+  end
+  local correct, loss = t.counter:read()
+  local n = t.loader.set.n
+  return correct / n, lossfn and loss / t.loader.nbatches or nil
+end
+
+-- nn.predict(net, images [, batch]) → float 1×n of predicted class indices
+-- on the device (images: a matrix or a set).
+function training.predict(net, images, batch)
+  local set = images.images and images or {images = images, n = images.cols}
+  local data = require "vela.data"
+  batch = math.min(batch or 1000, set.n)
+  local loader = data.loader({images = set.images, n = set.n}, batch, {shuffle = false})
+  local pred = alloc(set.images:device(), 1, set.n)
+  local first = 1
+  for x, _, _, n in loader:epoch(1) do
+    vela.argmax(net:forward(x), pred:columns(first, n))
+    first = first + n
+  end
+  return pred
+end
+
+-- nn.confusion(net, set [, quiet]) → counts[true][predicted] (a Lua table),
+-- printed as a table with each class's accuracy.
+function training.confusion(net, set, quiet)
+  local k = net.outputs
+  local pred = training.predict(net, set):to("cpu"):totable()[1]
+  local truth = set.labels:to("cpu"):totable()[1]
+  local counts = {}
+  for i = 1, k do counts[i] = {} for j = 1, k do counts[i][j] = 0 end end
+  for s = 1, #pred do
+    local t, p = math.floor(truth[s] + 0.5), math.floor(pred[s] + 0.5)
+    counts[t][p] = counts[t][p] + 1
+  end
+  if not quiet then
+    local names = set.classes or {}
+    local function name(i) return (names[i] or tostring(i)):sub(1, 6) end
+    local lines = {"confusion: rows are the true class, columns the predicted one"}
+    local head = {fmt("%-7s", "")}
+    for j = 1, k do head[#head + 1] = fmt("%7s", name(j)) end
+    head[#head + 1] = "  accuracy"
+    lines[#lines + 1] = table.concat(head)
+    local right, total = 0, 0
+    for i = 1, k do
+      local row, n = {fmt("%-7s", name(i))}, 0
+      for j = 1, k do row[#row + 1] = fmt("%7d", counts[i][j]); n = n + counts[i][j] end
+      row[#row + 1] = n > 0 and fmt("  %6.1f%%", 100 * counts[i][i] / n) or "       -"
+      lines[#lines + 1] = table.concat(row)
+      right, total = right + counts[i][i], total + n
+    end
+    lines[#lines + 1] = fmt("overall %.2f%% of %d", 100 * right / math.max(total, 1), total)
+    print(table.concat(lines, "\n"))
+  end
+  return counts
+end
+
+local function hms(s)
+  s = math.max(0, math.floor(s + 0.5))
+  if s >= 3600 then return fmt("%d:%02d:%02d", s // 3600, s % 3600 // 60, s % 60) end
+  return fmt("%d:%02d", s // 60, s % 60)
+end
+
+local function rate(x)
+  if x >= 1e6 then return fmt("%.2fM", x / 1e6) end
+  if x >= 1e3 then return fmt("%.1fk", x / 1e3) end
+  return fmt("%.0f", x)
+end
+
+-- nn.fit(net, train, opts) trains and returns a history table.
+--   opts.epochs (10), opts.batch (128), opts.optimizer (optim.sgd{lr = 0.05,
+--   momentum = 0.9}), opts.loss (nn.softmax_xent() or a name), opts.test (a
+--   set, evaluated after each epoch), opts.seed (1: the shuffle), opts.schedule
+--   (epoch → lr), opts.every (20: batches between reads of the loss; the
+--   only host waits of an epoch), opts.progress (true: a progress bar).
+-- History: {loss = {…}, train_accuracy = {…}, test_accuracy = {…},
+--   seconds = {…}, cpu_seconds = {…} (processor time of this process, all
+--   threads), examples_per_s = {…}, batch_loss = {…}} per epoch
+--   (batch_loss: the mean loss of each stretch of `every` batches).
+function training.fit(net, train, opts)
+  opts = opts or {}
+  local optim = require "vela.optim"
+  local data = require "vela.data"
+  local epochs, batch, every = opts.epochs or 10, opts.batch or 128, opts.every or 20
+  local opt = opts.optimizer or optim.sgd{lr = 0.05, momentum = 0.9}
+  local lossfn = opts.loss or nn.softmax_xent()
+  if type(lossfn) == "string" then
+    local make = nn.losses[lossfn]
+    if not make then error(fmt("nn.fit: unknown loss '%s' (softmax_xent or quadratic)", lossfn), 2) end
+    lossfn = make()
+  end
+  local progress = opts.progress ~= false
+  local out = opts.output or io.stdout
+  local loader = data.loader(train, batch, {seed = opts.seed or 1})
+  local dev = train.images:device()
+  local count = counter(dev, batch)
+  net.optimizer = opt
+  local hist = {loss = {}, train_accuracy = {}, test_accuracy = {}, seconds = {}, examples_per_s = {},
+                batch_loss = {}, lr = {}, cpu_seconds = {}}
+  local nb, n_total = loader.nbatches, loader.set.n
+
+  for epoch = 1, epochs do
+    if opts.schedule then opt.lr = opts.schedule(epoch) end
+    hist.lr[epoch] = opt.lr
+    count:read()
+    local t0, c0 = clock(), os.clock()
+    local seen, seen_at_read, correct_sum, loss_sum, read_batches = 0, 0, 0, 0, 0
+    local shown_loss, shown_acc = 0 / 0, 0 / 0
+    for x, y, b, n in loader:epoch(epoch) do
+      local z = net:forward(x)
+      local loss = lossfn:forward(z, y)
+      net:backward(lossfn:backward())
+      opt:step(net:params())
+      count:add(z, y, loss)
+      seen = seen + n
+      if b % every == 0 or b == nb then
+        local correct, l = count:read()          -- the one host wait per `every` batches
+        local k = b - read_batches
+        correct_sum, loss_sum, read_batches = correct_sum + correct, loss_sum + l, b
+        shown_loss, shown_acc = l / k, correct / (seen - seen_at_read)
+        seen_at_read = seen
+        hist.batch_loss[#hist.batch_loss + 1] = shown_loss
+        if progress then
+          local dt = clock() - t0
+          local width = 20
+          local done = math.floor(width * b / nb)
+          out:write(fmt("\repoch %d/%d [%s%s] %d/%d  loss %.4f  acc %5.1f%%  %s ex/s  ETA %s ",
+            epoch, epochs, string.rep("=", done), string.rep(" ", width - done), b, nb, shown_loss,
+            100 * shown_acc, rate(seen / math.max(dt, 1e-9)), hms(dt / b * (nb - b))))
+          out:flush()
+        end
+      end
+    end
+    local dt = clock() - t0
+    hist.seconds[epoch] = dt
+    hist.cpu_seconds[epoch] = os.clock() - c0
+    hist.examples_per_s[epoch] = n_total / dt
+    hist.loss[epoch] = loss_sum / nb
+    hist.train_accuracy[epoch] = correct_sum / n_total
+    local line = fmt("\repoch %d/%d  loss %.4f  train %.2f%%", epoch, epochs, hist.loss[epoch],
+      100 * hist.train_accuracy[epoch])
+    if opts.test then
+      hist.test_accuracy[epoch] = training.evaluate(net, opts.test)
+      line = line .. fmt("  test %.2f%%", 100 * hist.test_accuracy[epoch])
+    end
+    line = line .. fmt("  %.2f s  %s ex/s", dt, rate(hist.examples_per_s[epoch]))
+    if progress then out:write(line, string.rep(" ", 24), "\n"); out:flush() end
+  end
+  return hist
+end
+
+-- help(nn.fit), ?nn.evaluate: documentation for the shell's help.
+if vela.doc then
+  vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20})",
+    "Trains with a progress bar (loss read from the device every `every` batches); returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss}.", training.fit)
+  vela.doc("nn.evaluate", "nn.evaluate(net, set [, {batch =, loss =}]) -> accuracy [, mean loss]",
+    "The fraction of a set classified right, counted on the device.", training.evaluate)
+  vela.doc("nn.predict", "nn.predict(net, images [, batch]) -> 1×n",
+    "Predicted class indices (1-based) on the device.", training.predict)
+  vela.doc("nn.confusion", "nn.confusion(net, set [, quiet]) -> counts",
+    "Prints the confusion table (rows true class, columns predicted) with each class's accuracy.", training.confusion)
+end
+
+return training

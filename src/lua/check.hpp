@@ -1,6 +1,6 @@
-// What the binding files (matrix.cpp, kernels.cpp, devices.cpp) share: the
-// userdata layouts, the argument checks that turn a bad Lua value into a
-// clear error before anything reaches the core, and the list of live
+// What the binding files (matrix.cpp, constructors.cpp, kernels.cpp,
+// devices.cpp, ...) share: the userdata layouts, the argument checks (in
+// check.cpp) that turn a bad Lua value into a clear error before anything reaches the core, and the list of live
 // matrices that who() reads. Everything on a kernel's success path here is
 // allocation-free: a kernel call is a few pointer checks and one core call.
 #pragma once
@@ -64,6 +64,13 @@ int64_t check_index(lua_State* L, int arg, const char* fn, const char* what, int
 // A seed: a non-negative integer.
 uint64_t check_seed(lua_State* L, int arg, const char* fn);
 
+// Scratch host memory owned by Lua (a userdata left on the stack), so an
+// error while filling it leaks nothing.
+template <class T>
+T* scratch(lua_State* L, size_t count) {
+    return static_cast<T*>(lua_newuserdatauv(L, count ? count * sizeof(T) : 1, 0));
+}
+
 // A device argument: a "vela.Device" userdata or a spec string ("cpu",
 // "vulkan:0", "vulkan:llvmpipe").
 Device& check_device(lua_State* L, int arg);
@@ -75,7 +82,10 @@ void push_device(lua_State* L, Device& dev);
 // Syncs every open device (time, bench, compare measure finished work).
 void sync_all(lua_State* L);
 
-// Human-readable byte counts: "24 B", "3.0 KiB", "1.50 GiB".
-const char* format_bytes(char* out, size_t size, uint64_t bytes);
+// Pushes the device's id ("cpu", "vulkan:0") as a string.
+void push_device_name(lua_State* L, const Device& dev);
+
+// Pushes a device's counters as {dispatches=, batched=, submissions=, host_waits=} (memory.cpp).
+void push_stats(lua_State* L, const DeviceStats& s);
 
 }  // namespace vela::lua

@@ -1,7 +1,9 @@
-// The "vela.Matrix" userdata: constructors (matrix, zeros, ones, rand,
-// randn, from), methods, fields, operators, printing, and the list of live
-// matrices behind who(). Indices typed in Lua are 1-based; they are checked
-// here, with 1-based messages, and handed to the core 0-based.
+// The "vela.Matrix" userdata: the list of live matrices behind who(), the
+// methods (views, accessors, copies), fields and operators, and the
+// metatable. The constructors are in constructors.cpp, printing in
+// matrix_print.cpp, the argument checks in check.cpp. Indices typed in Lua
+// are 1-based; they are checked here, with 1-based messages, and handed to
+// the core 0-based.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -66,284 +68,6 @@ void push_matrix(lua_State* L, Matrix m) {
     auto* lm = new (p) LMatrix{std::move(m)};
     link(lm);
     luaL_setmetatable(L, kMatrixType);
-}
-
-/* ---------------------------------------------------------------------- */
-/* argument checks                                                        */
-/* ---------------------------------------------------------------------- */
-
-static constexpr lua_Number kMaxDim = 2147483647.0;  // 2^31 − 1
-
-int64_t check_size(lua_State* L, int arg, const char* fn, const char* what) {
-    if (lua_isinteger(L, arg)) {
-        lua_Integer n = lua_tointeger(L, arg);
-        if (n >= 0 && n <= lua_Integer(kMaxDim)) return n;
-    }
-    lua_Number x = luaL_checknumber(L, arg);
-    if (!(x >= 0) || x != std::floor(x))
-        luaL_error(L, "%s: %s must be a non-negative integer, got %s", fn, what, luaL_tolstring(L, arg, nullptr));
-    if (x > kMaxDim)
-        luaL_error(L, "%s: %s must be at most 2147483647, got %s", fn, what, luaL_tolstring(L, arg, nullptr));
-    return int64_t(x);
-}
-
-int64_t check_index(lua_State* L, int arg, const char* fn, const char* what, int64_t n) {
-    lua_Integer k;
-    if (lua_isinteger(L, arg)) {
-        k = lua_tointeger(L, arg);
-    } else {
-        lua_Number x = luaL_checknumber(L, arg);
-        if (x != std::floor(x) || !(std::fabs(x) < 9.0e15))
-            luaL_error(L, "%s: %s must be an integer, got %s", fn, what, luaL_tolstring(L, arg, nullptr));
-        k = lua_Integer(x);
-    }
-    if (k < 1 || k > n) {
-        if (n == 0) luaL_error(L, "%s: %s %I is out of range (the extent is 0)", fn, what, k);
-        luaL_error(L, "%s: %s %I is out of range 1..%I%s", fn, what, k, lua_Integer(n),
-                   k == 0 ? " (indices are 1-based)" : "");
-    }
-    return k - 1;
-}
-
-uint64_t check_seed(lua_State* L, int arg, const char* fn) {
-    lua_Number x = luaL_checknumber(L, arg);
-    if (!(x >= 0) || x != std::floor(x) || x >= 18446744073709551616.0)
-        luaL_error(L, "%s: seed must be a non-negative integer, got %s", fn, luaL_tolstring(L, arg, nullptr));
-    return lua_isinteger(L, arg) ? uint64_t(lua_tointeger(L, arg)) : uint64_t(x);
-}
-
-// Trailing constructor options in any order: a dtype name ("float32",
-// "uint8"), a device, or a device spec string; nil is skipped.
-static void check_options(lua_State* L, int from, const char* fn, bool allow_dtype, DType* dtype, Device** dev) {
-    int top = lua_gettop(L);
-    for (int i = from; i <= top; i++) {
-        int t = lua_type(L, i);
-        if (t == LUA_TNIL) continue;
-        if (t == LUA_TSTRING) {
-            const char* s = lua_tostring(L, i);
-            if (std::strcmp(s, "float32") == 0 || std::strcmp(s, "uint8") == 0) {
-                if (!allow_dtype) luaL_error(L, "%s: dtype is always float32 here, got '%s'", fn, s);
-                *dtype = s[0] == 'f' ? DType::f32 : DType::u8;
-                continue;
-            }
-            // A mistyped dtype should not read as an unknown device.
-            if (std::strncmp(s, "float", 5) == 0 || std::strncmp(s, "int", 3) == 0 || std::strncmp(s, "uint", 4) == 0 ||
-                std::strcmp(s, "double") == 0)
-                luaL_error(L, "%s: dtype must be \"float32\" or \"uint8\", got '%s'", fn, s);
-        }
-        if (t == LUA_TSTRING || t == LUA_TUSERDATA) {
-            *dev = &check_device(L, i);
-            continue;
-        }
-        luaL_typeerror(L, i, allow_dtype ? "dtype or device" : "device");
-    }
-    if (!*dev) *dev = &guarded(L, []() -> Device& { return current_device(); });
-}
-
-// Scratch host memory owned by Lua, so an error while filling it leaks nothing.
-template <class T>
-static T* scratch(lua_State* L, size_t count) {
-    return static_cast<T*>(lua_newuserdatauv(L, count ? count * sizeof(T) : 1, 0));
-}
-
-// Reads a table's entry k (1-based) as a number; `where` names it in errors.
-static lua_Number table_number(lua_State* L, int t, lua_Integer k, const char* fn, const char* where) {
-    int type = lua_rawgeti(L, t, k);
-    if (type != LUA_TNUMBER)
-        luaL_error(L, "%s: %s is %s, expected a number", fn, where,
-                   type == LUA_TNIL ? "missing" : lua_pushfstring(L, "a %s", luaL_typename(L, -1)));
-    lua_Number x = lua_tonumber(L, -1);
-    lua_pop(L, 1);
-    return x;
-}
-
-static uint8_t to_u8(lua_State* L, lua_Number x, const char* fn, const char* where) {
-    if (!(x >= 0 && x <= 255) || x != std::floor(x))
-        luaL_error(L, "%s: %s is %f, which does not fit uint8 (an integer 0..255)", fn, where, x);
-    return uint8_t(x);
-}
-
-// Uploads rows×cols column-major host values (float32 or uint8) as a new matrix.
-static void push_from_host(lua_State* L, Device& dev, int64_t rows, int64_t cols, DType dtype, const void* host) {
-    Matrix m = guarded(L, [&] {
-        if (dtype == DType::u8) return from_host_u8(dev, rows, cols, static_cast<const uint8_t*>(host));
-        return from_host(dev, rows, cols, static_cast<const float*>(host));
-    });
-    push_matrix(L, std::move(m));
-}
-
-/* ---------------------------------------------------------------------- */
-/* constructors                                                           */
-/* ---------------------------------------------------------------------- */
-
-// matrix(rows, cols [, values] [, dtype] [, dev]): values a flat
-// column-major table or a number to fill with; zeros when absent.
-static int l_matrix(lua_State* L) {
-    int64_t rows = check_size(L, 1, "matrix", "rows");
-    int64_t cols = check_size(L, 2, "matrix", "cols");
-    int vt = lua_type(L, 3);
-    DType dtype = DType::f32;
-    Device* dev = nullptr;
-    check_options(L, vt == LUA_TTABLE || vt == LUA_TNUMBER ? 4 : 3, "matrix", true, &dtype, &dev);
-    int64_t n = rows * cols;
-    if (vt == LUA_TTABLE) {
-        lua_Integer len = lua_Integer(lua_rawlen(L, 3));
-        if (len != n)
-            luaL_error(L, "matrix: values has %I entries but a %I×%I matrix needs %I (flat, column-major)", len,
-                       lua_Integer(rows), lua_Integer(cols), lua_Integer(n));
-        char where[48];
-        if (dtype == DType::u8) {
-            uint8_t* host = scratch<uint8_t>(L, size_t(n));
-            for (int64_t k = 0; k < n; k++) {
-                std::snprintf(where, sizeof where, "values[%lld]", (long long)k + 1);
-                host[k] = to_u8(L, table_number(L, 3, k + 1, "matrix", where), "matrix", where);
-            }
-            push_from_host(L, *dev, rows, cols, dtype, host);
-        } else {
-            float* host = scratch<float>(L, size_t(n));
-            for (int64_t k = 0; k < n; k++) {
-                if (lua_rawgeti(L, 3, k + 1) == LUA_TNUMBER) {
-                    host[k] = float(lua_tonumber(L, -1));
-                    lua_pop(L, 1);
-                    continue;
-                }
-                lua_pop(L, 1);
-                std::snprintf(where, sizeof where, "values[%lld]", (long long)k + 1);
-                table_number(L, 3, k + 1, "matrix", where);  // raises the error
-            }
-            push_from_host(L, *dev, rows, cols, dtype, host);
-        }
-        return 1;
-    }
-    if (vt == LUA_TNUMBER && dtype == DType::u8) {
-        uint8_t v = to_u8(L, lua_tonumber(L, 3), "matrix", "the fill value");
-        uint8_t* host = scratch<uint8_t>(L, size_t(n));
-        std::memset(host, v, size_t(n));
-        push_from_host(L, *dev, rows, cols, dtype, host);
-        return 1;
-    }
-    if (vt == LUA_TNUMBER) {
-        float v = float(lua_tonumber(L, 3));
-        push_matrix(L, guarded(L, [&] {
-                        Matrix m = empty(*dev, rows, cols);
-                        fill(m, v);
-                        return m;
-                    }));
-        return 1;
-    }
-    push_matrix(L, guarded(L, [&] { return zeros(*dev, rows, cols, dtype); }));
-    return 1;
-}
-
-// zeros(rows, cols [, dtype] [, dev])
-static int l_zeros(lua_State* L) {
-    int64_t rows = check_size(L, 1, "zeros", "rows");
-    int64_t cols = check_size(L, 2, "zeros", "cols");
-    DType dtype = DType::f32;
-    Device* dev = nullptr;
-    check_options(L, 3, "zeros", true, &dtype, &dev);
-    push_matrix(L, guarded(L, [&] { return zeros(*dev, rows, cols, dtype); }));
-    return 1;
-}
-
-// ones(rows, cols [, dtype] [, dev])
-static int l_ones(lua_State* L) {
-    int64_t rows = check_size(L, 1, "ones", "rows");
-    int64_t cols = check_size(L, 2, "ones", "cols");
-    DType dtype = DType::f32;
-    Device* dev = nullptr;
-    check_options(L, 3, "ones", true, &dtype, &dev);
-    if (dtype == DType::u8) {
-        uint8_t* host = scratch<uint8_t>(L, size_t(rows * cols));
-        std::memset(host, 1, size_t(rows * cols));
-        push_from_host(L, *dev, rows, cols, dtype, host);
-        return 1;
-    }
-    push_matrix(L, guarded(L, [&] {
-                    Matrix m = empty(*dev, rows, cols);
-                    fill(m, 1.0f);
-                    return m;
-                }));
-    return 1;
-}
-
-// rand/randn in both forms: the constructor rand(rows, cols [, seed] [, dev])
-// when the first argument is a number, the kernel rand(x [, seed]) filling
-// x in place when it is a matrix.
-template <Dist dist>
-static int l_random(lua_State* L) {
-    const char* fn = dist == Dist::uniform ? "rand" : "randn";
-    if (Matrix* x = test_matrix(L, 1)) {
-        check_nargs(L, 2);
-        uint64_t seed = lua_isnoneornil(L, 2) ? 0 : check_seed(L, 2, fn);
-        bool given = !lua_isnoneornil(L, 2);
-        guarded(L, [&] { random(dist, given ? seed : next_seed(), *x); });
-        lua_settop(L, 1);
-        return 1;
-    }
-    if (lua_type(L, 1) != LUA_TNUMBER) luaL_typeerror(L, 1, "number (rows) or matrix");
-    int64_t rows = check_size(L, 1, fn, "rows");
-    int64_t cols = check_size(L, 2, fn, "cols");
-    bool given = lua_type(L, 3) == LUA_TNUMBER;
-    uint64_t seed = given ? check_seed(L, 3, fn) : 0;
-    DType dtype = DType::f32;
-    Device* dev = nullptr;
-    check_options(L, given ? 4 : 3, fn, false, &dtype, &dev);
-    push_matrix(L, guarded(L, [&] {
-                    Matrix m = empty(*dev, rows, cols);
-                    random(dist, given ? seed : next_seed(), m);
-                    return m;
-                }));
-    return 1;
-}
-
-// from{{1, 2, 3}, {4, 5, 6}} (rows as on paper) or from{1, 2, 3} (a column)
-// [, dtype] [, dev].
-static int l_from(lua_State* L) {
-    luaL_checktype(L, 1, LUA_TTABLE);
-    DType dtype = DType::f32;
-    Device* dev = nullptr;
-    check_options(L, 2, "from", true, &dtype, &dev);
-    lua_Integer n = lua_Integer(lua_rawlen(L, 1));
-    lua_rawgeti(L, 1, 1);
-    bool nested = lua_type(L, -1) == LUA_TTABLE;
-    lua_pop(L, 1);
-    int64_t rows = n, cols = n == 0 ? 0 : 1;
-    if (nested) {
-        lua_rawgeti(L, 1, 1);
-        cols = int64_t(lua_rawlen(L, -1));
-        lua_pop(L, 1);
-        for (lua_Integer i = 1; i <= n; i++) {
-            int t = lua_rawgeti(L, 1, i);
-            if (t != LUA_TTABLE)
-                luaL_error(L, "from: row %I is %s but row 1 is a table (give every row as a table of numbers)", i,
-                           lua_pushfstring(L, "a %s", luaL_typename(L, -1)));
-            lua_Integer len = lua_Integer(lua_rawlen(L, -1));
-            if (len != cols)
-                luaL_error(L, "from: row %I has %I value%s but row 1 has %I", i, len, len == 1 ? "" : "s",
-                           lua_Integer(cols));
-            lua_pop(L, 1);
-        }
-    }
-    int64_t count = rows * cols;
-    float* host = scratch<float>(L, size_t(count));
-    uint8_t* host8 = dtype == DType::u8 ? scratch<uint8_t>(L, size_t(count)) : nullptr;
-    char where[64];
-    for (int64_t i = 0; i < rows; i++) {
-        if (nested) lua_rawgeti(L, 1, i + 1);
-        for (int64_t j = 0; j < cols; j++) {
-            if (nested)
-                std::snprintf(where, sizeof where, "row %lld, column %lld", (long long)i + 1, (long long)j + 1);
-            else
-                std::snprintf(where, sizeof where, "element %lld", (long long)i + 1);
-            lua_Number x = table_number(L, nested ? lua_gettop(L) : 1, nested ? j + 1 : i + 1, "from", where);
-            host[i + j * rows] = float(x);
-            if (host8) host8[i + j * rows] = to_u8(L, x, "from", where);
-        }
-        if (nested) lua_pop(L, 1);
-    }
-    push_from_host(L, *dev, rows, cols, dtype, host8 ? static_cast<const void*>(host8) : host);
-    return 1;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -614,106 +338,6 @@ static int m_mul(lua_State* L) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* printing                                                               */
-/* ---------------------------------------------------------------------- */
-
-// Up to kShown rows (columns) print in full; beyond, the first and last kEdge
-// with ⋮ (⋯) between them.
-static constexpr int64_t kShown = 6, kEdge = 3;
-
-struct Span {  // the shown indices of one dimension: [0, a) then [b, n)
-    int64_t a, b, n;
-    bool elided() const { return b > a; }
-    int64_t count() const { return a + (n - b); }
-    int64_t at(int64_t k) const { return k < a ? k : b + (k - a); }
-};
-
-static Span span(int64_t n) {
-    return n <= kShown ? Span{n, n, n} : Span{kEdge, n - kEdge, n};
-}
-
-static void add_padded(luaL_Buffer* b, const char* s, size_t width, size_t len) {
-    for (size_t k = len; k < width; k++) luaL_addchar(b, ' ');
-    luaL_addlstring(b, s, std::strlen(s));
-}
-
-// Pushes the device's id; a std::string never outlives this frame, so an
-// error raised later in the caller skips no destructor.
-static void push_device_name(lua_State* L, const Device& dev) {
-    std::string s = dev.name();
-    lua_pushlstring(L, s.data(), s.size());
-}
-
-static int m_tostring(lua_State* L) {
-    Matrix& m = check_matrix(L, 1);
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    if (!m.buf) {
-        luaL_addstring(&b, "matrix (collected)");
-        luaL_pushresult(&b);
-        return 1;
-    }
-    lua_pushfstring(L, "matrix %I×%I %s on ", lua_Integer(m.rows), lua_Integer(m.cols), dtype_name(m.dtype()));
-    luaL_addvalue(&b);
-    push_device_name(L, m.device());
-    luaL_addvalue(&b);
-    if (m.buf->released()) {
-        luaL_addstring(&b, " (released)");
-        luaL_pushresult(&b);
-        return 1;
-    }
-    if (m.empty()) {
-        luaL_pushresult(&b);
-        return 1;
-    }
-    // Download only the shown corners: at most four blocks of kEdge×kEdge or kShown×kShown.
-    Span rs = span(m.rows), cs = span(m.cols);
-    float grid[kShown][kShown];
-    int64_t rblock[2][2] = {{0, rs.a}, {rs.b, m.rows - rs.b}};
-    int64_t cblock[2][2] = {{0, cs.a}, {cs.b, m.cols - cs.b}};
-    guarded(L, [&] {
-        for (int bi = 0; bi < (rs.elided() ? 2 : 1); bi++)
-            for (int bj = 0; bj < (cs.elided() ? 2 : 1); bj++) {
-                int64_t r0 = rblock[bi][0], nr = rblock[bi][1], c0 = cblock[bj][0], nc = cblock[bj][1];
-                std::vector<float> v = to_host(view(m, r0, c0, nr, nc));
-                for (int64_t j = 0; j < nc; j++)
-                    for (int64_t i = 0; i < nr; i++) grid[bi * rs.a + i][bj * cs.a + j] = v[size_t(i + j * nr)];
-            }
-    });
-    char cell[kShown][kShown][24];
-    size_t width = 1;
-    for (int64_t i = 0; i < rs.count(); i++)
-        for (int64_t j = 0; j < cs.count(); j++) {
-            int len = std::snprintf(cell[i][j], sizeof cell[i][j], "%g", double(grid[i][j]));
-            if (size_t(len) > width) width = size_t(len);
-        }
-    auto add_row = [&](int64_t i) {
-        luaL_addchar(&b, '\n');
-        for (int64_t j = 0; j < cs.count(); j++) {
-            if (cs.elided() && j == cs.a) luaL_addstring(&b, "  ⋯");
-            luaL_addstring(&b, "  ");
-            if (i < 0)
-                add_padded(&b, "⋮", width, 1);
-            else
-                add_padded(&b, cell[i][j], width, std::strlen(cell[i][j]));
-        }
-    };
-    for (int64_t i = 0; i < rs.count(); i++) {
-        if (rs.elided() && i == rs.a) {
-            luaL_addchar(&b, '\n');
-            for (int64_t j = 0; j < cs.count(); j++) {
-                if (cs.elided() && j == cs.a) luaL_addstring(&b, "  ⋱");
-                luaL_addstring(&b, "  ");
-                add_padded(&b, "⋮", width, 1);
-            }
-        }
-        add_row(i);
-    }
-    luaL_pushresult(&b);
-    return 1;
-}
-
-/* ---------------------------------------------------------------------- */
 /* fields and registration                                                */
 /* ---------------------------------------------------------------------- */
 
@@ -766,7 +390,7 @@ static const luaL_Reg metamethods[] = {
     {"__gc", m_gc},
     {"__close", m_release},
     {"__len", m_len},
-    {"__tostring", m_tostring},
+    {"__tostring", matrix_tostring},
     {"__add", m_add},
     {"__sub", m_sub},
     {"__mul", m_mul},
@@ -775,34 +399,7 @@ static const luaL_Reg metamethods[] = {
     {nullptr, nullptr}};
 // clang-format on
 
-// clang-format off
-static const luaL_Reg constructors[] = {
-    {"matrix", l_matrix},
-    {"zeros", l_zeros},
-    {"ones", l_ones},
-    {"from", l_from},
-    {"rand", l_random<Dist::uniform>},
-    {"randn", l_random<Dist::normal>},
-    {nullptr, nullptr}};
-// clang-format on
-
 static void document() {
-    doc("matrix", "matrix(rows, cols [, values] [, dtype] [, dev]) -> rows×cols",
-        "A new matrix on the current device (or dev). values: a flat table in column-major order (as BLAS stores "
-        "it), or a number to fill with; zeros when absent. dtype \"float32\" (default) or \"uint8\". torch.Tensor(m, "
-        "n).");
-    doc("zeros", "zeros(rows, cols [, dtype] [, dev]) -> rows×cols", "A new matrix of zeros. torch.zeros.");
-    doc("ones", "ones(rows, cols [, dtype] [, dev]) -> rows×cols", "A new matrix of ones. torch.ones.");
-    doc("rand", "rand(rows, cols [, seed] [, dev]) -> rows×cols  |  rand(x [, seed]) -> x",
-        "Uniform [0, 1) numbers from counter-based Philox: element k depends only on (seed, k), so every device "
-        "gives the same bits. With a matrix, fills it in place. Without a seed, the next seed of the sequence set "
-        "by seed(n). torch.rand / x:uniform().");
-    doc("randn", "randn(rows, cols [, seed] [, dev]) -> rows×cols  |  randn(x [, seed]) -> x",
-        "Standard normal numbers (Philox, the same on every device for the same seed). With a matrix, fills it "
-        "in place. torch.randn / x:normal().");
-    doc("from", "from(rows_table [, dtype] [, dev]) -> matrix",
-        "A matrix from a table of rows as written on paper: from{{1, 2, 3}, {4, 5, 6}} is 2×3; from{1, 2, 3} is "
-        "a 3×1 column. Every row must have the same length. torch.Tensor(table).");
     doc("Matrix:t", "m:t() -> cols×rows view",
         "The transpose as a view (no copy): kernels read it through the "
         "view's flag, as BLAS reads op(A). torch x:t().");
@@ -843,7 +440,6 @@ void open_matrix(lua_State* L) {
     lua_pushcclosure(L, m_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    luaL_setfuncs(L, constructors, 0);
     document();
 }
 

@@ -4,8 +4,11 @@
 extern "C" int luaopen_vela(lua_State* L) {
     lua_newtable(L);
     vela::lua::open_matrix(L);
+    vela::lua::open_constructors(L);
     vela::lua::open_kernels(L);
     vela::lua::open_devices(L);
+    vela::lua::open_memory(L);
+    vela::lua::open_measure(L);
     vela::lua::open_data(L);
     vela::lua::open_help(L);
     vela::lua::open_bench_native(L);

@@ -12,9 +12,12 @@ extern "C" int luaopen_vela(lua_State* L);
 namespace vela::lua {
 
 // Each adds its functions to the table on top of the stack.
-void open_matrix(lua_State* L);   // matrix.cpp: constructors, methods, operators, printing
+void open_matrix(lua_State* L);   // matrix.cpp: the userdata, its methods and operators (printing: matrix_print.cpp)
+void open_constructors(lua_State* L);  // constructors.cpp: matrix, zeros, ones, rand, randn, from
 void open_kernels(lua_State* L);  // kernels.cpp: every kernel of the table
-void open_devices(lua_State* L);  // devices.cpp: devices, device, sync, stats, mem, who, time, bench, profile, compare, threads, seed
+void open_devices(lua_State* L);  // devices.cpp: devices, device, sync, threads, seed, the Device userdata
+void open_memory(lua_State* L);   // memory.cpp: stats, mem, who
+void open_measure(lua_State* L);  // measure.cpp: time, bench, profile, compare
 void open_data(lua_State* L);     // data.cpp: read_idx and the data-set helpers in C
 void open_help(lua_State* L);     // help.cpp: help, doc
 void open_bench_native(lua_State* L);  // bench_native.cpp: vela.native, the direct-OpenBLAS baselines of scripts/bench
@@ -23,6 +26,7 @@ void open_bench_native(lua_State* L);  // bench_native.cpp: vela.native, the dir
 Matrix& check_matrix(lua_State* L, int arg);   // raises "bad argument #arg to 'fn' (matrix expected, got T)"
 Matrix* test_matrix(lua_State* L, int arg);    // nullptr when not a matrix
 void push_matrix(lua_State* L, Matrix m);
+int matrix_tostring(lua_State* L);            // __tostring (matrix_print.cpp)
 
 // Runs f, turning vela::Error (and std::bad_alloc) into a Lua error. Every
 // binding that calls the core wraps the call in this.

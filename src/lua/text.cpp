@@ -1,0 +1,102 @@
+// The text helpers of lua/text.hpp.
+#include "lua/text.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace vela::lua {
+
+double now() {
+    using namespace std::chrono;
+    return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+const char* format_bytes(char* out, size_t size, uint64_t bytes) {
+    static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = double(bytes);
+    int u = 0;
+    while (v >= 1024 && u < 4) v /= 1024, u++;
+    if (u == 0)
+        std::snprintf(out, size, "%llu B", (unsigned long long)bytes);
+    else
+        std::snprintf(out, size, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return out;
+}
+
+// "1.23 ms", "45.6 µs", "2.35 s".
+std::string format_seconds(double s) {
+    char buf[32];
+    if (s >= 1)
+        std::snprintf(buf, sizeof buf, "%.3f s", s);
+    else if (s >= 1e-3)
+        std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+    else
+        std::snprintf(buf, sizeof buf, "%.2f µs", s * 1e6);
+    return buf;
+}
+
+void out(const std::string& s) {
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+}
+
+// Display width of UTF-8 text (×, µ, … count as one column).
+size_t width_of(const std::string& s) {
+    size_t w = 0;
+    for (unsigned char c : s) w += (c & 0xC0) != 0x80;
+    return w;
+}
+
+// Cuts text longer than n columns, ending it with "…".
+std::string clip(const std::string& s, size_t n) {
+    if (width_of(s) <= n) return s;
+    std::string r;
+    size_t w = 0;
+    for (size_t k = 0; k < s.size(); k++) {
+        unsigned char c = static_cast<unsigned char>(s[k]);
+        if ((c & 0xC0) != 0x80 && ++w > n - 1) break;
+        r += s[k];
+    }
+    return r + "…";
+}
+
+// Prints rows as aligned columns, two spaces apart; the columns flagged in
+// `right` are right-aligned (numbers). Row 0 is the header.
+void print_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
+    std::vector<size_t> w;
+    for (const auto& r : rows) {
+        if (w.size() < r.size()) w.resize(r.size(), 0);
+        for (size_t c = 0; c < r.size(); c++) w[c] = std::max(w[c], width_of(r[c]));
+    }
+    std::string s;
+    for (const auto& r : rows) {
+        std::string line;
+        for (size_t c = 0; c < r.size(); c++) {
+            std::string pad(w[c] - width_of(r[c]), ' ');
+            bool ra = c < right.size() && right[c];
+            line += ra ? pad + r[c] : r[c] + (c + 1 < r.size() ? pad : "");
+            if (c + 1 < r.size()) line += "  ";
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        s += line + "\n";
+    }
+    out(s);
+}
+
+static int summary_tostring(lua_State* L) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    return 1;
+}
+
+// The functions that print a table also return it; at the prompt the shell
+// prints that value again, so it prints as this one line instead.
+void set_summary(lua_State* L, const std::string& line) {
+    lua_createtable(L, 0, 1);
+    lua_pushlstring(L, line.data(), line.size());
+    lua_pushcclosure(L, summary_tostring, 1);
+    lua_setfield(L, -2, "__tostring");
+    lua_setmetatable(L, -2);
+}
+
+}  // namespace vela::lua

@@ -1,0 +1,40 @@
+// Text the shell's reporting functions print: display widths of UTF-8,
+// aligned tables, byte counts and durations, and the one-line summary a
+// printing function returns. Also the monotonic clock the timing tools read.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <lua.hpp>
+#include <string>
+#include <vector>
+
+namespace vela::lua {
+
+// Seconds on a monotonic wall clock.
+double now();
+
+// Human-readable byte counts: "24 B", "3.0 KiB", "1.50 GiB".
+const char* format_bytes(char* out, size_t size, uint64_t bytes);
+
+// "1.23 ms", "45.6 µs", "2.35 s".
+std::string format_seconds(double s);
+
+// Writes s to stdout and flushes.
+void out(const std::string& s);
+
+// Display width of UTF-8 text (×, µ, … count as one column).
+size_t width_of(const std::string& s);
+
+// Cuts text longer than n columns, ending it with "…".
+std::string clip(const std::string& s, size_t n);
+
+// Prints rows as aligned columns, two spaces apart; the columns flagged in
+// `right` are right-aligned (numbers). Row 0 is the header.
+void print_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right = {});
+
+// The functions that print a table also return it; at the prompt the shell
+// prints that value again, so it prints as this one line instead (sets a
+// metatable on the table on top of the stack).
+void set_summary(lua_State* L, const std::string& line);
+
+}  // namespace vela::lua

@@ -5,19 +5,17 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <vector>
 
 #include "core/registry.hpp"
+#include "lua/text.hpp"
 #include "lua/vela.hpp"
 
 namespace vela::lua {
 
 namespace {
-
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 // Plain arrays of n floats filled with small values, freed at scope end.
 struct Floats {

@@ -129,24 +129,19 @@ static int l_matrix(lua_State* L) {
     return 1;
 }
 
-// zeros(rows, cols [, dtype] [, dev])
-static int l_zeros(lua_State* L) {
-    int64_t rows = check_size(L, 1, "zeros", "rows");
-    int64_t cols = check_size(L, 2, "zeros", "cols");
+// zeros(rows, cols [, dtype] [, dev]) and ones(rows, cols [, dtype] [, dev]).
+template <int value>
+static int l_filled(lua_State* L) {
+    const char* fn = value == 0 ? "zeros" : "ones";
+    int64_t rows = check_size(L, 1, fn, "rows");
+    int64_t cols = check_size(L, 2, fn, "cols");
     DType dtype = DType::f32;
     Device* dev = nullptr;
-    check_options(L, 3, "zeros", true, &dtype, &dev);
-    push_matrix(L, guarded(L, [&] { return zeros(*dev, rows, cols, dtype); }));
-    return 1;
-}
-
-// ones(rows, cols [, dtype] [, dev])
-static int l_ones(lua_State* L) {
-    int64_t rows = check_size(L, 1, "ones", "rows");
-    int64_t cols = check_size(L, 2, "ones", "cols");
-    DType dtype = DType::f32;
-    Device* dev = nullptr;
-    check_options(L, 3, "ones", true, &dtype, &dev);
+    check_options(L, 3, fn, true, &dtype, &dev);
+    if (value == 0) {
+        push_matrix(L, guarded(L, [&] { return zeros(*dev, rows, cols, dtype); }));
+        return 1;
+    }
     if (dtype == DType::u8) {
         uint8_t* host = scratch<uint8_t>(L, size_t(rows * cols));
         std::memset(host, 1, size_t(rows * cols));
@@ -243,8 +238,8 @@ static int l_from(lua_State* L) {
 // clang-format off
 static const luaL_Reg constructors[] = {
     {"matrix", l_matrix},
-    {"zeros", l_zeros},
-    {"ones", l_ones},
+    {"zeros", l_filled<0>},
+    {"ones", l_filled<1>},
     {"from", l_from},
     {"rand", l_random<Dist::uniform>},
     {"randn", l_random<Dist::normal>},

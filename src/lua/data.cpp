@@ -1,7 +1,6 @@
 // Data-set helpers in C: reading IDX files and making the per-epoch shuffle.
 // The rest of the data module (batches, show, the MNIST loaders) is Lua, in
 // lua/vela/data.lua, on top of these.
-#include <chrono>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -11,6 +10,7 @@
 #include "core/ops.hpp"
 #include "core/registry.hpp"
 #include "lua/check.hpp"
+#include "lua/text.hpp"
 #include "lua/vela.hpp"
 
 namespace vela::lua {
@@ -76,8 +76,7 @@ int l_permutation(lua_State* L) {
 // clock() -> seconds on a monotonic wall clock: what progress bars and
 // examples/s need (os.clock is processor time, which counts every thread).
 int l_clock(lua_State* L) {
-    using namespace std::chrono;
-    lua_pushnumber(L, duration<double>(steady_clock::now().time_since_epoch()).count());
+    lua_pushnumber(L, now());
     return 1;
 }
 

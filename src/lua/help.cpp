@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lua/help.hpp"
+#include "lua/text.hpp"
 #include "lua/vela.hpp"
 
 namespace vela::lua {
@@ -188,13 +189,6 @@ std::string synonyms_of(const std::string& name) {
     for (const Synonym& s : synonyms)
         if (name == s.ours) out.append(out.empty() ? "" : ", ").append(s.theirs);
     return out;
-}
-
-// Display width of UTF-8 text: one column per code point.
-size_t width_of(const std::string& s) {
-    size_t w = 0;
-    for (unsigned char c : s) w += (c & 0xC0) != 0x80;
-    return w;
 }
 
 // Prints text indented by two spaces, each paragraph (line of the source

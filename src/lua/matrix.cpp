@@ -93,19 +93,13 @@ static int m_view(lua_State* L) {
     return 1;
 }
 
-static int m_row(lua_State* L) {
+// m:row(i), m:col(j): one row or column as a view.
+template <bool is_row>
+static int m_line(lua_State* L) {
     check_method_nargs(L, 1);
     Matrix& m = check_matrix(L, 1);
-    int64_t i = check_index(L, 2, "row", "row", m.rows);
-    push_matrix(L, guarded(L, [&] { return row(m, i); }));
-    return 1;
-}
-
-static int m_col(lua_State* L) {
-    check_method_nargs(L, 1);
-    Matrix& m = check_matrix(L, 1);
-    int64_t j = check_index(L, 2, "col", "column", m.cols);
-    push_matrix(L, guarded(L, [&] { return col(m, j); }));
+    int64_t k = check_index(L, 2, is_row ? "row" : "col", is_row ? "row" : "column", is_row ? m.rows : m.cols);
+    push_matrix(L, guarded(L, [&] { return is_row ? row(m, k) : col(m, k); }));
     return 1;
 }
 
@@ -274,28 +268,25 @@ static Matrix& operand(lua_State* L, int arg, const char* op) {
     return *m;
 }
 
-static int m_add(lua_State* L) {
-    Matrix& a = operand(L, 1, "+");
-    Matrix& b = operand(L, 2, "+");
+// a + b and a − b: the kernel `name` into a new matrix of a's shape.
+static int elementwise(lua_State* L, Binary op, const char* symbol, const char* name) {
+    Matrix& a = operand(L, 1, symbol);
+    Matrix& b = operand(L, 2, symbol);
     push_matrix(L, guarded(L, [&] {
-                    check_live("add", "a", a);
+                    check_live(name, "a", a);
                     Matrix c = empty(a.device(), a.rows, a.cols);
-                    binary(Binary::add, a, b, c);
+                    binary(op, a, b, c);
                     return c;
                 }));
     return 1;
 }
 
+static int m_add(lua_State* L) {
+    return elementwise(L, Binary::add, "+", "add");
+}
+
 static int m_sub(lua_State* L) {
-    Matrix& a = operand(L, 1, "-");
-    Matrix& b = operand(L, 2, "-");
-    push_matrix(L, guarded(L, [&] {
-                    check_live("sub", "a", a);
-                    Matrix c = empty(a.device(), a.rows, a.cols);
-                    binary(Binary::sub, a, b, c);
-                    return c;
-                }));
-    return 1;
+    return elementwise(L, Binary::sub, "-", "sub");
 }
 
 static Matrix scaled(const Matrix& a, float s) {
@@ -369,8 +360,8 @@ static int m_newindex(lua_State* L) {
 static const luaL_Reg methods[] = {
     {"t", m_t},
     {"view", m_view},
-    {"row", m_row},
-    {"col", m_col},
+    {"row", m_line<true>},
+    {"col", m_line<false>},
     {"columns", m_columns},
     {"get", m_get},
     {"set", m_set},

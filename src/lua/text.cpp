@@ -24,15 +24,14 @@ const char* format_bytes(char* out, size_t size, uint64_t bytes) {
     return out;
 }
 
-// "1.23 ms", "45.6 µs", "2.35 s".
-std::string format_seconds(double s) {
+std::string format_seconds(double s, bool brief) {
     char buf[32];
     if (s >= 1)
-        std::snprintf(buf, sizeof buf, "%.3f s", s);
+        std::snprintf(buf, sizeof buf, brief ? "%.2f s" : "%.3f s", s);
     else if (s >= 1e-3)
-        std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+        std::snprintf(buf, sizeof buf, brief ? "%.1f ms" : "%.3f ms", s * 1e3);
     else
-        std::snprintf(buf, sizeof buf, "%.2f µs", s * 1e6);
+        std::snprintf(buf, sizeof buf, brief ? "%.0f µs" : "%.2f µs", s * 1e6);
     return buf;
 }
 

@@ -16,8 +16,9 @@ double now();
 // Human-readable byte counts: "24 B", "3.0 KiB", "1.50 GiB".
 const char* format_bytes(char* out, size_t size, uint64_t bytes);
 
-// "1.23 ms", "45.6 µs", "2.35 s".
-std::string format_seconds(double s);
+// "1.235 ms", "45.60 µs", "2.350 s"; brief: "1.2 ms", "46 µs", "2.35 s" (the
+// shell's timing line).
+std::string format_seconds(double s, bool brief = false);
 
 // Writes s to stdout and flushes.
 void out(const std::string& s);

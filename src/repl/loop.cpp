@@ -2,13 +2,13 @@
 // ">> " while it is incomplete), try it as an expression first so values
 // print without "return", run it, print the results, then start the device
 // on whatever the command queued.
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "core/error.hpp"
 #include "core/registry.hpp"
+#include "lua/text.hpp"
 #include "lua/vela.hpp"
 #include "repl/lineedit.hpp"
 #include "repl/repl.hpp"
@@ -129,9 +129,7 @@ void after_command(bool wait) {
 }
 
 void print_time(double s) {
-    if (s < 1e-3) std::printf("[%.0f µs]\n", s * 1e6);
-    else if (s < 1) std::printf("[%.1f ms]\n", s * 1e3);
-    else std::printf("[%.2f s]\n", s);
+    std::printf("[%s]\n", lua::format_seconds(s, true).c_str());
     std::fflush(stdout);
 }
 
@@ -164,7 +162,7 @@ void run_repl(lua_State* L) {
             report(L, status, nullptr);
             continue;
         }
-        auto t0 = std::chrono::steady_clock::now();
+        double t0 = lua::now();
         int narg = 0;
         if (!cmd.arg.empty()) {
             lua_pushlstring(L, cmd.arg.data(), cmd.arg.size());
@@ -179,7 +177,7 @@ void run_repl(lua_State* L) {
         }
         std::fflush(stdout);
         after_command(timing_on);
-        if (timing_on) print_time(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        if (timing_on) print_time(lua::now() - t0);
     }
     lua_settop(L, 0);
     std::fputs("\n", stdout);

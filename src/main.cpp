@@ -9,10 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "backends.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "lua/vela.hpp"
 #include "repl/repl.hpp"
+#include "vulkan/backend.hpp"
 
 namespace {
 
@@ -203,6 +205,7 @@ int main(int argc, char** argv) {
         const char* slash = std::strrchr(argv[0], '/');
         progname = slash ? slash + 1 : argv[0];
     }
+    vela::register_backends();
     lua_State* L = luaL_newstate();
     if (!L) {
         std::fprintf(stderr, "%s: cannot create state: not enough memory\n", progname);

@@ -2,3 +2,9 @@
 // file only defines TEST_CASEs.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
+
+#include "backends.hpp"
+
+// The devices the tests use come from the registry: the backends register
+// before any test runs.
+static const bool backends_registered = (vela::register_backends(), true);

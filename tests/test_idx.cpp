@@ -13,6 +13,7 @@
 #include "core/idx.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
+#include "cpu/cpu_device.hpp"
 
 namespace fs = std::filesystem;
 using vela::Error;

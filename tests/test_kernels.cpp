@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
+#include "cpu/cpu_device.hpp"
 #include "kernel_reference.hpp"
 
 using namespace vela;

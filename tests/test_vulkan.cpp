@@ -17,6 +17,7 @@
 #include "error_of.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
+#include "cpu/cpu_device.hpp"
 #include "vulkan/device.hpp"
 
 using namespace vela;

@@ -23,6 +23,7 @@
 #include "core/error.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
+#include "vulkan/backend.hpp"
 #include "vulkan/kernels_blas.hpp"
 
 using namespace vela;

@@ -1,5 +1,6 @@
-// The device registry: the cpu first, then every Vulkan device as vulkan:N.
-// A device is opened on first use and kept until exit.
+// The device registry: the registered backends' devices in registration
+// order (the cpu first, then every Vulkan device as vulkan:N). A device is
+// opened on first use and kept until exit.
 #include "core/registry.hpp"
 
 #include <algorithm>
@@ -8,7 +9,6 @@
 #include <mutex>
 
 #include "core/error.hpp"
-#include "cpu/cpu_device.hpp"
 
 namespace vela {
 
@@ -17,6 +17,11 @@ namespace {
 std::mutex registry_mutex;
 std::vector<Device*> opened;
 Device* current = nullptr;
+
+std::vector<Backend>& backends() {
+    static std::vector<Backend> all;  // function-local: backends may register during static init
+    return all;
+}
 
 void note_open(Device& d) {
     std::lock_guard<std::mutex> lock(registry_mutex);
@@ -28,86 +33,105 @@ std::string lower(std::string s) {
     return s;
 }
 
-std::vector<DeviceInfo> vulkan_devices() {
+bool all_digits(const std::string& s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit((unsigned char)c); });
+}
+
+std::vector<DeviceInfo> devices_of(const Backend& b) {
     try {
-        return vk::enumerate();
+        return b.enumerate();
     } catch (const Error&) {
-        return {};  // no loader or no ICD: the cpu alone
+        return {};  // no driver: the backend has no devices
     }
 }
 
-DeviceInfo cpu_info() {
-    DeviceInfo d;
-    d.id = "cpu";
-    d.name = cpu::description();
-    d.type = "cpu";
-    d.driver = "OpenBLAS";
-    d.driver_version = cpu::blas_version();
-    d.memory = cpu::physical_memory();
-    d.limits.push_back({"threads", std::to_string(cpu::threads())});
-    d.limits.push_back({"blas", cpu::blas_config()});
-    return d;
-}
-
-Device& open_vulkan(const std::vector<DeviceInfo>& vks, size_t index, const std::string& spec) {
-    const DeviceInfo& info = vks[index];
+Device& open_device(const Backend& b, const std::vector<DeviceInfo>& devs, size_t index, const std::string& spec) {
+    const DeviceInfo& info = devs[index];
     if (!info.usable)
         fail("device: %s (%s) matches \"%s\" but is not usable: %s", info.id.c_str(), info.name.c_str(), spec.c_str(),
              info.reason.c_str());
-    Device& d = vk::open(int(index));
+    Device& d = b.open(index);
     note_open(d);
     return d;
 }
 
-[[noreturn]] void no_match(const std::string& spec, const std::vector<DeviceInfo>& vks) {
-    std::string list = "cpu";
-    for (const DeviceInfo& d : vks) list += ", " + d.id + " (" + d.name + (d.usable ? "" : ", not usable") + ")";
+[[noreturn]] void no_match(const std::string& spec) {
+    std::string list;
+    for (const Backend& b : backends())
+        for (const DeviceInfo& d : devices_of(b)) {
+            list += list.empty() ? "" : ", ";
+            list += b.numbered ? d.id + " (" + d.name + (d.usable ? "" : ", not usable") + ")" : d.id;
+        }
     fail("device: no device matches \"%s\"; the devices are: %s", spec.c_str(), list.c_str());
+}
+
+// The first usable device of b, opened.
+Device& first_usable(const Backend& b, const std::string& spec) {
+    std::vector<DeviceInfo> devs = devices_of(b);
+    for (size_t i = 0; i < devs.size(); i++)
+        if (devs[i].usable) return open_device(b, devs, i, spec);
+    no_match(spec);
+}
+
+// Device `rest` (a number) of b, or the first whose name or driver contains it.
+Device* find_in(const Backend& b, const std::string& rest, const std::string& spec) {
+    std::vector<DeviceInfo> devs = devices_of(b);
+    if (all_digits(rest)) {
+        if (rest.size() > 6 || size_t(std::stoul(rest)) >= devs.size()) no_match(spec);
+        return &open_device(b, devs, std::stoul(rest), spec);
+    }
+    for (size_t i = 0; i < devs.size(); i++)
+        if (lower(devs[i].name).find(rest) != std::string::npos || lower(devs[i].driver).find(rest) != std::string::npos)
+            return &open_device(b, devs, i, spec);
+    return nullptr;
 }
 
 }  // namespace
 
-std::vector<DeviceInfo> list_devices() {
-    std::vector<DeviceInfo> all{cpu_info()};
-    for (DeviceInfo& d : vulkan_devices()) all.push_back(std::move(d));
-    return all;
+void register_backend(Backend backend) {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    backends().push_back(std::move(backend));
 }
 
-Device& cpu_device() {
-    Device& d = cpu::device();
-    note_open(d);
-    return d;
+std::vector<DeviceInfo> list_devices() {
+    std::vector<DeviceInfo> all;
+    for (const Backend& b : backends())
+        for (DeviceInfo& d : devices_of(b)) all.push_back(std::move(d));
+    return all;
 }
 
 Device& get_device(const std::string& spec_in) {
     std::string spec = lower(spec_in);
-    if (spec == "cpu") return cpu_device();
-    std::vector<DeviceInfo> vks = vulkan_devices();
-    if (spec == "vulkan" || spec == "gpu") {
-        for (size_t i = 0; i < vks.size(); i++)
-            if (vks[i].usable) return open_vulkan(vks, i, spec_in);
-        no_match(spec_in, vks);
+    for (const Backend& b : backends())
+        if (spec == b.name || std::find(b.aliases.begin(), b.aliases.end(), spec) != b.aliases.end())
+            return first_usable(b, spec_in);
+    // "vulkan:N" or "vulkan:part": that backend only.
+    for (const Backend& b : backends()) {
+        if (!b.numbered || spec.rfind(b.name + ":", 0) != 0) continue;
+        std::string rest = spec.substr(b.name.size() + 1);
+        if (rest.empty()) no_match(spec_in);
+        if (Device* d = find_in(b, rest, spec_in)) return *d;
+        no_match(spec_in);
     }
-    std::string rest = spec.rfind("vulkan:", 0) == 0 ? spec.substr(7) : spec;
-    if (rest.empty()) no_match(spec_in, vks);
-    if (std::all_of(rest.begin(), rest.end(), [](char c) { return std::isdigit((unsigned char)c); })) {
-        if (rest.size() > 6 || size_t(std::stoul(rest)) >= vks.size()) no_match(spec_in, vks);
-        return open_vulkan(vks, std::stoul(rest), spec_in);
+    // A bare number is a device of the first numbered backend; a bare part
+    // of a name or driver, of any.
+    for (const Backend& b : backends()) {
+        if (!b.numbered) continue;
+        if (Device* d = find_in(b, spec, spec_in)) return *d;
     }
-    for (size_t i = 0; i < vks.size(); i++) {
-        if (lower(vks[i].name).find(rest) != std::string::npos || lower(vks[i].driver).find(rest) != std::string::npos)
-            return open_vulkan(vks, i, spec_in);
-    }
-    no_match(spec_in, vks);
+    no_match(spec_in);
 }
 
 Device& default_device() {
     if (const char* env = std::getenv("VELA_DEVICE"); env && *env) return get_device(env);
-    std::vector<DeviceInfo> vks = vulkan_devices();
-    for (size_t i = 0; i < vks.size(); i++)
-        if (vks[i].usable && !vks[i].software && vks[i].type.find("gpu") != std::string::npos)
-            return open_vulkan(vks, i, vks[i].id);
-    return cpu_device();
+    for (const Backend& b : backends()) {
+        std::vector<DeviceInfo> devs = devices_of(b);
+        for (size_t i = 0; i < devs.size(); i++)
+            if (devs[i].usable && !devs[i].software && devs[i].type.find("gpu") != std::string::npos)
+                return open_device(b, devs, i, devs[i].id);
+    }
+    if (backends().empty()) fail("device: no backend is registered (register_backends() was not called)");
+    return first_usable(backends().front(), backends().front().name);
 }
 
 Device& current_device() {

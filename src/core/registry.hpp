@@ -1,8 +1,9 @@
 // The device registry: which devices exist, how a user names one, and the
-// session's current device. Devices are opened once, on first use, and live
-// until exit.
+// session's current device. Backends register themselves (register_backend);
+// devices are opened once, on first use, and live until exit.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,29 +26,38 @@ struct DeviceInfo {
     std::vector<std::pair<std::string, std::string>> limits;  // the limits that matter, printable
 };
 
+// A family of devices (the cpu, Vulkan), registered once at start-up by the
+// code that links the backends in (src/backends.cpp). The registry knows
+// nothing else about them.
+struct Backend {
+    // What a spec names to get the backend's first usable device: "cpu", "vulkan".
+    std::string name;
+    std::vector<std::string> aliases;  // other specs for the same ("gpu")
+    // false: one device whose id is `name` ("cpu"); true: devices "name:N",
+    // picked also by number alone ("0") or by a part of their name or driver.
+    bool numbered = false;
+    // Its devices in order, described; {} when there are none (no driver).
+    std::function<std::vector<DeviceInfo>()> enumerate;
+    // Opens device `index` of enumerate()'s list on first use; later calls
+    // give the same device, alive until exit.
+    std::function<Device&(size_t index)> open;
+};
+
+// Adds a backend; list_devices() lists backends in the order they registered.
+void register_backend(Backend backend);
+
 std::vector<DeviceInfo> list_devices();
-// "cpu", "vulkan" (first usable), "vulkan:N", or a substring of a Vulkan
-// device's name or driver ("vulkan:llvmpipe", "nvidia"). Throws vela::Error
-// naming the spec and listing the devices when nothing matches.
+// A backend's name or alias ("cpu", "vulkan", "gpu": its first usable
+// device), "vulkan:N", or a substring of a numbered backend's device name or
+// driver ("vulkan:llvmpipe", "nvidia"). Throws vela::Error naming the spec
+// and listing the devices when nothing matches.
 Device& get_device(const std::string& spec);
-Device& cpu_device();
-// First hardware GPU, else cpu; the VELA_DEVICE environment variable overrides.
+// First usable hardware GPU, else the first backend's first device; the
+// VELA_DEVICE environment variable overrides.
 Device& default_device();
 Device& current_device();
 void set_current_device(Device& d);
 // Every device opened so far (for sync-all, stats, who()).
 std::vector<Device*> open_devices();
-
-// Provided by src/vulkan: enumerate and open Vulkan devices. Index is the
-// position in the list_devices() Vulkan entries (vulkan:N).
-namespace vk {
-std::vector<DeviceInfo> enumerate();
-Device& open(int index);
-// Turn on the Khronos validation layer (before the first device is opened).
-void set_validation(bool on);
-bool validation_enabled();
-// Validation messages seen so far (each also printed to stderr).
-uint64_t validation_message_count();
-}  // namespace vk
 
 }  // namespace vela

@@ -21,4 +21,12 @@ std::string blas_version();  // "0.3.21"
 std::string blas_config();   // OpenBLAS's build line: version, kernel (Haswell, ...), threads
 uint64_t physical_memory();
 
+// Registers "cpu" with the device registry (src/cpu/backend.cpp).
+void register_backend();
+
 }  // namespace vela::cpu
+
+namespace vela {
+// The cpu device, through the registry: get_device("cpu").
+Device& cpu_device();
+}  // namespace vela

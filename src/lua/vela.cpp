@@ -1,7 +1,10 @@
 // luaopen_vela: the module table, assembled from the area files.
 #include "lua/vela.hpp"
 
+#include "backends.hpp"
+
 extern "C" int luaopen_vela(lua_State* L) {
+    vela::register_backends();
     lua_newtable(L);
     vela::lua::open_matrix(L);
     vela::lua::open_constructors(L);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/device.hpp"
+#include "vulkan/backend.hpp"
 #include "vulkan/buffer.hpp"
 #include "vulkan/context.hpp"
 #include "vulkan/kernel.hpp"

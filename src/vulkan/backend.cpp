@@ -1,11 +1,11 @@
-// The Vulkan half of the device registry (declared in core/registry.hpp):
-// enumeration, opening a device once on first use, and the validation switch.
-// Devices live until exit and are destroyed before the instance.
+// The Vulkan backend (vulkan/backend.hpp): enumeration, opening a device once
+// on first use, the validation switch, and the registration. Devices live
+// until exit and are destroyed before the instance.
 #include <memory>
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/registry.hpp"
+#include "vulkan/backend.hpp"
 #include "vulkan/context.hpp"
 #include "vulkan/device.hpp"
 
@@ -62,5 +62,15 @@ void set_validation(bool on) {
 
 bool validation_enabled() { return Context::validation(); }
 uint64_t validation_message_count() { return Context::messages(); }
+
+void register_backend() {
+    Backend b;
+    b.name = "vulkan";
+    b.aliases = {"gpu"};
+    b.numbered = true;
+    b.enumerate = enumerate;
+    b.open = [](size_t index) -> Device& { return open(int(index)); };
+    vela::register_backend(std::move(b));
+}
 
 }  // namespace vela::vk

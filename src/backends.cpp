@@ -1,0 +1,20 @@
+// register_backends(): the cpu, then Vulkan, so that list_devices() shows
+// them in that order and the cpu is the fallback default device.
+#include "backends.hpp"
+
+#include <mutex>
+
+#include "cpu/cpu_device.hpp"
+#include "vulkan/backend.hpp"
+
+namespace vela {
+
+void register_backends() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        cpu::register_backend();
+        vk::register_backend();
+    });
+}
+
+}  // namespace vela

@@ -1,0 +1,39 @@
+// The cpu backend: one device, "cpu", described for devices() and registered
+// with the device registry.
+#include "core/registry.hpp"
+#include "cpu/cpu_device.hpp"
+
+namespace vela::cpu {
+
+namespace {
+
+DeviceInfo info() {
+    DeviceInfo d;
+    d.id = "cpu";
+    d.name = description();
+    d.type = "cpu";
+    d.driver = "OpenBLAS";
+    d.driver_version = blas_version();
+    d.memory = physical_memory();
+    d.limits.push_back({"threads", std::to_string(threads())});
+    d.limits.push_back({"blas", blas_config()});
+    return d;
+}
+
+}  // namespace
+
+void register_backend() {
+    Backend b;
+    b.name = "cpu";
+    b.enumerate = [] { return std::vector<DeviceInfo>{info()}; };
+    b.open = [](size_t) -> Device& { return device(); };
+    vela::register_backend(std::move(b));
+}
+
+}  // namespace vela::cpu
+
+namespace vela {
+
+Device& cpu_device() { return get_device("cpu"); }
+
+}  // namespace vela

@@ -114,6 +114,10 @@ public:
     // Per-kernel device times, collected between profile_begin and profile_end.
     virtual void profile_begin() = 0;
     virtual std::vector<KernelTime> profile_end() = 0;  // waits
+
+    // Settings by name (the cpu: "threads"); a name the device lacks is an error.
+    virtual void set_option(const std::string& name, int64_t value);
+    virtual int64_t option(const std::string& name) const;
 };
 
 }  // namespace vela

@@ -164,6 +164,17 @@ public:
         return std::move(profile_);
     }
 
+    // "threads": of the pool and OpenBLAS, 1..1024.
+    void set_option(const std::string& name, int64_t value) override {
+        if (name != "threads") return Device::set_option(name, value);
+        if (value < 1 || value > 1024) fail("threads: n is %lld (must be 1..1024)", (long long)value);
+        set_threads(int(value));
+    }
+    int64_t option(const std::string& name) const override {
+        if (name != "threads") return Device::option(name);
+        return threads();
+    }
+
 private:
     // Counts every kernel; times it only while profiling (a branch otherwise).
     struct Timed {

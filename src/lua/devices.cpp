@@ -6,7 +6,6 @@
 
 #include "core/ops.hpp"
 #include "core/registry.hpp"
-#include "cpu/cpu_device.hpp"
 #include "lua/check.hpp"
 #include "lua/text.hpp"
 #include "lua/vela.hpp"
@@ -186,15 +185,19 @@ static int l_sync(lua_State* L) {
     return 0;
 }
 
-// threads() -> n; threads(n) sets the CPU device's threads (OpenBLAS and own loops).
+// threads() -> n; threads(n) sets the cpu device's option "threads" (OpenBLAS and own loops).
 static int l_threads(lua_State* L) {
     check_nargs(L, 1);
+    int64_t n = 0;
     if (!lua_isnoneornil(L, 1)) {
-        int64_t n = check_size(L, 1, "threads", "n");
+        n = check_size(L, 1, "threads", "n");
         if (n < 1) luaL_error(L, "threads: n must be at least 1, got 0");
-        guarded(L, [&] { cpu::set_threads(int(n)); });
     }
-    lua_pushinteger(L, guarded(L, [] { return cpu::threads(); }));
+    lua_pushinteger(L, guarded(L, [&] {
+                        Device& cpu = get_device("cpu");
+                        if (n) cpu.set_option("threads", n);
+                        return cpu.option("threads");
+                    }));
     return 1;
 }
 

@@ -1,5 +1,5 @@
 -- Kernel throughput on every usable device, beside the same operations through
--- OpenBLAS called directly from C (vela.native) in the same run:
+-- OpenBLAS called directly from C (the module vela.bench_native) in the same run:
 --   mm GFLOP/s at n = 256, 512, 1024, 2048 and at the MNIST shape 256×784 · 784×128,
 --   GB/s of axpy and tanh over 16M elements (bytes the kernel must move),
 --   µs per call of a one-element axpy made from Lua.
@@ -8,7 +8,7 @@
 --   build/vela scripts/bench/kernels.lua [--reps N] [--sizes 256,512,...] [--elems N]
 --                                        [--calls N] [--devices cpu,vulkan:0] [--threads N] [--quick]
 local vela = require "vela"
-local native = vela.native
+local native = require "vela.bench_native"
 
 local opts = {reps = 5, sizes = {256, 512, 1024, 2048}, elems = 16 * 1024 * 1024, calls = 200000}
 local i = 1

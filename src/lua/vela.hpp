@@ -20,7 +20,6 @@ void open_memory(lua_State* L);   // memory.cpp: stats, mem, who
 void open_measure(lua_State* L);  // measure.cpp: time, bench, profile, compare
 void open_data(lua_State* L);     // data.cpp: read_idx and the data-set helpers in C
 void open_help(lua_State* L);     // help.cpp: help, doc
-void open_bench_native(lua_State* L);  // bench_native.cpp: vela.native, the direct-OpenBLAS baselines of scripts/bench
 
 // Matrix userdata ("vela.Matrix").
 Matrix& check_matrix(lua_State* L, int arg);   // raises "bad argument #arg to 'fn' (matrix expected, got T)"

@@ -9,6 +9,7 @@
 #include <string>
 #include <sys/stat.h>
 
+#include "bench/native.hpp"
 #include "lua/vela.hpp"
 #include "repl/repl.hpp"
 
@@ -50,6 +51,8 @@ static void set_package_path(lua_State* L) {
     lua_getfield(L, -1, "preload");
     lua_pushcfunction(L, luaopen_vela);
     lua_setfield(L, -2, "vela");
+    lua_pushcfunction(L, luaopen_vela_bench_native);
+    lua_setfield(L, -2, "vela.bench_native");
     lua_pop(L, 2);
 }
 

@@ -1,7 +1,9 @@
-// vela.native: what scripts/bench/kernels.lua compares vela against, the
+// vela.bench_native: what scripts/bench/kernels.lua compares vela against, the
 // same operations called straight from C on plain malloc'ed arrays: OpenBLAS
 // sgemm and saxpy, and a plain tanhf loop. Each returns the median seconds of
 // `reps` runs (after one warm-up). Also a clock and the usable device ids.
+// Not part of require "vela": the shell preloads it as its own module, and
+// only the benchmark scripts require it.
 #include <cblas.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "core/registry.hpp"
+#include "bench/native.hpp"
 #include "lua/text.hpp"
 #include "lua/vela.hpp"
 
@@ -125,9 +128,9 @@ static const luaL_Reg native_funcs[] = {{"sgemm", n_sgemm}, {"saxpy", n_saxpy}, 
                                         {"axpy1", n_axpy1}, {"now", n_now},     {"devices", n_devices},
                                         {nullptr, nullptr}};
 
-void open_bench_native(lua_State* L) {
-    luaL_newlib(L, native_funcs);
-    lua_setfield(L, -2, "native");
-}
-
 }  // namespace vela::lua
+
+extern "C" int luaopen_vela_bench_native(lua_State* L) {
+    luaL_newlib(L, vela::lua::native_funcs);
+    return 1;
+}

@@ -6,11 +6,22 @@
 #include <atomic>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace vela {
 
 struct Error : std::runtime_error {
     using std::runtime_error::runtime_error;
+};
+
+// Two arguments of one call on different devices: "mm: a is on cpu but b is
+// on vulkan:0". `first` and `second` are the two devices' ids, in the order
+// the message names them, so a front end can say how to move one in its own
+// syntax.
+struct DeviceMismatch : Error {
+    DeviceMismatch(const std::string& message, std::string first_id, std::string second_id)
+        : Error(message), first(std::move(first_id)), second(std::move(second_id)) {}
+    std::string first, second;
 };
 
 // Thrown when the user pressed Ctrl-C while the host waited (a sync, a read).

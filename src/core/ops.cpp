@@ -37,8 +37,7 @@ void need_f32(const char* fn, const char* arg, const Matrix& m) {
 void same_device(const char* fn, const char* an, const Matrix& a, const char* bn, const Matrix& b) {
     if (&a.device() != &b.device()) {
         std::string da = a.device().name(), db = b.device().name();
-        fail("%s: %s is on %s but %s is on %s (move one with :to(\"%s\") or :to(\"%s\"))", fn, an, da.c_str(), bn,
-             db.c_str(), db.c_str(), da.c_str());
+        throw DeviceMismatch(format("%s: %s is on %s but %s is on %s", fn, an, da.c_str(), bn, db.c_str()), da, db);
     }
 }
 

@@ -4,6 +4,7 @@
 // exception object is destroyed before the jump, and nothing owning memory
 // is alive when it happens.
 #pragma once
+#include <cstdio>
 #include <cstring>
 #include <lua.hpp>
 #include <new>
@@ -40,6 +41,11 @@ auto guarded(lua_State* L, F&& f) -> decltype(f()) {
         return f();
     } catch (const vela::Interrupted&) {
         detail::copy_message(msg, "interrupted");
+    } catch (const vela::DeviceMismatch& e) {
+        // The core names the devices; how to move a matrix is Lua's to say.
+        char hint[160];
+        std::snprintf(hint, sizeof hint, " (move one with :to(\"%s\") or :to(\"%s\"))", e.second.c_str(), e.first.c_str());
+        detail::copy_message(msg, e.what(), hint);
     } catch (const vela::Error& e) {
         detail::copy_message(msg, e.what());
     } catch (const std::bad_alloc&) {

@@ -12,6 +12,11 @@
 
 namespace vela::vk {
 
+bool env_on(const char* name) {
+    const char* e = std::getenv(name);
+    return e && *e && std::strcmp(e, "0") != 0;
+}
+
 namespace {
 
 std::unique_ptr<Context>& context_slot() {

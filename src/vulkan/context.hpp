@@ -14,6 +14,9 @@
 
 namespace vela::vk {
 
+// True when the environment variable is set to something other than "" or "0".
+bool env_on(const char* name);
+
 // One physical device as the context sees it: what enumerate() reports and
 // what opening it needs.
 struct PhysicalInfo {

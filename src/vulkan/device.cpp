@@ -9,11 +9,6 @@
 
 namespace vela::vk {
 
-bool env_on(const char* name) {
-    const char* e = std::getenv(name);
-    return e && *e && std::strcmp(e, "0") != 0;
-}
-
 namespace {
 
 // Host data is dense column-major in the view's logical shape; the view may be strided or transposed.

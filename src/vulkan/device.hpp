@@ -18,9 +18,6 @@
 
 namespace vela::vk {
 
-// True when the environment variable is set to something other than "" or "0".
-bool env_on(const char* name);
-
 class VulkanDevice final : public Device, public Recorder {
 public:
     // force_staging: use staging transfers even where device memory is host-visible

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "core/error.hpp"
-#include "vulkan/device.hpp"
+#include "vulkan/context.hpp"
 
 namespace vela::vk {
 

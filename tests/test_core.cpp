@@ -188,6 +188,16 @@ TEST_CASE("registry: cpu first, spec parsing, errors list the devices", "[core]"
     CHECK(listed);
 }
 
+TEST_CASE("registry: a device's description is found by identity", "[core]") {
+    auto info = device_info(cpu_device());
+    REQUIRE(info);
+    CHECK(info->id == "cpu");
+    CHECK(info->type == "cpu");
+    OtherDevice other;  // named "vulkan:7", opened by nobody: the registry knows nothing of it
+    CHECK(!device_info(other));
+    CHECK(error_of([&] { other.set_option("threads", 2); }) == "option: vulkan:7 has no option 'threads'");
+}
+
 TEST_CASE("registry: VELA_DEVICE picks the default device", "[core]") {
     setenv("VELA_DEVICE", "cpu", 1);
     CHECK(&default_device() == &cpu_device());

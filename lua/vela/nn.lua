@@ -22,17 +22,17 @@ local fmt = string.format
 
 local function alloc(dev, rows, cols) return vela.zeros(rows, cols, "float32", dev) end
 
-local function same_device(a, b) return rawequal(a, b) or a == b or tostring(a) == tostring(b) end
+-- Devices are compared by identity: there is one userdata per device.
+local same_device = rawequal
 
-local function dev_name(d) return (tostring(d):match("^(%S+)")) end
+local function dev_name(d) return d:name() end
 
 -- A ones vector of length n on dev, kept per (device, n): the bias gradient
 -- is δ·1, the row sums of δ, done by mv.
-local ones_cache = {}  -- device id → {n → ones vector}
+local ones_cache = {}  -- device → {n → ones vector}
 local function ones_on(dev, n)
-  local key = dev_name(dev)
-  local t = ones_cache[key]
-  if not t then t = {}; ones_cache[key] = t end
+  local t = ones_cache[dev]
+  if not t then t = {}; ones_cache[dev] = t end
   local v = t[n]
   if not v then v = vela.fill(alloc(dev, n, 1), 1); t[n] = v end
   return v

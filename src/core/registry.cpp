@@ -18,6 +18,13 @@ std::mutex registry_mutex;
 std::vector<Device*> opened;
 Device* current = nullptr;
 
+// Which backend (its position) and index each device was opened as.
+struct Origin {
+    const Device* device;
+    size_t backend, index;
+};
+std::vector<Origin> origins;
+
 std::vector<Backend>& backends() {
     static std::vector<Backend> all;  // function-local: backends may register during static init
     return all;
@@ -52,6 +59,9 @@ Device& open_device(const Backend& b, const std::vector<DeviceInfo>& devs, size_
              info.reason.c_str());
     Device& d = b.open(index);
     note_open(d);
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    if (std::none_of(origins.begin(), origins.end(), [&](const Origin& o) { return o.device == &d; }))
+        origins.push_back({&d, size_t(&b - backends().data()), index});
     return d;
 }
 
@@ -147,6 +157,19 @@ void set_current_device(Device& d) {
 std::vector<Device*> open_devices() {
     std::lock_guard<std::mutex> lock(registry_mutex);
     return opened;
+}
+
+std::optional<DeviceInfo> device_info(const Device& d) {
+    Origin found{nullptr, 0, 0};
+    {
+        std::lock_guard<std::mutex> lock(registry_mutex);
+        for (const Origin& o : origins)
+            if (o.device == &d) found = o;
+    }
+    if (!found.device) return std::nullopt;
+    std::vector<DeviceInfo> devs = devices_of(backends()[found.backend]);
+    if (found.index >= devs.size()) return std::nullopt;
+    return devs[found.index];
 }
 
 }  // namespace vela

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,5 +60,8 @@ Device& current_device();
 void set_current_device(Device& d);
 // Every device opened so far (for sync-all, stats, who()).
 std::vector<Device*> open_devices();
+// What its backend says of d now, found by identity (the backend and index
+// d was opened as); nothing for a device the registry did not open.
+std::optional<DeviceInfo> device_info(const Device& d);
 
 }  // namespace vela

@@ -1,6 +1,7 @@
 // Devices: devices(), device(), the "vela.Device" userdata and its methods,
 // sync, threads and seed. What the devices hold (stats, mem, who) is in
 // memory.cpp; the timing tools (time, bench, profile, compare) in measure.cpp.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,18 +65,9 @@ void sync_all(lua_State* L) {
     });
 }
 
-// What list_devices() says about an open device (looked up once per session).
-static const DeviceInfo* info_of(const Device& dev) {
-    static std::vector<DeviceInfo> infos = list_devices();
-    std::string id = dev.name();
-    for (const DeviceInfo& i : infos)
-        if (i.id == id) return &i;
-    return nullptr;
-}
-
 static std::string describe(const Device& dev) {
     std::string s = dev.name();
-    if (const DeviceInfo* i = info_of(dev)) {
+    if (std::optional<DeviceInfo> i = device_info(dev)) {
         s += " (" + i->name;
         if (i->software && i->type != "cpu") s += ", software";
         s += ")";
@@ -121,15 +113,22 @@ static int d_name(lua_State* L) {
     return 1;
 }
 
+// Pushes what the registry says of d; false, with nothing pushed, when it
+// has no description. The C++ copy dies here, before any error is raised.
+static bool push_info_of(lua_State* L, const Device& d) {
+    std::optional<DeviceInfo> i = guarded(L, [&] { return device_info(d); });
+    if (!i) return false;
+    push_info(L, *i);
+    return true;
+}
+
 static int d_info(lua_State* L) {
     check_method_nargs(L, 0);
     Device& d = check_device(L, 1);
-    const DeviceInfo* i = info_of(d);
-    if (!i) {
+    if (!push_info_of(L, d)) {
         push_device_name(L, d);
         return luaL_error(L, "info: no description of device %s", lua_tostring(L, -1));
     }
-    push_info(L, *i);
     return 1;
 }
 

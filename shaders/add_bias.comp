@@ -7,15 +7,11 @@
 layout(constant_id = 0) const uint WG = 256;
 layout(local_size_x_id = 0) in;
 
-layout(push_constant) uniform Push {
-    View b;  // an m-vector: element i at b.addr + i·b.rstep
-    View y;  // m×n, rows = m (never the dense shortcut: i and j are needed)
-    View unused;
-    uint n;
-} p;
+// x: b, an m-vector (element i at x.addr + i·x.rstep); y: m×n, rows = m (never the dense shortcut).
+#include "element_push.glsl"
 
 void main() {
     uint k = global_index(WG);
     if (k >= p.n) return;
-    add_bias_element(p.b, p.y, k);
+    add_bias_element(p.x, p.y, k);
 }

@@ -4,7 +4,6 @@
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
-layout(constant_id = 1) const uint IDX_U8 = 0;
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform Push {
@@ -26,8 +25,5 @@ void main() {
             at = i;
         }
     }
-    if (IDX_U8 != 0)
-        store_u8(p.idx.addr, j * p.idx.rstep, float(at + 1u));
-    else
-        store_f32(p.idx.addr, j * p.idx.rstep, float(at + 1u));
+    store_f32(p.idx.addr, j * p.idx.rstep, float(at + 1u));  // idx is float32 (core/ops.cpp)
 }

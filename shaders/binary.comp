@@ -9,18 +9,13 @@ layout(constant_id = 1) const uint OP = 0;  // vela::Binary: 0 mul, 1 div, 2 add
 layout(constant_id = 2) const uint VEC4 = 0;  // dense 16-byte aligned views: four elements per invocation
 layout(local_size_x_id = 0) in;
 
-layout(push_constant) uniform Push {
-    View a;
-    View b;
-    View c;
-    uint n;
-} p;
+#include "element_push.glsl"
 
 void main() {
     uint k = global_index(WG) * (VEC4 != 0 ? 4u : 1u);
     if (k >= p.n) return;
     if (VEC4 != 0)
-        binary_vec4(OP, p.a, p.b, p.c, k, p.n);
+        binary_vec4(OP, p.x, p.y, p.z, k, p.n);
     else
-        binary_element(OP, p.a, p.b, p.c, k);
+        binary_element(OP, p.x, p.y, p.z, k);
 }

@@ -1,5 +1,5 @@
 // The per-element work of the elementwise kernels, shared by their own shaders
-// (level1.comp, unary.comp, binary.comp, add_bias.comp), where the operation is
+// (level1.comp, unary.comp, binary.comp, backward.comp, add_bias.comp), where the operation is
 // a specialization constant and folds away, and by batch.comp, which runs many
 // small kernels in one dispatch with the operation read from memory. One
 // definition, so a kernel computes the same values batched or not.
@@ -11,49 +11,9 @@
 
 layout(buffer_reference, buffer_reference_align = 16) buffer V4 { vec4 v; };
 
-// Operation numbers: the enums in src/core/ops.hpp (Unary, Binary) and
-// src/vulkan/kernels_level1.cpp (Level1Op).
-const uint L1_FILL = 0u, L1_SCAL = 1u, L1_COPY = 2u, L1_SWAP = 3u, L1_AXPBY = 4u;
-
-// Drivers' tanh loses relative accuracy near 0 (lavapipe: 1e-5) and some
-// overflow to NaN for large |x|: an odd polynomial for small |x| (Cephes
-// tanhf), 1 − 2/(e^{2|x|} + 1) elsewhere, as the CPU device does.
-float tanh_accurate(float x) {
-    float ax = abs(x);
-    if (ax < 0.625) {
-        float z = x * x;
-        return ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z + 1.33314422036e-1) * z -
-                3.33332819422e-1) * z * x + x;
-    }
-    float big = 1.0 - 2.0 / (exp(2.0 * ax) + 1.0);
-    return x < 0.0 ? -big : big;
-}
-
-// e^−|x| never overflows, and the negative tail keeps its relative accuracy.
-float sigmoid_accurate(float x) {
-    float e = exp(-abs(x));
-    float s = 1.0 / (1.0 + e);
-    return x >= 0.0 ? s : e * s;
-}
-
-// vela::Unary. q: linear_frac's (q.x·x + q.y) / (q.z·x + q.w).
-float unary_f(uint op, float x, vec4 q) {
-    switch (op) {
-    case 0u: return tanh_accurate(x);
-    case 1u: return sigmoid_accurate(x);
-    case 2u: return max(x, 0.0);
-    case 3u: return exp(x);
-    case 4u: return log(x);
-    case 5u: return sqrt(x);
-    case 6u: return x * x;
-    case 7u: return 1.0 / x;
-    case 8u: return abs(x);
-    case 9u: return (q.x * x + q.y) / (q.z * x + q.w);
-    case 10u: return 1.0 - x * x;    // tanh' from a = tanh(z)
-    case 11u: return x * (1.0 - x);  // σ' from a = σ(z)
-    default: return x > 0.0 ? 1.0 : 0.0;  // relu'
-    }
-}
+// The op table's constants, unary_f, act_f and act_prime_f: ops.glsl, generated
+// from src/core/ops.def (cmake/opgen.cpp).
+#include "ops.glsl"
 
 // vela::Binary: 0 mul, 1 div, 2 add, 3 sub.
 vec4 binary_f(uint op, vec4 x, vec4 y) { return op == 0u ? x * y : op == 1u ? x / y : op == 2u ? x + y : x - y; }
@@ -81,6 +41,20 @@ void binary_vec4(uint op, View a, View b, View c, uint k, uint n) {
         return;
     }
     for (; k < n; ++k) store_f32(c.addr, k, binary_f(op, vec4(load_f32(a.addr, k)), vec4(load_f32(b.addr, k))).x);
+}
+
+// delta ← da ∘ act′(x): the backward step of activation `act` (vela::Act).
+void backward_element(uint act, View da, View x, View delta, uint k) {
+    st(delta, k, ld(da, k) * act_prime_f(act, ld(x, k)));
+}
+void backward_vec4(uint act, View da, View x, View delta, uint k, uint n) {
+    if (n - k >= 4u) {
+        vec4 g = V4(da.addr + uint64_t(k) * 4ul).v, v = V4(x.addr + uint64_t(k) * 4ul).v;
+        V4(delta.addr + uint64_t(k) * 4ul).v = g * vec4(act_prime_f(act, v.x), act_prime_f(act, v.y),
+                                                        act_prime_f(act, v.z), act_prime_f(act, v.w));
+        return;
+    }
+    for (; k < n; ++k) store_f32(delta.addr, k, load_f32(da.addr, k) * act_prime_f(act, load_f32(x.addr, k)));
 }
 
 // Level 1 on float views: fill (y ← α), scal (y ← α·y), copy (y ← x), swap,

@@ -18,16 +18,9 @@ vec2 gemm_load2(uint64_t addr) {
     return uintBitsToFloat(u);
 }
 
-// Epilogue kinds (spec constant EPI) and activations (spec constant ACT,
-// the order of vela::Act).
+// Epilogue kinds (spec constant EPI). The activations (spec constant ACT,
+// vela::Act) are act_f of the generated ops.glsl: the same functions as the
+// elementwise kernels, so dense(w, x, b, y, act) equals mm + add_bias + act.
 const uint EPI_AXPBY = 0;  // c ← α·acc + β·c; c is not read when β = 0
 const uint EPI_DENSE = 1;  // c ← act(acc + bias[i])
-const uint ACT_IDENTITY = 0, ACT_RELU = 1, ACT_SIGMOID = 2, ACT_TANH = 3;
-
-float gemm_act(uint act, float x) {
-    if (act == ACT_RELU) return max(x, 0.0);
-    if (act == ACT_SIGMOID) return 1.0 / (1.0 + exp(-x));
-    // tanh through exp overflows to NaN for |x| > 44; clamp first (tanh(±9) = ±1 in float).
-    if (act == ACT_TANH) return tanh(clamp(x, -9.0, 9.0));
-    return x;
-}
+#include "ops.glsl"

@@ -8,26 +8,19 @@
 #include "elementwise.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
-layout(constant_id = 1) const uint OP = 0;    // 0 fill, 1 scal, 2 copy, 3 swap, 4 axpby
+layout(constant_id = 1) const uint OP = 0;    // vela::vk::Level1 (L1_* in ops.glsl)
 layout(constant_id = 2) const uint X_U8 = 0;  // copy: x is uint8
 layout(constant_id = 3) const uint Y_U8 = 0;  // copy: y is uint8
 layout(constant_id = 4) const uint VEC4 = 0;  // fill, scal, axpby on dense 16-byte aligned views: 4 elements each
 layout(local_size_x_id = 0) in;
 
-layout(push_constant) uniform Push {
-    View x;
-    View y;
-    View unused;
-    uint n;
-    float alpha;
-    float beta;
-} p;
+#include "element_push.glsl"
 
 void main() {
     uint k = global_index(WG) * (VEC4 != 0 ? 4u : 1u);
     if (k >= p.n) return;
     if (VEC4 != 0) {
-        level1_vec4(OP, p.x, p.y, k, p.n, p.alpha, p.beta);
+        level1_vec4(OP, p.x, p.y, k, p.n, p.a, p.b);
     } else if (OP == L1_COPY && (X_U8 != 0 || Y_U8 != 0)) {
         uint iy = view_index(p.y, k), ix = view_index(p.x, k);
         float v = X_U8 != 0 ? load_u8(p.x.addr, ix) : load_f32(p.x.addr, ix);
@@ -36,6 +29,6 @@ void main() {
         else
             store_f32(p.y.addr, iy, v);
     } else {
-        level1_element(OP, p.x, p.y, k, p.alpha, p.beta);
+        level1_element(OP, p.x, p.y, k, p.a, p.b);
     }
 }

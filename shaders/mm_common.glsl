@@ -17,7 +17,7 @@ void gemm_epilogue(uint epi, uint act, uint i, uint j, float acc) {
     uint64_t addr = gemm_c_addr(i, j);
     float v;
     if (epi == EPI_DENSE) {
-        v = gemm_act(act, acc + gemm_load(p.bias + uint64_t(i) * p.binc * 4));
+        v = act_f(act, acc + gemm_load(p.bias + uint64_t(i) * p.binc * 4));
     } else {
         v = p.alpha * acc;
         if (p.beta != 0.0) v += p.beta * gemm_load(addr);  // β = 0: c may hold NaN, never read

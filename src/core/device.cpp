@@ -1,14 +1,55 @@
-// Names of the kernel enums, as the user types them (help, profile, errors).
+// Names and facts of the kernel enums, as the user types them (help, profile,
+// errors). The elementwise ones come from the op table, core/ops.def.
 #include "core/device.hpp"
 
 namespace vela {
 
-const char* unary_name(Unary op) {
-    static const char* const names[] = {"tanh", "sigmoid", "relu", "exp", "log", "sqrt", "sqr", "inv",
-                                        "abs", "linear_frac", "tanh_prime", "sigmoid_prime", "relu_prime"};
-    static_assert(sizeof names / sizeof *names == size_t(Unary::count_));
-    return op < Unary::count_ ? names[size_t(op)] : "unary";
-}
+namespace {
+
+struct UnaryRow {
+    const char* name;
+    int params;
+    const char* formula;
+};
+constexpr UnaryRow kUnaryRows[] = {
+#define VELA_ACT(name, f, d, from, what) {#name, 0, what},
+#define VELA_FN(name, params, f, what) {#name, params, what},
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+#define VELA_ACT(name, f, d, from, what) {#name "_prime", 0, "the derivative of " #name ", from " #from},
+#define VELA_FN(name, params, f, what)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+};
+static_assert(sizeof kUnaryRows / sizeof *kUnaryRows == size_t(Unary::count_));
+
+struct ActRow {
+    const char* name;
+    const char* backward;
+    bool from_z;
+    Unary op, prime;
+};
+#define VELA_FROM_a false
+#define VELA_FROM_z true
+constexpr ActRow kActRows[] = {
+    {"identity", "identity_backward", false, Unary::count_, Unary::count_},
+#define VELA_ACT(name, f, d, from, what) {#name, #name "_backward", VELA_FROM_##from, Unary::name, Unary::name##_prime},
+#define VELA_FN(name, params, f, what)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+};
+#undef VELA_FROM_a
+#undef VELA_FROM_z
+static_assert(sizeof kActRows / sizeof *kActRows == size_t(Act::count_));
+
+}  // namespace
+
+const char* unary_name(Unary op) { return op < Unary::count_ ? kUnaryRows[size_t(op)].name : "unary"; }
+int unary_params(Unary op) { return op < Unary::count_ ? kUnaryRows[size_t(op)].params : 0; }
+const char* unary_formula(Unary op) { return op < Unary::count_ ? kUnaryRows[size_t(op)].formula : ""; }
 
 const char* binary_name(Binary op) {
     static const char* const names[] = {"mul", "div", "add", "sub"};
@@ -22,11 +63,11 @@ const char* reduce_name(Reduce op) {
     return op < Reduce::count_ ? names[size_t(op)] : "reduce";
 }
 
-const char* act_name(Act a) {
-    static const char* const names[] = {"identity", "relu", "sigmoid", "tanh"};
-    static_assert(sizeof names / sizeof *names == size_t(Act::count_));
-    return a < Act::count_ ? names[size_t(a)] : "act";
-}
+const char* act_name(Act a) { return a < Act::count_ ? kActRows[size_t(a)].name : "act"; }
+const char* act_backward_name(Act a) { return a < Act::count_ ? kActRows[size_t(a)].backward : "act_backward"; }
+bool act_prime_from_z(Act a) { return a < Act::count_ && kActRows[size_t(a)].from_z; }
+Unary act_unary(Act a) { return a < Act::count_ ? kActRows[size_t(a)].op : Unary::count_; }
+Unary act_prime(Act a) { return a < Act::count_ ? kActRows[size_t(a)].prime : Unary::count_; }
 
 bool parse_act(const std::string& s, Act& out) {
     for (uint8_t i = 0; i < uint8_t(Act::count_); i++) {

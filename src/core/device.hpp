@@ -20,24 +20,50 @@
 
 namespace vela {
 
+// The elementwise functions and activations: the rows of core/ops.def, then
+// the derivative of each activation (name_prime). Activations: identity (no
+// function), then the VELA_ACT rows in order (the code nn.save writes).
 enum class Unary : uint8_t {
-    tanh, sigmoid, relu, exp, log, sqrt, sqr, inv, abs,
-    linear_frac,    // (p0·x + p1) / (p2·x + p3)
-    tanh_prime,     // from the activation a = tanh(z): 1 − a²
-    sigmoid_prime,  // from the activation a = σ(z): a·(1 − a)
-    relu_prime,     // from z (or a, the same): 1 where > 0, else 0
+#define VELA_ACT(name, f, d, from, what) name,
+#define VELA_FN(name, params, f, what) name,
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+#define VELA_ACT(name, f, d, from, what) name##_prime,
+#define VELA_FN(name, params, f, what)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
     count_
 };
 enum class Binary : uint8_t { mul, div, add, sub, count_ };  // c ← a ∘ b
 enum class Reduce : uint8_t { dot, nrm2, asum, sum, count_ };
-enum class Act : uint8_t { identity, relu, sigmoid, tanh, count_ };
+enum class Act : uint8_t {
+    identity,
+#define VELA_ACT(name, f, d, from, what) name,
+#define VELA_FN(name, params, f, what)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+    count_
+};
 enum class Dist : uint8_t { uniform, normal };
 
 const char* unary_name(Unary);
 const char* binary_name(Binary);
 const char* reduce_name(Reduce);
 const char* act_name(Act);
+const char* act_backward_name(Act);  // "tanh_backward": the fused kernel δ ← da ∘ act′
 bool parse_act(const std::string& s, Act& out);
+// Table facts (core/ops.def): the parameters an op takes (0..4), whether an
+// activation's derivative is computed from z (the pre-activation) rather than
+// from a, the unary op of an activation and of its derivative (identity has
+// neither: Unary::count_), and the help formula of an op.
+int unary_params(Unary);
+bool act_prime_from_z(Act);
+Unary act_unary(Act);
+Unary act_prime(Act);
+const char* unary_formula(Unary);
 
 struct DeviceStats {
     uint64_t dispatches = 0;   // kernels recorded (or run, on the cpu)
@@ -103,6 +129,9 @@ public:
     virtual void add_bias(const Matrix& b, const Matrix& y) = 0;  // y(:, j) += b, b an m-vector
     // y ← act(w·x + b·1ᵀ): the forward step of a fully connected layer.
     virtual void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) = 0;
+    // delta ← da ∘ act′(x), one pass: the backward step of an activation; x is
+    // the activation a, or the pre-activation z where act_prime_from_z(act).
+    virtual void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) = 0;
 
     // Counter-based Philox 4x32-10: element k of the view (column-major
     // logical order) gets a value that depends only on (seed, k); see core/philox.hpp.

@@ -383,7 +383,7 @@ void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) {
     Matrix tmp;
     const Matrix& yy = like(fn, "x", x, "y", y, tmp);
     no_partial_overlap(fn, "y", yy, "x", x);
-    if (op == Unary::linear_frac && !params) fail("linear_frac: the four coefficients a, b, c, d are missing");
+    if (unary_params(op) > 0 && !params) fail("%s: its %d parameters are missing", fn, unary_params(op));
     x.device().unary(op, x, yy, params);
 }
 
@@ -479,6 +479,20 @@ void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Mat
     need_shape(fn, "y", y, w.rows, x.cols, "w's rows × x's columns");
     no_overlap(fn, "y", y, "w", w), no_overlap(fn, "y", y, "x", x), no_overlap(fn, "y", y, "b", b);
     y.device().dense(w, x, b, act, y);
+}
+
+void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) {
+    if (act >= Act::count_) fail("act_backward: unknown activation %d", int(act));
+    const char* fn = act_backward_name(act);
+    const char* xn = act_prime_from_z(act) ? "z" : "a";
+    check_live(fn, "da", da), check_live(fn, xn, x), check_live(fn, "delta", delta);
+    same_device(fn, "da", da, xn, x), same_device(fn, "da", da, "delta", delta);
+    need_f32(fn, "da", da), need_f32(fn, xn, x), need_f32(fn, "delta", delta);
+    Matrix tx, td;
+    const Matrix& xx = like(fn, "da", da, xn, x, tx);
+    const Matrix& dd = like(fn, "da", da, "delta", delta, td);
+    no_partial_overlap(fn, "delta", dd, "da", da), no_partial_overlap(fn, "delta", dd, xn, xx);
+    da.device().act_backward(act, da, xx, dd);
 }
 
 void random(Dist dist, uint64_t seed, const Matrix& x) {

@@ -59,6 +59,7 @@ void argmax(const Matrix& x, const Matrix& idx);
 void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale = 1.0f);
 void add_bias(const Matrix& b, const Matrix& y);
 void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y);
+void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta);
 void random(Dist dist, uint64_t seed, const Matrix& x);
 
 // The default seed used by rand/randn when none is given; seed(n) sets it.

@@ -114,6 +114,10 @@ public:
         Timed t(this, binary_name(op));
         cpu::binary(op, a, b, c);
     }
+    void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) override {
+        Timed t(this, act_backward_name(act));
+        cpu::act_backward(act, da, x, delta);
+    }
     void softmax(const Matrix& x, const Matrix& y) override {
         Timed t(this, "softmax");
         cpu::softmax(x, y);

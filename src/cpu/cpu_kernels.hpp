@@ -62,6 +62,7 @@ int64_t imax(const Matrix& x);
 void fill(const Matrix& x, float v);
 void unary(Unary op, const Matrix& x, const Matrix& y, const float* params);
 void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c);
+void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta);
 
 // fused.cpp
 void softmax(const Matrix& x, const Matrix& y);
@@ -75,7 +76,6 @@ void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Mat
 void random(Dist dist, uint64_t seed, const Matrix& x);
 
 // Element k of a vector view (any orientation).
-inline float vec_at(const float* p, int64_t inc, int64_t k) { return p[k * inc]; }
 
 // Calls f(n, p, s) over runs of n elements of K equal-shape float operands,
 // p[k] the run's start in operand k and s[k] its stride, in parallel above

@@ -1,5 +1,6 @@
-// Elementwise kernels of the CPU device: fill, the unary functions and their
-// derivatives, the binary operations. Each is one loop over walk()'s runs,
+// Elementwise kernels of the CPU device: fill, the unary functions of the op
+// table (core/ops.def) and their derivatives, the fused backward activation, the
+// binary operations. Each is one loop over walk()'s runs,
 // with a stride-1 version the compiler vectorises.
 // No errno and no FP traps are ever observed here; without them GCC vectorises
 // sqrt and if-converts the selects in vmath.hpp (4-5x faster tanh and exp).
@@ -13,29 +14,36 @@ namespace vela::cpu {
 
 namespace {
 
-// The compute-bound functions get an AVX2 clone of their dense loop, chosen
-// at load time (8 lanes instead of SSE2's 4).
-using DenseRun = void (*)(const float* x, float* y, int64_t n);
+// Every op of the table (core/ops.def) gets a dense stride-1 loop with an
+// AVX2 clone, chosen at load time (8 lanes instead of SSE2's 4).
+struct Params {
+    float p0, p1, p2, p3;
+};
+using DenseRun = void (*)(const float* x, float* y, int64_t n, Params p);
 #define VELA_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-VELA_SIMD_CLONES void tanh_run(const float* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = tanh_f(x[i]);
-}
-VELA_SIMD_CLONES void sigmoid_run(const float* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = sigmoid_f(x[i]);
-}
-VELA_SIMD_CLONES void exp_run(const float* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = exp_f(x[i]);
-}
+#define VELA_RUN(op, expr)                                                                       \
+    VELA_SIMD_CLONES void op##_run(const float* in, float* out, int64_t n, Params p) {          \
+        [[maybe_unused]] const float p0 = p.p0, p1 = p.p1, p2 = p.p2, p3 = p.p3;                \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            const float x = in[i];                                                              \
+            out[i] = (expr);                                                                    \
+        }                                                                                       \
+    }
+using namespace opmath;
+#define VELA_ACT(name, f, d, from, what) VELA_RUN(name, f) VELA_RUN(name##_prime, d)
+#define VELA_FN(name, params, f, what) VELA_RUN(name, f)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+#undef VELA_RUN
 
 template <class F>
-void map1(const Matrix& x, const Matrix& y, F f, DenseRun dense = nullptr) {
+void map1(const Matrix& x, const Matrix& y, F f, DenseRun dense, Params params) {
     walk<2>({&x, &y}, [&](int64_t n, const std::array<float*, 2>& p, const std::array<int64_t, 2>& s) {
         const float* a = p[0];
         float* b = p[1];
-        if (s[0] == 1 && s[1] == 1 && dense) {
-            dense(a, b, n);
-        } else if (s[0] == 1 && s[1] == 1) {
-            for (int64_t i = 0; i < n; i++) b[i] = f(a[i]);
+        if (s[0] == 1 && s[1] == 1) {
+            dense(a, b, n, params);
         } else {
             for (int64_t i = 0; i < n; i++) b[i * s[1]] = f(a[i * s[0]]);
         }
@@ -69,25 +77,35 @@ void fill(const Matrix& x, float v) {
     });
 }
 
-void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) {
+void unary(Unary op, const Matrix& xm, const Matrix& ym, const float* params) {
+    const Params q = params ? Params{params[0], params[1], params[2], params[3]} : Params{0, 0, 0, 0};
+    [[maybe_unused]] const float p0 = q.p0, p1 = q.p1, p2 = q.p2, p3 = q.p3;
+    using namespace opmath;
     switch (op) {
-        case Unary::tanh: return map1(x, y, [](float v) { return tanh_f(v); }, tanh_run);
-        case Unary::sigmoid: return map1(x, y, [](float v) { return sigmoid_f(v); }, sigmoid_run);
-        case Unary::relu: return map1(x, y, [](float v) { return v < 0.0f ? 0.0f : v; });
-        case Unary::exp: return map1(x, y, [](float v) { return exp_f(v); }, exp_run);
-        case Unary::log: return map1(x, y, [](float v) { return std::log(v); });
-        case Unary::sqrt: return map1(x, y, [](float v) { return std::sqrt(v); });
-        case Unary::sqr: return map1(x, y, [](float v) { return v * v; });
-        case Unary::inv: return map1(x, y, [](float v) { return 1.0f / v; });
-        case Unary::abs: return map1(x, y, [](float v) { return std::fabs(v); });
-        case Unary::linear_frac: {
-            const float a = params[0], b = params[1], c = params[2], d = params[3];
-            return map1(x, y, [=](float v) { return (a * v + b) / (c * v + d); });
-        }
-        case Unary::tanh_prime: return map1(x, y, [](float a) { return 1.0f - a * a; });
-        case Unary::sigmoid_prime: return map1(x, y, [](float a) { return a * (1.0f - a); });
-        case Unary::relu_prime: return map1(x, y, [](float v) { return v > 0.0f ? 1.0f : 0.0f; });
+#define VELA_CASE(op, expr) \
+    case Unary::op: return map1(xm, ym, [=](float x) { return (expr); }, op##_run, q);
+#define VELA_ACT(name, f, d, from, what) VELA_CASE(name, f) VELA_CASE(name##_prime, d)
+#define VELA_FN(name, params, f, what) VELA_CASE(name, f)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+#undef VELA_CASE
         case Unary::count_: break;
+    }
+}
+
+// delta ← da ∘ act′(x), one pass over the three views.
+void act_backward(Act act, const Matrix& da, const Matrix& xm, const Matrix& delta) {
+    using namespace opmath;
+    switch (act) {
+        case Act::identity: return map2(da, xm, delta, [](float g, float) { return g; });
+#define VELA_ACT(name, f, d, from, what) \
+    case Act::name: return map2(da, xm, delta, [](float g, float x) { return g * (d); });
+#define VELA_FN(name, params, f, what)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+        case Act::count_: break;
     }
 }
 

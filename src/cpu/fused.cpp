@@ -163,11 +163,15 @@ void add_bias(const Matrix& b, const Matrix& y) {
 
 void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
     mm(1.0f, w, x, 0.0f, y);
+    using namespace opmath;
     switch (act) {
         case Act::identity: return bias_act(b, y, [](float v) { return v; });
-        case Act::relu: return bias_act(b, y, [](float v) { return v < 0.0f ? 0.0f : v; });
-        case Act::sigmoid: return bias_act(b, y, [](float v) { return sigmoid_f(v); });
-        case Act::tanh: return bias_act(b, y, [](float v) { return tanh_f(v); });
+#define VELA_ACT(name, f, d, from, what) \
+    case Act::name: return bias_act(b, y, [](float x) { return (f); });
+#define VELA_FN(name, params, f, what)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
         case Act::count_: break;
     }
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.hpp"
 #include "lua/help.hpp"
 #include "lua/text.hpp"
 #include "lua/vela.hpp"
@@ -53,13 +54,28 @@ struct Area {
     std::vector<const char*> names;
 };
 const std::vector<Area>& areas() {
+    // The elementwise areas list the op table's rows (core/ops.def).
+    static const std::vector<const char*> elementwise = [] {
+        std::vector<const char*> v;
+        for (uint8_t i = 0; i < uint8_t(Unary::count_); i++) {
+            std::string n = unary_name(Unary(i));
+            if (n.find("_prime") == std::string::npos) v.push_back(unary_name(Unary(i)));
+        }
+        for (const char* n : {"mul", "div", "add", "sub"}) v.push_back(n);
+        return v;
+    }();
+    static const std::vector<const char*> derivatives = [] {
+        std::vector<const char*> v;
+        for (uint8_t i = 1; i < uint8_t(Act::count_); i++) v.push_back(unary_name(act_prime(Act(i))));
+        for (uint8_t i = 1; i < uint8_t(Act::count_); i++) v.push_back(act_backward_name(Act(i)));
+        return v;
+    }();
     static const std::vector<Area> a = {
         {"matrices", {"matrix", "zeros", "ones", "rand", "randn", "from"}},
         {"level 3, 2", {"mm", "mv", "rk"}},
         {"level 1", {"axpy", "axpby", "scal", "copy", "swap", "fill", "dot", "nrm2", "asum", "sum", "imax"}},
-        {"elementwise", {"tanh", "sigmoid", "relu", "exp", "log", "sqrt", "sqr", "inv", "abs", "linear_frac",
-                         "mul", "div", "add", "sub"}},
-        {"derivatives", {"tanh_prime", "sigmoid_prime", "relu_prime"}},
+        {"elementwise", elementwise},
+        {"derivatives", derivatives},
         {"fused", {"softmax", "softmax_xent", "argmax", "gather_cols", "add_bias", "dense"}},
         {"random", {"seed"}},
         {"devices", {"devices", "device", "sync", "threads", "stats", "mem", "who"}},

@@ -3,6 +3,9 @@
 // a new one). The success path allocates nothing: argument checks, one call
 // into the checked core (core/ops.hpp), one push. A 1-element axpy is a
 // fraction of a microsecond, so Lua loops over small kernels stay cheap.
+#include <array>
+#include <string>
+
 #include "core/ops.hpp"
 #include "lua/check.hpp"
 #include "lua/vela.hpp"
@@ -13,8 +16,10 @@ namespace vela::lua {
 /* level 3 and 2                                                          */
 /* ---------------------------------------------------------------------- */
 
-// mm(alpha, a, b, beta, c) or mm(a, b, c): c ← α·a·b + β·c.
-static int k_mm(lua_State* L) {
+// mm(alpha, a, b, beta, c) or mm(a, b, c): c ← α·a·b + β·c; and mv, the same
+// shape of call: y ← α·a·x + β·y.
+template <void (*f)(float, const Matrix&, const Matrix&, float, const Matrix&)>
+static int k_gemm(lua_State* L) {
     if (lua_type(L, 1) == LUA_TNUMBER) {
         check_nargs(L, 5);
         float alpha = check_float(L, 1);
@@ -22,7 +27,7 @@ static int k_mm(lua_State* L) {
         Matrix& b = check_matrix(L, 3);
         float beta = check_float(L, 4);
         Matrix& c = check_matrix(L, 5);
-        guarded(L, [&] { mm(alpha, a, b, beta, c); });
+        guarded(L, [&] { f(alpha, a, b, beta, c); });
         lua_pushvalue(L, 5);
         return 1;
     }
@@ -31,30 +36,7 @@ static int k_mm(lua_State* L) {
     Matrix& a = check_matrix(L, 1);
     Matrix& b = check_matrix(L, 2);
     Matrix& c = check_matrix(L, 3);
-    guarded(L, [&] { mm(1.0f, a, b, 0.0f, c); });
-    lua_pushvalue(L, 3);
-    return 1;
-}
-
-// mv(alpha, a, x, beta, y) or mv(a, x, y): y ← α·a·x + β·y.
-static int k_mv(lua_State* L) {
-    if (lua_type(L, 1) == LUA_TNUMBER) {
-        check_nargs(L, 5);
-        float alpha = check_float(L, 1);
-        Matrix& a = check_matrix(L, 2);
-        Matrix& x = check_matrix(L, 3);
-        float beta = check_float(L, 4);
-        Matrix& y = check_matrix(L, 5);
-        guarded(L, [&] { mv(alpha, a, x, beta, y); });
-        lua_pushvalue(L, 5);
-        return 1;
-    }
-    if (!test_matrix(L, 1)) luaL_typeerror(L, 1, "number (alpha) or matrix");
-    check_nargs(L, 3);
-    Matrix& a = check_matrix(L, 1);
-    Matrix& x = check_matrix(L, 2);
-    Matrix& y = check_matrix(L, 3);
-    guarded(L, [&] { mv(1.0f, a, x, 0.0f, y); });
+    guarded(L, [&] { f(1.0f, a, b, 0.0f, c); });
     lua_pushvalue(L, 3);
     return 1;
 }
@@ -163,27 +145,41 @@ static int k_imax(lua_State* L) {
 /* elementwise                                                            */
 /* ---------------------------------------------------------------------- */
 
-// f(x [, y]): y ← f(x), or x ← f(x) when y is absent.
+// f(x [, y]): y ← f(x), or x ← f(x) when y is absent. With parameters
+// (linear_frac): f(x, [y,] p0, ..., p(n-1)).
 template <Unary op>
 static int k_unary(lua_State* L) {
-    check_nargs(L, 2);
     Matrix& x = check_matrix(L, 1);
-    int out = lua_isnoneornil(L, 2) ? 1 : 2;
+    const int nparams = unary_params(op);
+    if (nparams == 0) {
+        check_nargs(L, 2);
+        int out = lua_isnoneornil(L, 2) ? 1 : 2;
+        Matrix& y = check_matrix(L, out);
+        guarded(L, [&] { unary(op, x, y); });
+        lua_pushvalue(L, out);
+        return 1;
+    }
+    int out = test_matrix(L, 2) ? 2 : 1;
+    int p = out + 1;
+    check_nargs(L, p + nparams - 1);
     Matrix& y = check_matrix(L, out);
-    guarded(L, [&] { unary(op, x, y); });
+    float params[4] = {0, 0, 0, 0};
+    for (int i = 0; i < nparams; i++) params[i] = check_float(L, p + i);
+    guarded(L, [&] { unary(op, x, y, params); });
     lua_pushvalue(L, out);
     return 1;
 }
 
-// linear_frac(x, [y,] a, b, c, d): y ← (a·x + b)/(c·x + d).
-static int k_linear_frac(lua_State* L) {
-    Matrix& x = check_matrix(L, 1);
-    int out = test_matrix(L, 2) ? 2 : 1;
-    int p = out + 1;
-    check_nargs(L, p + 3);
-    Matrix& y = check_matrix(L, out);
-    float params[4] = {check_float(L, p), check_float(L, p + 1), check_float(L, p + 2), check_float(L, p + 3)};
-    guarded(L, [&] { unary(Unary::linear_frac, x, y, params); });
+// name_backward(da, x [, delta]): delta ← da ∘ act′(x), x the activation a or
+// the pre-activation z as the table says; into da when delta is absent.
+template <Act act>
+static int k_backward(lua_State* L) {
+    check_nargs(L, 3);
+    Matrix& da = check_matrix(L, 1);
+    Matrix& x = check_matrix(L, 2);
+    int out = lua_isnoneornil(L, 3) ? 1 : 3;
+    Matrix& delta = check_matrix(L, out);
+    guarded(L, [&] { act_backward(act, da, x, delta); });
     lua_pushvalue(L, out);
     return 1;
 }
@@ -266,10 +262,12 @@ static int k_dense(lua_State* L) {
     Matrix& y = check_matrix(L, 4);
     Act act = Act::identity;
     if (!lua_isnoneornil(L, 5)) {
-        static const char* const names[] = {"identity", "relu", "sigmoid", "tanh", nullptr};
-        static_assert(int(Act::identity) == 0 && int(Act::relu) == 1 && int(Act::sigmoid) == 2 && int(Act::tanh) == 3 &&
-                      int(Act::count_) == 4);
-        act = Act(luaL_checkoption(L, 5, nullptr, names));
+        static const auto names = [] {
+            std::array<const char*, size_t(Act::count_) + 1> n{};
+            for (size_t i = 0; i < size_t(Act::count_); i++) n[i] = act_name(Act(i));
+            return n;
+        }();
+        act = Act(luaL_checkoption(L, 5, nullptr, names.data()));
     }
     guarded(L, [&] { dense(w, x, b, act, y); });
     lua_pushvalue(L, 4);
@@ -282,8 +280,8 @@ static int k_dense(lua_State* L) {
 
 // clang-format off
 static const luaL_Reg kernels[] = {
-    {"mm", k_mm},
-    {"mv", k_mv},
+    {"mm", k_gemm<mm>},
+    {"mv", k_gemm<mv>},
     {"rk", k_rk},
     {"axpy", k_axpy},
     {"axpby", k_axpby},
@@ -296,19 +294,12 @@ static const luaL_Reg kernels[] = {
     {"asum", k_reduce<asum>},
     {"sum", k_reduce<sum>},
     {"imax", k_imax},
-    {"tanh", k_unary<Unary::tanh>},
-    {"sigmoid", k_unary<Unary::sigmoid>},
-    {"relu", k_unary<Unary::relu>},
-    {"exp", k_unary<Unary::exp>},
-    {"log", k_unary<Unary::log>},
-    {"sqrt", k_unary<Unary::sqrt>},
-    {"sqr", k_unary<Unary::sqr>},
-    {"inv", k_unary<Unary::inv>},
-    {"abs", k_unary<Unary::abs>},
-    {"linear_frac", k_linear_frac},
-    {"tanh_prime", k_unary<Unary::tanh_prime>},
-    {"sigmoid_prime", k_unary<Unary::sigmoid_prime>},
-    {"relu_prime", k_unary<Unary::relu_prime>},
+#define VELA_ACT(name, f, d, from, what) \
+    {#name, k_unary<Unary::name>}, {#name "_prime", k_unary<Unary::name##_prime>}, {#name "_backward", k_backward<Act::name>},
+#define VELA_FN(name, params, f, what) {#name, k_unary<Unary::name>},
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
     {"mul", k_binary<Binary::mul>},
     {"div", k_binary<Binary::div>},
     {"add", k_binary<Binary::add>},
@@ -353,27 +344,49 @@ static void document() {
     doc("imax", "imax(x) -> index",
         "The 1-based (column-major) index of the element of largest |x|, the first on "
         "ties; the host waits. BLAS i?amax.");
-    doc("tanh", "tanh(x [, y]) -> y", "y ← tanh(x) elementwise; into x when y is absent. Same shape.");
-    doc("sigmoid", "sigmoid(x [, y]) -> y", "y ← 1/(1 + e^−x) elementwise; into x when y is absent.");
-    doc("relu", "relu(x [, y]) -> y", "y ← max(x, 0) elementwise; into x when y is absent.");
-    doc("exp", "exp(x [, y]) -> y", "y ← eˣ elementwise; into x when y is absent.");
-    doc("log", "log(x [, y]) -> y", "y ← ln x elementwise; into x when y is absent.");
-    doc("sqrt", "sqrt(x [, y]) -> y", "y ← √x elementwise; into x when y is absent.");
-    doc("sqr", "sqr(x [, y]) -> y", "y ← x² elementwise; into x when y is absent.");
-    doc("inv", "inv(x [, y]) -> y", "y ← 1/x elementwise; into x when y is absent.");
-    doc("abs", "abs(x [, y]) -> y", "y ← |x| elementwise; into x when y is absent.");
-    doc("linear_frac", "linear_frac(x, [y,] a, b, c, d) -> y",
-        "y ← (a·x + b)/(c·x + d) elementwise; into x when y is absent. With c = 0, d = 1 it is an affine map "
-        "a·x + b. Neanderthal linear-frac!.");
-    doc("tanh_prime", "tanh_prime(a [, y]) -> y",
-        "y ← 1 − a², the derivative of tanh taken from the ACTIVATION a = tanh(z) (not from z); into a when y is "
-        "absent. Backprop: mul(tanh_prime(a, tmp), delta).");
-    doc("sigmoid_prime", "sigmoid_prime(a [, y]) -> y",
-        "y ← a·(1 − a), the derivative of the sigmoid taken from the ACTIVATION a = σ(z) (not from z); into a "
-        "when y is absent.");
-    doc("relu_prime", "relu_prime(z [, y]) -> y",
-        "y ← 1 where z > 0 else 0: the derivative of relu, from the pre-activation z (the activation a = relu(z) "
-        "gives the same result); into z when y is absent.");
+    // The op table's rows (core/ops.def): the function, its derivative and its fused backward step.
+    for (uint8_t i = 0; i < uint8_t(Unary::count_); i++) {
+        const Unary op = Unary(i);
+        const std::string name = unary_name(op);
+        const int np = unary_params(op);
+        if (np > 0) {
+            static const char* const pn[] = {"a", "b", "c", "d"};
+            std::string ps;
+            for (int k = 0; k < np; k++) ps += std::string(", ") + pn[k];
+            doc(name.c_str(), (name + "(x, [y" + ps + "]) -> y").c_str(),
+                ("y ← " + std::string(unary_formula(op)) +
+                 " elementwise; into x when y is absent. With c = 0, d = 1 it is an affine map a·x + b. "
+                 "Neanderthal linear-frac!.")
+                    .c_str());
+        } else if (name.size() < 6 || name.compare(name.size() - 6, 6, "_prime") != 0) {
+            Act act;
+            bool is_act = parse_act(name, act);
+            doc(name.c_str(), (name + "(x [, y]) -> y").c_str(),
+                ("y ← " + std::string(unary_formula(op)) + " elementwise; into x when y is absent. Same shape." +
+                 (is_act ? " An activation: nn.linear(m, n, \"" + name + "\") and dense(w, x, b, y, \"" + name +
+                               "\"); derivative " + name + "_prime, fused backward step " + name + "_backward."
+                         : std::string()))
+                    .c_str());
+        }
+    }
+    for (uint8_t i = 1; i < uint8_t(Act::count_); i++) {
+        const Act act = Act(i);
+        const std::string name = act_name(act);
+        const bool z = act_prime_from_z(act);
+        const std::string from = z ? "z" : "a";
+        doc((name + "_prime").c_str(), (name + "_prime(" + from + " [, y]) -> y").c_str(),
+            ("y ← " + name + "′, the derivative of " + name + " taken from " +
+             (z ? "the pre-activation z (not from a = " + name + "(z))"
+                : "the ACTIVATION a = " + name + "(z) (not from z)") +
+             "; into " + from + " when y is absent. The backward step in one kernel: " + name + "_backward.")
+                .c_str());
+        doc(act_backward_name(act), (name + "_backward(da, " + from + " [, delta]) -> delta").c_str(),
+            ("delta ← da ∘ " + name + "′(" + from + "), the backward step of the activation in one pass (what " +
+             name + "_prime then mul compute in two); " + from + " is " +
+             (z ? "the pre-activation z" : "the activation a = " + name + "(z)") +
+             "; into da when delta is absent. nn.linear's backward uses it.")
+                .c_str());
+    }
     doc("mul", "mul(a, b [, c]) -> c",
         "c ← a ∘ b (elementwise product, Hadamard); into b when c is absent. "
         "Same shapes. PyTorch torch.mul / cmul.");
@@ -399,11 +412,43 @@ static void document() {
         "Same as rk(b, ones(n, 1), y).");
     doc("dense", "dense(w, x, b, y [, act]) -> y",
         "y ← act(w·x + b·1ᵀ), the forward step of a fully connected layer in one call: w m×k, x k×n, b an m-vector, "
-        "y m×n; act \"identity\" (default), \"relu\", \"sigmoid\" or \"tanh\". PyTorch F.linear + activation.");
+        "y m×n; act one of vela.activations (\"identity\" (default), \"relu\", \"sigmoid\", \"tanh\", \"elu\", "
+        "\"gelu\", \"leaky_relu\", \"softplus\"), computed with the same functions as the elementwise kernels. "
+        "PyTorch F.linear + activation.");
+}
+
+// vela.activations: the activation names in code order (nn.linear's list and
+// nn.save's codes, 0 = identity); vela.ops: per elementwise op of the table,
+// {params = n, activation = bool, from = "a"|"z" (activations)}.
+static void export_table(lua_State* L) {
+    lua_createtable(L, int(Act::count_), 0);
+    for (uint8_t i = 0; i < uint8_t(Act::count_); i++) {
+        lua_pushstring(L, act_name(Act(i)));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "activations");
+    lua_newtable(L);
+    for (uint8_t i = 0; i < uint8_t(Unary::count_); i++) {
+        const Unary op = Unary(i);
+        Act act;
+        const bool is_act = parse_act(unary_name(op), act);
+        lua_createtable(L, 0, 3);
+        lua_pushinteger(L, unary_params(op));
+        lua_setfield(L, -2, "params");
+        lua_pushboolean(L, is_act);
+        lua_setfield(L, -2, "activation");
+        if (is_act) {
+            lua_pushstring(L, act_prime_from_z(act) ? "z" : "a");
+            lua_setfield(L, -2, "from");
+        }
+        lua_setfield(L, -2, unary_name(op));
+    }
+    lua_setfield(L, -2, "ops");
 }
 
 void open_kernels(lua_State* L) {
     luaL_setfuncs(L, kernels, 0);
+    export_table(L);
     document();
 }
 

@@ -47,6 +47,7 @@ public:
     int64_t imax(const Matrix& x) override;
     void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) override;
     void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) override;
+    void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) override;
     void softmax(const Matrix& x, const Matrix& y) override;
     void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale,
                       const Matrix& dz) override;

@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "core/device.hpp"
 #include "core/matrix.hpp"
 
 namespace vela::vk {
@@ -38,9 +39,11 @@ struct View {
 };
 static_assert(sizeof(View) == 24);
 
-// The push block of the elementwise shaders (level1, unary, binary, bias, gather):
-// up to three views, an element count and four scalars. It is also one step of
-// shaders/batch.comp (`struct Step`), with `step` saying which kernel it is.
+// The push block of the elementwise shaders (level1, unary, binary, backward,
+// add_bias, gather_cols), declared once on the GLSL side in
+// shaders/element_push.glsl: up to three views, an element count and four
+// scalars. It is also one step of shaders/batch.comp, with `step` saying
+// which kernel it is.
 struct ElementPush {
     View x, y, z;
     uint32_t n = 0;
@@ -49,12 +52,21 @@ struct ElementPush {
 };
 static_assert(sizeof(ElementPush) == 96);
 
+// The level-1 kernels of shaders/level1.comp (its OP specialization constant).
+// The shaders' L1_* constants are generated from this enum (cmake/opgen.cpp).
+enum class Level1 : uint32_t { fill, scal, copy, swap, axpby, count_ };
+
 // Step codes of shaders/batch.comp: family | operation (the shader's own OP
-// specialization constant) | flags.
+// specialization constant: vela::Unary, Binary, Act or Level1) | flags. The
+// shaders' STEP_* constants are generated from these (cmake/opgen.cpp).
 namespace step {
-constexpr uint32_t level1 = 1u << 8, unary = 2u << 8, binary = 3u << 8, bias = 4u << 8;
+constexpr uint32_t family_shift = 8, family_mask = 15, op_mask = 255;
+constexpr uint32_t level1 = 1u << family_shift, unary = 2u << family_shift, binary = 3u << family_shift,
+                   bias = 4u << family_shift, backward = 5u << family_shift;
 constexpr uint32_t vec4 = 1u << 12;  // dense 16-byte aligned operands: four elements per invocation
 constexpr uint32_t sync = 1u << 13;  // set by the stream: a workgroup barrier before this step
+static_assert(uint32_t(Unary::count_) <= op_mask + 1 && uint32_t(Binary::count_) <= op_mask + 1 &&
+              uint32_t(Act::count_) <= op_mask + 1);
 }  // namespace step
 
 // One dispatch. `reads` and `writes` list the operands so the stream can put

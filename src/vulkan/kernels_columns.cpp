@@ -77,8 +77,8 @@ void VulkanDevice::argmax(const Matrix& x, const Matrix& idx) {
     p.idx.rstep = uint32_t(idx.inc());
     p.rows = uint32_t(x.rows);
     p.cols = uint32_t(x.cols);
-    uint32_t spec[2] = {cwg, idx.dtype() == DType::u8};
-    Dispatch d{.shader = "argmax", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2,
+    uint32_t spec[1] = {cwg};
+    Dispatch d{.shader = "argmax", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 1,
                .reads = {&x}, .writes = {&idx}, .label = "argmax"};
     grid(p.cols, cwg, d.groups);
     dispatch(d);

@@ -1,5 +1,5 @@
 // Elementwise kernels: unary functions (shaders/unary.comp), binary
-// operations (binary.comp), the bias broadcast (add_bias.comp) and the column
+// operations (binary.comp), the fused backward activation (backward.comp), the bias broadcast (add_bias.comp) and the column
 // gather that builds batches from a data set on the device (gather_cols.comp).
 #include "vulkan/device.hpp"
 
@@ -43,7 +43,7 @@ void VulkanDevice::unary(Unary op, const Matrix& x, const Matrix& y, const float
     }
     bool vec4 = dense16({&x, &y}, {&p.x, &p.y});
     uint32_t spec[3] = {wg(), uint32_t(op), vec4};
-    // (batch.comp runs unary steps one element per invocation: four copies of 13 functions cost more than they save)
+    // (batch.comp runs unary steps one element per invocation: four copies of every function cost more than they save)
     record(*this, "unary", unary_name(op), p, spec, 3, {&x}, {&y}, vec4, step::unary | uint32_t(op));
 }
 
@@ -57,6 +57,18 @@ void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Mat
     uint32_t spec[3] = {wg(), uint32_t(op), vec4};
     record(*this, "binary", binary_name(op), p, spec, 3, {&a, &b}, {&c}, vec4,
            step::binary | uint32_t(op) | (vec4 ? step::vec4 : 0));
+}
+
+void VulkanDevice::act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) {
+    ElementPush p;
+    p.x = view(da);
+    p.y = view(x);
+    p.z = view(delta);
+    p.n = uint32_t(delta.size());
+    bool vec4 = dense16({&da, &x, &delta}, {&p.x, &p.y, &p.z});
+    uint32_t spec[3] = {wg(), uint32_t(act), vec4};
+    record(*this, "backward", act_backward_name(act), p, spec, 3, {&da, &x}, {&delta}, vec4,
+           step::backward | uint32_t(act) | (vec4 ? step::vec4 : 0));
 }
 
 void VulkanDevice::add_bias(const Matrix& b, const Matrix& y) {
@@ -80,8 +92,8 @@ void VulkanDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matri
     p.z.rows = uint32_t(dst.rows);
     p.n = uint32_t(dst.size());
     p.a = scale;
-    uint32_t spec[3] = {wg(), src.dtype() == DType::u8, idx.dtype() == DType::u8};
-    record(*this, "gather_cols", "gather_cols", p, spec, 3, {&src, &idx}, {&dst});
+    uint32_t spec[2] = {wg(), src.dtype() == DType::u8};
+    record(*this, "gather_cols", "gather_cols", p, spec, 2, {&src, &idx}, {&dst});
 }
 
 }  // namespace vela::vk

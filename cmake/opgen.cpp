@@ -1,0 +1,90 @@
+// Writes ops.glsl, the shaders' view of the op table (src/core/ops.def), at
+// build time: the math of core/opmath.h with GLSL's spellings, a constant per
+// op and per activation numbered as the C++ enums (so the numbers cannot
+// drift), and the switches unary_f, act_f and act_prime_f. Every switch lists
+// every op; an unknown number gives NaN, never another op's value.
+#include <cstdio>
+
+#include "core/device.hpp"
+#include "vulkan/kernel.hpp"
+
+using vela::Act;
+using vela::Unary;
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: opgen OUT.glsl\n");
+        return 2;
+    }
+    std::FILE* f = std::fopen(argv[1], "w");
+    if (!f) {
+        std::perror(argv[1]);
+        return 1;
+    }
+    std::fprintf(f,
+                 "// Generated from src/core/ops.def by cmake/opgen.cpp at build time: do not edit.\n"
+                 "#define VELA_INLINE\n#define VELA_PRECISE precise\n#define as_int floatBitsToInt\n#define as_float intBitsToFloat\n"
+                 "#define isnan_f isnan\n#define sqrt_f sqrt\n#define abs_f abs\n#include \"opmath.h\"\n\n");
+    std::fprintf(f, "const uint UNARY_COUNT = %du, ACT_COUNT = %du;\n", int(Unary::count_), int(Act::count_));
+#define VELA_ACT(name, fx, d, from, what)                                                                      \
+    std::fprintf(f, "const uint UNARY_%s = %du, UNARY_%s_PRIME = %du, ACT_%s = %du;\n", #name, int(Unary::name), \
+                 #name, int(Unary::name##_prime), #name, int(Act::name));
+#define VELA_FN(name, params, fx, what) std::fprintf(f, "const uint UNARY_%s = %du;\n", #name, int(Unary::name));
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+    std::fprintf(f, "const uint ACT_IDENTITY = %du;\n\n", int(Act::identity));
+    {
+        using vela::vk::Level1;
+        namespace step = vela::vk::step;
+        std::fprintf(f, "// vela::vk::Level1 and the step codes of shaders/batch.comp (src/vulkan/kernel.hpp).\n");
+        std::fprintf(f, "const uint L1_FILL = %uu, L1_SCAL = %uu, L1_COPY = %uu, L1_SWAP = %uu, L1_AXPBY = %uu;\n",
+                     unsigned(Level1::fill), unsigned(Level1::scal), unsigned(Level1::copy), unsigned(Level1::swap),
+                     unsigned(Level1::axpby));
+        static_assert(int(Level1::count_) == 5, "a new level-1 kernel needs its L1_ constant here");
+        std::fprintf(f, "const uint STEP_FAMILY_SHIFT = %uu, STEP_FAMILY_MASK = %uu, STEP_OP_MASK = %uu;\n",
+                     step::family_shift, step::family_mask, step::op_mask);
+        std::fprintf(f,
+                     "const uint STEP_LEVEL1 = %uu, STEP_UNARY = %uu, STEP_BINARY = %uu, STEP_BIAS = %uu, "
+                     "STEP_BACKWARD = %uu;\n",
+                     step::level1 >> step::family_shift, step::unary >> step::family_shift,
+                     step::binary >> step::family_shift, step::bias >> step::family_shift,
+                     step::backward >> step::family_shift);
+        std::fprintf(f, "const uint STEP_VEC4 = %uu, STEP_SYNC = %uu;\n\n", step::vec4, step::sync);
+    }
+
+    std::fprintf(f, "// y = f(x) for vela::Unary op; q holds the parameters p0..p3.\n"
+                    "float unary_f(uint op, float x, vec4 q) {\n"
+                    "    float p0 = q.x, p1 = q.y, p2 = q.z, p3 = q.w;\n    switch (op) {\n");
+#define VELA_ACT(name, fx, d, from, what)                                                    \
+    std::fprintf(f, "    case %du: return %s;  // %s\n", int(Unary::name), #fx, #name);          \
+    std::fprintf(f, "    case %du: return %s;  // %s_prime, from %s\n", int(Unary::name##_prime), #d, #name, #from);
+#define VELA_FN(name, params, fx, what) \
+    std::fprintf(f, "    case %du: return %s;  // %s\n", int(Unary::name), #fx, #name);
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+    std::fprintf(f, "    }\n    return uintBitsToFloat(0x7fc00000u);\n}\n\n");
+
+    std::fprintf(f, "// a = act(x) for vela::Act act (dense's epilogue).\n"
+                    "float act_f(uint act, float x) {\n    switch (act) {\n    case %du: return x;  // identity\n",
+                 int(Act::identity));
+#define VELA_ACT(name, fx, d, from, what) std::fprintf(f, "    case %du: return %s;  // %s\n", int(Act::name), #fx, #name);
+#define VELA_FN(name, params, fx, what)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+    std::fprintf(f, "    }\n    return uintBitsToFloat(0x7fc00000u);\n}\n\n");
+
+    std::fprintf(f, "// act′ for vela::Act act, from the activation a or the pre-activation z as the table says.\n"
+                    "float act_prime_f(uint act, float x) {\n    switch (act) {\n    case %du: return 1.0f;  // identity\n",
+                 int(Act::identity));
+#define VELA_ACT(name, fx, d, from, what) \
+    std::fprintf(f, "    case %du: return %s;  // %s, from %s\n", int(Act::name), #d, #name, #from);
+#define VELA_FN(name, params, fx, what)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+    std::fprintf(f, "    }\n    return uintBitsToFloat(0x7fc00000u);\n}\n");
+    return std::fclose(f) == 0 ? 0 : 1;
+}

@@ -1,0 +1,22 @@
+// The op table's math (core/opmath.h) as C++: the spellings that differ from
+// GLSL, then the shared text, in namespace vela::opmath. The same file is
+// compiled into every shader through the generated ops.glsl (src/core/opgen.cpp).
+#pragma once
+#include <bit>
+#include <cmath>
+
+namespace vela::opmath {
+
+inline int as_int(float f) { return std::bit_cast<int>(f); }
+inline float as_float(int i) { return std::bit_cast<float>(i); }
+inline bool isnan_f(float x) { return x != x; }
+inline float sqrt_f(float x) { return std::sqrt(x); }
+inline float abs_f(float x) { return std::fabs(x); }
+
+#define VELA_INLINE inline
+#define VELA_PRECISE
+#include "core/opmath.h"
+#undef VELA_INLINE
+#undef VELA_PRECISE
+
+}  // namespace vela::opmath

@@ -4,13 +4,14 @@
 -- a loss curve, a confusion table and the final test accuracy.
 --
 --   build/vela examples/mnist.lua [device=cpu|vulkan:0] [epochs=10] [fashion] [seed=1] [threads=N] [save=net.vela]
+--                                 [act=relu|gelu|elu|leaky_relu|softplus|tanh|sigmoid]
 --
 -- `fashion` trains on Fashion-MNIST (data/fashion-mnist) instead, with the
 -- learning rate decaying from 0.05 along a cosine (`cosine` does that on MNIST).
 local vela = require "vela"
 local nn, optim, data, plot = require "vela.nn", require "vela.optim", require "vela.data", require "vela.plot"
 
-local opts = {device = nil, epochs = 10, seed = 1}
+local opts = {device = nil, epochs = 10, seed = 1, act = "relu"}
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^%-*([%w_]+)=(.*)$")
   if k then opts[k] = tonumber(v) or v else opts[a:match("^%-*(.*)$")] = true end
@@ -24,7 +25,7 @@ print(("%s on %s: %d training and %d test images"):format(opts.fashion and "Fash
 data.show(sets.train, 1)
 
 local net = nn.sequential{
-  nn.linear(784, 256, "relu", {seed = opts.seed}),
+  nn.linear(784, 256, opts.act, {seed = opts.seed}),
   nn.linear(256, 10, "identity", {seed = opts.seed + 1}),
 }
 print(net)

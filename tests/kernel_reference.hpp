@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/device.hpp"
+
 namespace vela::ref {
 
 // A dense column-major float64 matrix.
@@ -157,6 +159,79 @@ inline double act(int which, double v) {  // 0 identity, 1 relu, 2 sigmoid, 3 ta
         case 3: return std::tanh(v);
         default: return v;
     }
+}
+
+// ---- the elementwise op table's reference ----------------------------------------
+
+// One row per vela::Unary op (every row of src/core/ops.def and every
+// derivative): the float64 definition, the input range the generic tests draw
+// from, and the magnitude rounding is relative to (|value| when null). The
+// switch has no default and -Wswitch is an error here: an op added to the table
+// without a reference does not compile.
+struct UnaryRef {
+    float lo = 0, hi = 0;
+    double (*f)(double) = nullptr;
+    double (*scale)(double) = nullptr;
+};
+inline const float kUnaryParams[4] = {2, 1, 0.5f, 3};  // linear_frac's a, b, c, d in every test
+inline double sigmoid64(double z) { return z >= 0 ? 1 / (1 + std::exp(-z)) : std::exp(z) / (1 + std::exp(z)); }
+inline double gelu_arg64(double z) { return 2 * std::sqrt(2 / M_PI) * (z + 0.044715 * z * z * z); }
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
+inline UnaryRef unary(Unary op) {
+    switch (op) {
+    case Unary::relu: return {-1, 1, [](double v) { return v > 0 ? v : 0; }};
+    case Unary::sigmoid: return {-20, 20, sigmoid64};
+    case Unary::tanh: return {-6, 6, [](double v) { return std::tanh(v); }};
+    case Unary::elu: return {-10, 5, [](double v) { return v > 0 ? v : std::expm1(v); }};
+    // ½z(1 + tanh u) = z·σ(2u), the form without cancellation in float64 too.
+    case Unary::gelu: return {-6, 6, [](double v) { return v * sigmoid64(gelu_arg64(v)); }};
+    case Unary::leaky_relu: return {-5, 5, [](double v) { return v > 0 ? v : 0.01 * v; }};
+    case Unary::softplus:
+        return {-30, 30, [](double v) { return (v > 0 ? v : 0) + std::log1p(std::exp(-std::fabs(v))); }};
+    case Unary::exp: return {-80, 80, [](double v) { return std::exp(v); }};
+    case Unary::log:
+        return {1e-3f, 1e3f, [](double v) { return std::log(v); }, [](double v) { return 1.0 + std::fabs(std::log(v)); }};
+    case Unary::sqrt: return {0, 100, [](double v) { return std::sqrt(v); }};
+    case Unary::sqr: return {-10, 10, [](double v) { return v * v; }};
+    case Unary::inv: return {0.5f, 4, [](double v) { return 1 / v; }};
+    case Unary::abs: return {-3, 3, [](double v) { return std::fabs(v); }};
+    case Unary::linear_frac:
+        return {-1, 1, [](double v) { return (2 * v + 1) / (0.5 * v + 3); },
+                [](double v) { return (std::fabs(2 * v) + 1) / (0.5 * v + 3); }};
+    // Derivatives, from what the table says: the activation a or the pre-activation z.
+    case Unary::relu_prime: return {-1, 1, [](double v) { return v > 0 ? 1.0 : 0.0; }};
+    case Unary::sigmoid_prime: return {0, 1, [](double a) { return a * (1 - a); }};
+    case Unary::tanh_prime: return {-1, 1, [](double a) { return 1 - a * a; }, [](double a) { return 1 + a * a; }};
+    case Unary::elu_prime: return {-0.99f, 5, [](double a) { return a > 0 ? 1 : a + 1; }, [](double a) { return 1 + std::fabs(a); }};
+    case Unary::gelu_prime:
+        return {-6, 6,
+                [](double z) {
+                    double s = sigmoid64(gelu_arg64(z));
+                    return s + z * s * (1 - s) * 2 * std::sqrt(2 / M_PI) * (1 + 3 * 0.044715 * z * z);
+                },
+                [](double z) {
+                    double s = sigmoid64(gelu_arg64(z));
+                    return s + std::fabs(z * s * (1 - s) * 2 * std::sqrt(2 / M_PI) * (1 + 3 * 0.044715 * z * z));
+                }};
+    case Unary::leaky_relu_prime: return {-1, 1, [](double a) { return a > 0 ? 1 : 0.01; }};
+    case Unary::softplus_prime: return {-20, 20, sigmoid64};
+    case Unary::count_: break;
+    }
+    return {};
+}
+#pragma GCC diagnostic pop
+
+// The values of unary op at the elements of x, with their error scales.
+inline Result unary(Unary op, const Mat& x) {
+    const UnaryRef u = unary(op);
+    Result r{Mat(x.rows, x.cols), Mat(x.rows, x.cols)};
+    for (size_t k = 0; k < x.v.size(); k++) {
+        r.value.v[k] = u.f(x.v[k]);
+        r.scale.v[k] = u.scale ? u.scale(x.v[k]) : std::fabs(r.value.v[k]);
+    }
+    return r;
 }
 
 }  // namespace vela::ref

@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "error_of.hpp"
+#include "kernel_reference.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
 #include "cpu/cpu_device.hpp"
@@ -207,35 +208,16 @@ TEST_CASE("vulkan: uint8 to float copy and gather_cols", "[vulkan]") {
 
 TEST_CASE("vulkan: unary and binary functions against float64", "[vulkan]") {
     NoValidationMessages guard;
-    Mat x = rnd(17, 11, 0.05f, 3, 3);
-    Mat s = rnd(17, 11, -20, 20, 4);
-    float lf[4] = {2, 1, 0.5f, 3};
+    // The reference table of tests/kernel_reference.hpp, on its input ranges.
     for (int op = 0; op < int(Unary::count_); ++op) {
         Unary u = Unary(op);
         INFO("unary " << unary_name(u));
-        bool positive = u == Unary::log || u == Unary::sqrt || u == Unary::inv;
-        const Mat& in = positive ? x : s;
+        const ref::UnaryRef r = ref::unary(u);
+        const Mat in = rnd(17, 11, r.lo, r.hi, 3 + uint32_t(op));
         Matrix y = zeros(gpu(), 17, 11);
-        unary(u, in.m, y, u == Unary::linear_frac ? lf : nullptr);
+        unary(u, in.m, y, ref::kUnaryParams);
         std::vector<double> want;
-        for (float fv : in.h) {
-            double v = fv;
-            switch (u) {
-            case Unary::tanh: want.push_back(std::tanh(v)); break;
-            case Unary::sigmoid: want.push_back(1 / (1 + std::exp(-v))); break;
-            case Unary::relu: want.push_back(v > 0 ? v : 0); break;
-            case Unary::exp: want.push_back(std::exp(v)); break;
-            case Unary::log: want.push_back(std::log(v)); break;
-            case Unary::sqrt: want.push_back(std::sqrt(v)); break;
-            case Unary::sqr: want.push_back(v * v); break;
-            case Unary::inv: want.push_back(1 / v); break;
-            case Unary::abs: want.push_back(std::fabs(v)); break;
-            case Unary::linear_frac: want.push_back((2 * v + 1) / (0.5 * v + 3)); break;
-            case Unary::tanh_prime: want.push_back(1 - v * v); break;
-            case Unary::sigmoid_prime: want.push_back(v * (1 - v)); break;
-            default: want.push_back(v > 0 ? 1 : 0); break;
-            }
-        }
+        for (float fv : in.h) want.push_back(r.f(fv));
         check_close(to_host(y), want, 2e-6);
     }
     Mat a = rnd(6, 9, -3, 3, 5), b = rnd(6, 9, 0.5f, 3, 6);

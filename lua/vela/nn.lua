@@ -67,8 +67,18 @@ end
 -- nn.linear: a ← act(W·x + b·1ᵀ)
 -- ---------------------------------------------------------------------------
 
-local activations = {identity = true, relu = true, sigmoid = true, tanh = true}
-local primes = {relu = vela.relu_prime, sigmoid = vela.sigmoid_prime, tanh = vela.tanh_prime}
+-- The activations and their fused backward kernels come from the op table
+-- (src/core/ops.def through vela.activations and vela.ops): from = "z" means
+-- the derivative needs the pre-activation z, which the layer then keeps.
+local activations, backward, from_z = {}, {}, {}
+for _, name in ipairs(vela.activations) do
+  activations[name] = true
+  if name ~= "identity" then
+    backward[name] = vela[name .. "_backward"]
+    from_z[name] = vela.ops[name].from == "z"
+  end
+end
+local activation_list = table.concat(vela.activations, ", ")
 
 local Linear = {}
 Linear.__index = Linear
@@ -86,7 +96,7 @@ function nn.linear(inputs, outputs, activation, opts)
   assert(math.type(inputs) == "integer" and inputs > 0, "nn.linear: inputs must be a positive integer")
   assert(math.type(outputs) == "integer" and outputs > 0, "nn.linear: outputs must be a positive integer")
   if not activations[activation] then
-    error(fmt("nn.linear: unknown activation '%s' (expected identity, relu, sigmoid or tanh)", tostring(activation)), 2)
+    error(fmt("nn.linear: unknown activation '%s' (expected one of %s)", tostring(activation), activation_list), 2)
   end
   local init = opts.init or (activation == "relu" and "he" or "xavier")
   local scale
@@ -112,7 +122,9 @@ function Linear:_setup(dev)
   self.db = alloc(dev, self.outputs, 1)
   self.state = self.state or {w = {}, b = {}}
   self.wt = self.w:t()
-  self.buf = buffers(dev, {a = self.outputs, delta = self.outputs, dx = self.inputs})
+  local shapes = {a = self.outputs, delta = self.outputs, dx = self.inputs}
+  if from_z[self.activation] then shapes.z = self.outputs end
+  self.buf = buffers(dev, shapes)
   self.x, self.xt = nil, nil
   self._params = {{self.w, self.dw, self.state.w, name = "w"}, {self.b, self.db, self.state.b, name = "b"}}
   self._checked = nil
@@ -147,14 +159,20 @@ function Linear:forward(x, index)
   local buf = self.buf:get(n)
   if not rawequal(x, self.x) then self.xt = x:t() end  -- xᵀ for dW, a view made once per input
   self.x, self.a, self.n = x, buf.a, n
-  dense(self.w, x, self.b, buf.a, self.activation)
+  if from_z[self.activation] then
+    -- act′ needs z: keep it, then a ← act(z)
+    dense(self.w, x, self.b, buf.z, "identity")
+    vela[self.activation](buf.z, buf.a)
+  else
+    dense(self.w, x, self.b, buf.a, self.activation)
+  end
   return buf.a
 end
 
 -- backward: da = ∂L/∂a (outputs×n) → dx = ∂L/∂x (inputs×n), or nothing when
 -- need_dx is false (the first layer: nobody wants the gradient of the data).
 -- The four equations of backprop, one kernel each:
---   δ  = da ∘ act′(z)        (outputs×n)       mul, with act′ from a
+--   δ  = da ∘ act′(z)        (outputs×n)       <act>_backward, act′ from a (or z)
 --   dW = δ·xᵀ                (outputs×inputs)  mm
 --   db = δ·1                 (outputs)         mv with a ones vector
 --   dx = Wᵀ·δ                (inputs×n)        mm with W:t()
@@ -167,11 +185,10 @@ function Linear:backward(da, need_dx)
   end
   local buf = self.buf:get(n)
   local delta = da
-  local prime = primes[self.activation]
-  if prime then
+  local bw = backward[self.activation]
+  if bw then
     delta = buf.delta
-    prime(self.a, delta)   -- δ ← act′
-    mul(da, delta)         -- δ ← da ∘ δ
+    bw(da, from_z[self.activation] and buf.z or self.a, delta)  -- δ ← da ∘ act′, one kernel
   end
   mm(1, delta, self.xt, 0, self.dw)
   mv(1, delta, ones_on(self.dev, n), 0, self.db)
@@ -356,14 +373,15 @@ function nn.mean(loss) return vela.sum(loss) / #loss end
 --   4      format version, uint32 little-endian (1)
 --   4      number of layers L
 --   L ×    4 layer kind (1 = linear), 4 inputs, 4 outputs,
---          4 activation (0 identity, 1 relu, 2 sigmoid, 3 tanh),
+--          4 activation (its index in vela.activations − 1: 0 identity, 1 relu, 2 sigmoid, 3 tanh, ...),
 --          then outputs·inputs float32 W (column-major), outputs float32 b
 --   8      "VELAEND\n": a truncated file is caught even at a layer boundary
 -- ---------------------------------------------------------------------------
 
 local MAGIC, TRAILER, VERSION = "VELANN\r\n", "VELAEND\n", 1
-local act_code = {identity = 0, relu = 1, sigmoid = 2, tanh = 3}
-local act_of_code = {[0] = "identity", "relu", "sigmoid", "tanh"}
+-- Codes are the order of vela.activations (the op table appends only).
+local act_code, act_of_code = {}, {}
+for i, name in ipairs(vela.activations) do act_code[name], act_of_code[i - 1] = i - 1, name end
 nn.format_version = VERSION
 
 -- Column-major float32 bytes of a matrix, read from its device once.
@@ -451,7 +469,7 @@ require("vela.train").attach(nn, {alloc = alloc, buffers = buffers, same_device 
 -- help(nn.linear), ?nn.sequential: documentation for the shell's help.
 if vela.doc then
   vela.doc("nn.linear", "nn.linear(inputs, outputs [, activation] [, {seed =, init = 'he'|'xavier', device =}])",
-    "A fully connected layer a = act(W·x + b); activation identity, relu, sigmoid or tanh. layer:forward(x), layer:backward(da [, need_dx]).", nn.linear)
+    "A fully connected layer a = act(W·x + b); activation one of vela.activations (identity, relu, sigmoid, tanh, elu, gelu, leaky_relu, softplus). layer:forward(x), layer:backward(da [, need_dx]) (δ = da ∘ act′ in one kernel, <act>_backward).", nn.linear)
   vela.doc("nn.sequential", "nn.sequential{layer, ...}",
     "A net of layers in order: net:forward(x), net:backward(dout), net:params(), net:to(dev), net:save(path).", nn.sequential)
   vela.doc("nn.softmax_xent", "nn.softmax_xent()",

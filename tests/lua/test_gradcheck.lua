@@ -18,7 +18,15 @@ local act_f = {
   relu = function(z) return z > 0 and z or 0 end,
   sigmoid = function(z) return 1 / (1 + math.exp(-z)) end,
   tanh = function(z) return math.tanh(z) end,
+  elu = function(z) return z > 0 and z or math.exp(z) - 1 end,
+  gelu = function(z) return 0.5 * z * (1 + math.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z ^ 3))) end,
+  leaky_relu = function(z) return z > 0 and z or 0.01 * z end,
+  softplus = function(z) return math.log(1 + math.exp(z)) end,
 }
+-- Every activation of the op table has a reference here (discovered, not listed).
+for _, name in ipairs(vela.activations) do
+  assert(act_f[name], "test_gradcheck: no float64 reference for activation " .. name)
+end
 
 -- a = act(W·x + b) for a host W (rows of a table), b (a list), x (k×n table).
 local function host_layer(W, b, x, act)
@@ -126,7 +134,7 @@ end
 -- ---- the checks -----------------------------------------------------------
 
 local specs = {}
-for _, act in ipairs{"identity", "relu", "sigmoid", "tanh"} do
+for _, act in ipairs(vela.activations) do
   specs[#specs + 1] = {act1 = act, act2 = "identity", loss = "softmax_xent"}
   specs[#specs + 1] = {act1 = act, act2 = act, loss = "quadratic"}
 end

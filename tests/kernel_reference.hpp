@@ -152,15 +152,6 @@ inline std::vector<double> argmax(const Mat& x) {
     return idx;
 }
 
-inline double act(int which, double v) {  // 0 identity, 1 relu, 2 sigmoid, 3 tanh (the Act order)
-    switch (which) {
-        case 1: return v > 0 ? v : 0;
-        case 2: return 1 / (1 + std::exp(-v));
-        case 3: return std::tanh(v);
-        default: return v;
-    }
-}
-
 // ---- the elementwise op table's reference ----------------------------------------
 
 // One row per vela::Unary op (every row of src/core/ops.def and every
@@ -222,6 +213,11 @@ inline UnaryRef unary(Unary op) {
     return {};
 }
 #pragma GCC diagnostic pop
+
+// An activation (vela::Act code) at v: its row of the table above.
+inline double act(int which, double v) {
+    return Act(which) == Act::identity ? v : unary(act_unary(Act(which))).f(v);
+}
 
 // The values of unary op at the elements of x, with their error scales.
 inline Result unary(Unary op, const Mat& x) {

@@ -22,7 +22,7 @@ VELA_INLINE float exp_f(float x) {
     VELA_PRECISE float t = xc * 1.44269504088896341f + 12582912.0f;  // round to nearest via 1.5·2^23
     int ki = as_int(t) - 0x4B400000;
     float k = float(ki);
-    float r = xc - k * 0.693359375f;
+    VELA_PRECISE float r = xc - k * 0.693359375f;  // precise: a compiler must not fold the two ln2 parts
     r = r - k * -2.12194440e-4f;
     float poly = 1.9875691500e-4f;
     poly = poly * r + 1.3981999507e-3f;
@@ -70,7 +70,7 @@ VELA_INLINE float log_f(float x) {
     poly = poly * y - 2.4999993993e-1f;
     poly = poly * y + 3.3333331174e-1f;
     float fe = float(e);
-    float r = poly * y * z;
+    VELA_PRECISE float r = poly * y * z;
     r = r + fe * -2.12194440e-4f;
     r = r - 0.5f * z;
     r = y + r;

@@ -57,9 +57,11 @@ for _, id in ipairs(ids) do
     bad(function() compare(function() return ones(1, 1) end, {"cpu", "nodevice"}) end, "no device matches \"nodevice\"")
     assert(device():name() == id, "a failed compare leaves the current device")
     -- every kernel names itself when given a string where a matrix goes
-    for _, name in ipairs{"tanh", "sigmoid", "relu", "exp", "log", "sqrt", "sqr", "inv", "abs", "tanh_prime",
-      "sigmoid_prime", "relu_prime", "softmax", "nrm2", "asum", "sum", "imax", "scal", "copy", "swap", "dot",
-      "mul", "div", "add", "sub", "argmax", "add_bias", "gather_cols", "softmax_xent", "dense", "axpby"} do
+    local names = {"softmax", "nrm2", "asum", "sum", "imax", "scal", "copy", "swap", "dot",
+      "mul", "div", "add", "sub", "argmax", "add_bias", "gather_cols", "softmax_xent", "dense", "axpby"}
+    for name in pairs(vela.ops) do names[#names + 1] = name end  -- the op table, discovered
+    for i = 2, #vela.activations do names[#names + 1] = vela.activations[i] .. "_backward" end
+    for _, name in ipairs(names) do
       local call = load(("%s('oops', 'oops', 'oops', 'oops')"):format(name))
       bad(call, "to '" .. name .. "'")
     end
@@ -106,6 +108,16 @@ for _, id in ipairs(ids) do
     bad(function() dot(x2, x3) end, "dot:", "2×1", "3×1")
     bad(function() tanh(a, b) end, "tanh:", "2×3", "3×4")
     bad(function() relu_prime(a, b) end, "relu_prime:", "2×3", "3×4")
+    for name, op in pairs(vela.ops) do  -- every op of the table names itself and both shapes
+      local params = {}
+      for i = 1, op.params do params[i] = 1 end
+      bad(function() vela[name](a, b, table.unpack(params)) end, name .. ":", "2×3", "3×4")
+    end
+    for i = 2, #vela.activations do
+      local name = vela.activations[i] .. "_backward"
+      bad(function() vela[name](a, a, b) end, name .. ":", "delta is 3×4", "2×3")
+      bad(function() vela[name](a, b, a) end, name .. ":", "3×4", "2×3")
+    end
     bad(function() linear_frac(a, b, 1, 0, 0, 1) end, "linear_frac:", "2×3", "3×4")
     bad(function() mul(a, b) end, "mul:", "2×3", "3×4")
     bad(function() sub(a, a, b) end, "sub:", "2×3", "3×4")

@@ -93,10 +93,15 @@ end)
 t.test("help: every function of this surface and every method is documented", function()
   local names = {
     "matrix", "zeros", "ones", "rand", "randn", "from", "mm", "mv", "rk", "axpy", "axpby", "scal", "copy", "swap",
-    "fill", "dot", "nrm2", "asum", "sum", "imax", "tanh", "sigmoid", "relu", "exp", "log", "sqrt", "sqr", "inv", "abs",
-    "linear_frac", "tanh_prime", "sigmoid_prime", "relu_prime", "mul", "div", "add", "sub", "softmax", "softmax_xent",
+    "fill", "dot", "nrm2", "asum", "sum", "imax", "mul", "div", "add", "sub", "softmax", "softmax_xent",
     "argmax", "gather_cols", "add_bias", "dense", "devices", "device", "sync", "stats", "mem", "who", "threads",
     "seed", "time", "bench", "profile", "compare"}
+  -- every op of the op table (vela.ops) and every activation's fused backward step, discovered
+  local ops = {}
+  for name in pairs(vela.ops) do ops[#ops + 1] = name end
+  table.sort(ops)
+  for _, name in ipairs(ops) do names[#names + 1] = name end
+  for i = 2, #vela.activations do names[#names + 1] = vela.activations[i] .. "_backward" end
   for _, m in ipairs{"t", "view", "row", "col", "columns", "get", "set", "shape", "dtype", "device", "totable",
     "copy", "raw", "to", "release"} do names[#names + 1] = "Matrix:" .. m end
   for _, m in ipairs{"sync", "stats", "info", "name"} do names[#names + 1] = "Device:" .. m end
@@ -116,7 +121,8 @@ t.test("help: every function of this surface and every method is documented", fu
     assert(not body:find("without documentation") and not body:find("no help for"), n .. ": " .. body)
   end
   assert(out:find("@@tanh_prime\n[^@]*ACTIVATION"), "derivatives say what they take")
-  assert(out:find("@@relu_prime\n[^@]*pre%-activation z"))
+  assert(out:find("@@gelu_prime\n[^@]*pre%-activation z"), "gelu_prime takes z")
+  assert(out:find("@@tanh_backward\n[^@]*da ∘ tanh′%(a%)"), "the fused backward step says what it computes")
   assert(out:find("@@mm\n[^@]*addmm") and out:find("@@rk\n[^@]*addr") and out:find("@@axpy\n[^@]*add%(α, x%)"))
   assert(out:find("@@mv\n[^@]*addmv"))
 end)

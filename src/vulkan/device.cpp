@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "vulkan/kernels_blas.hpp"
 
 namespace vela::vk {
 
@@ -164,16 +163,5 @@ Matrix VulkanDevice::scratch(size_t floats) {
 
 void VulkanDevice::flush() { stream_.flush(); }
 void VulkanDevice::sync() { stream_.sync(); }
-
-void VulkanDevice::mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
-    record_mm(*this, alpha, a, b, beta, c);
-}
-void VulkanDevice::mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) {
-    record_mv(*this, alpha, a, x, beta, y);
-}
-void VulkanDevice::rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) { record_rk(*this, alpha, x, y, a); }
-void VulkanDevice::dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
-    record_dense(*this, w, x, b, act, y);
-}
 
 }  // namespace vela::vk

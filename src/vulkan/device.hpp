@@ -1,8 +1,8 @@
-// VulkanDevice: the Device interface on one Vulkan physical device, and the
-// Recorder that kernel files record through. Owns, in this order, the logical
-// device, memory, pipelines and the stream; each is a separate file.
-// Kernels outside the GEMM family live in kernels_*.cpp beside this file,
-// each recording dispatches of the shader of the same name in shaders/.
+// VulkanDevice: the Device interface on one Vulkan physical device. Owns, in
+// this order, the logical device, memory, pipelines and the stream; each is a
+// separate file. Every kernel member is defined in a kernels_<topic>.cpp beside
+// this file (blas, level1, elementwise, columns, reduce, random) and records
+// through the helpers under "Recording" (see vulkan/kernel.hpp).
 #pragma once
 #include <memory>
 #include <string>
@@ -18,7 +18,7 @@
 
 namespace vela::vk {
 
-class VulkanDevice final : public Device, public Recorder {
+class VulkanDevice final : public Device {
 public:
     // force_staging: use staging transfers even where device memory is host-visible
     // (VELA_VK_STAGING=1 does the same for opened devices; tests use it on lavapipe).
@@ -61,16 +61,16 @@ public:
     void profile_begin() override { stream_.profile_begin(); }
     std::vector<KernelTime> profile_end() override { return stream_.profile_end(); }
 
-    // Recorder
-    const Caps& caps() const override { return phys_.caps; }
-    uint64_t address(const Matrix& m) const override { return buffer(m).alloc.address; }
-    void dispatch(const Dispatch& d) override { stream_.dispatch(d); }
+    // Recording, for the kernel files.
+    const Caps& caps() const { return phys_.caps; }
+    // Device address of the buffer's element 0 (add offset·element size yourself, or pass offset in push constants).
+    uint64_t address(const Matrix& m) const { return buffer(m).alloc.address; }
+    void dispatch(const Dispatch& d) { stream_.dispatch(d); }
 
     const PhysicalInfo& physical() const { return phys_; }
     Stream& stream() { return stream_; }
     bool mapped() const { return memory_.device_mapped(); }
 
-    // Helpers for the kernel files.
     static VulkanBuffer& buffer(const Matrix& m) { return *static_cast<VulkanBuffer*>(m.buf.get()); }
     View view(const Matrix& m) const;  // the view of m, with the dense fast path where it applies
     // Workgroups covering `invocations` invocations in groups of `wg`, split over y and z when needed.

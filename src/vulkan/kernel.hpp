@@ -1,6 +1,9 @@
-// How the host side of a Vulkan kernel records a dispatch. This is the only
-// interface kernel files (src/vulkan/kernels_*.cpp) use; the context, memory,
-// pipelines and stream behind it are the device's business.
+// What a Vulkan kernel records. The one convention: every kernel is a
+// VulkanDevice member (src/vulkan/device.hpp) defined in a kernels_<topic>.cpp
+// file beside it, which fills the push constants and a Dispatch (below) and
+// hands it to VulkanDevice::dispatch, using only the device's recording
+// helpers (caps, address, view, grid, wg, dispatch); the context, memory,
+// pipelines and stream behind them are the device's business.
 //
 // Shaders address buffers by buffer device address: every matrix operand is
 // passed in push constants as the 64-bit address of its buffer's first element
@@ -85,15 +88,6 @@ struct Dispatch {
     // Nonzero: `push` is an ElementPush and the kernel may also run as one step
     // of a batch (shaders/batch.comp) with this step code; the stream decides.
     uint32_t step = 0;
-};
-
-class Recorder {
-public:
-    virtual ~Recorder() = default;
-    virtual const Caps& caps() const = 0;
-    // Device address of the buffer's element 0 (add offset·element size yourself, or pass offset in push constants).
-    virtual uint64_t address(const Matrix& m) const = 0;
-    virtual void dispatch(const Dispatch& d) = 0;
 };
 
 }  // namespace vela::vk

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "vulkan/device.hpp"
 
 namespace vela::vk {
 
@@ -47,7 +48,7 @@ struct RkPush {
 // Epilogues and activations as numbered in shaders/gemm.glsl and mm_common.glsl.
 constexpr uint32_t EPI_AXPBY = 0, EPI_DENSE = 1;
 
-uint64_t addr(const Recorder& r, const Matrix& m) { return r.address(m) + uint64_t(m.offset) * sizeof(float); }
+uint64_t addr(const VulkanDevice& r, const Matrix& m) { return r.address(m) + uint64_t(m.offset) * sizeof(float); }
 
 // Sizes, leading dimensions and steps travel as 32-bit words; larger ones
 // would need a matrix of more than 2^32 rows or columns.
@@ -64,8 +65,8 @@ bool use_regblock(const Caps& caps) {
     return caps.software;
 }
 
-// The mm/dense dispatch shared by record_mm and record_dense.
-void record_gemm(Recorder& r, const char* fn, float alpha, const Matrix& a, const Matrix& b, float beta,
+// The mm/dense dispatch shared by VulkanDevice::mm and VulkanDevice::dense.
+void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, const Matrix& b, float beta,
                  const Matrix& c, uint32_t epi, const Matrix* bias, Act act) {
     if (c.empty()) return;
     const Caps& caps = r.caps();
@@ -195,15 +196,16 @@ void grid_1d(const Caps& caps, uint64_t count, uint32_t groups[3]) {
 
 void force_gemm_variant(GemmVariant v) { forced = v; }
 
-void record_mm(Recorder& r, float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
-    record_gemm(r, "mm", alpha, a, b, beta, c, EPI_AXPBY, nullptr, Act::identity);
+void VulkanDevice::mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
+    record_gemm(*this, "mm", alpha, a, b, beta, c, EPI_AXPBY, nullptr, Act::identity);
 }
 
-void record_dense(Recorder& r, const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
-    record_gemm(r, "dense", 1.0f, w, x, 0.0f, y, EPI_DENSE, &b, act);
+void VulkanDevice::dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
+    record_gemm(*this, "dense", 1.0f, w, x, 0.0f, y, EPI_DENSE, &b, act);
 }
 
-void record_mv(Recorder& r, float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) {
+void VulkanDevice::mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) {
+    VulkanDevice& r = *this;
     if (y.empty()) return;
     const Caps& caps = r.caps();
     MvPush p{};
@@ -237,7 +239,8 @@ void record_mv(Recorder& r, float alpha, const Matrix& a, const Matrix& x, float
                         .label = "mv"});
 }
 
-void record_rk(Recorder& r, float alpha, const Matrix& x, const Matrix& y, const Matrix& a) {
+void VulkanDevice::rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) {
+    VulkanDevice& r = *this;
     if (a.empty()) return;
     const Caps& caps = r.caps();
     RkPush p{};

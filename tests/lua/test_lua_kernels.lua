@@ -158,6 +158,34 @@ for _, id in ipairs(ids) do
     near(tanh_prime(act), {{1 - tanh64(0.3) ^ 2, 1 - tanh64(-1.2) ^ 2}}, 1e-5)
   end)
 
+  t.test(D .. "the new activations and their fused backward steps against float64", function()
+    local z = {{-4, -1, -0.01, 0, 0.01, 1, 4}}
+    local c = math.sqrt(2 / math.pi)
+    local f = {
+      elu = function(v) return v > 0 and v or math.exp(v) - 1 end,
+      gelu = function(v) return 0.5 * v * (1 + math.tanh(c * (v + 0.044715 * v ^ 3))) end,
+      leaky_relu = function(v) return v > 0 and v or 0.01 * v end,
+      softplus = function(v) return math.log(1 + math.exp(v)) end,
+    }
+    -- f′(z) by central differences of the float64 f: independent of the kernels' formulas
+    local function d64(g, v) local h = 1e-6 return (g(v + h) - g(v - h)) / (2 * h) end
+    local da = {{0.5, -2, 3, 1, -1, 0.25, 2}}
+    for name, g in pairs(f) do
+      near(vela[name](from(z), zeros(1, 7)), map(z, g), 1e-6, name)
+      local from_z = vela.ops[name].from == "z"
+      local x = from_z and from(z) or vela[name](from(z), zeros(1, 7))
+      local want = {{}}
+      for j, v in ipairs(z[1]) do
+        -- at its kink (0) leaky_relu′ takes the left value, as relu′ does
+        local dv = (v == 0 and name == "leaky_relu") and 0.01 or d64(g, v)
+        want[1][j] = da[1][j] * dv
+      end
+      local delta = zeros(1, 7)
+      assert(rawequal(vela[name .. "_backward"](from(da), x, delta), delta))
+      near(delta, want, 1e-4, name .. "_backward")
+    end
+  end)
+
   t.test(D .. "mul div add sub, into c or into b", function()
     local a, b = from{1, 2, 3}, from{4, 5, 8}
     local c = zeros(3, 1)

@@ -13,7 +13,8 @@ inline bool isnan_f(float x) { return x != x; }
 inline float sqrt_f(float x) { return std::sqrt(x); }
 inline float abs_f(float x) { return std::fabs(x); }
 
-#define VELA_INLINE inline
+// always_inline: the vectorised loops need the calls gone (GCC stops inlining them once a unit holds a clone per op).
+#define VELA_INLINE [[gnu::always_inline]] inline
 #define VELA_PRECISE
 #include "core/opmath.h"
 #undef VELA_INLINE

@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
                      unsigned(Level1::fill), unsigned(Level1::scal), unsigned(Level1::copy), unsigned(Level1::swap),
                      unsigned(Level1::axpby));
         static_assert(int(Level1::count_) == 5, "a new level-1 kernel needs its L1_ constant here");
+        using vela::Binary;
+        static_assert(int(Binary::count_) == 4, "a new binary op needs its BINARY_ constant here");
+        std::fprintf(f, "const uint BINARY_MUL = %du, BINARY_DIV = %du, BINARY_ADD = %du, BINARY_SUB = %du;\n",
+                     int(Binary::mul), int(Binary::div), int(Binary::add), int(Binary::sub));
         std::fprintf(f, "const uint STEP_FAMILY_SHIFT = %uu, STEP_FAMILY_MASK = %uu, STEP_OP_MASK = %uu;\n",
                      step::family_shift, step::family_mask, step::op_mask);
         std::fprintf(f,

@@ -70,7 +70,7 @@ void main() {
                     backward_vec4(op, x, y, z, k, n);
                 else
                     backward_element(op, x, y, z, k);
-            } else {
+            } else if (family == STEP_BIAS) {
                 add_bias_element(x, y, k);
             }
         }

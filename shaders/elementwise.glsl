@@ -15,8 +15,14 @@ layout(buffer_reference, buffer_reference_align = 16) buffer V4 { vec4 v; };
 // from src/core/ops.def (cmake/opgen.cpp).
 #include "ops.glsl"
 
-// vela::Binary: 0 mul, 1 div, 2 add, 3 sub.
-vec4 binary_f(uint op, vec4 x, vec4 y) { return op == 0u ? x * y : op == 1u ? x / y : op == 2u ? x + y : x - y; }
+// vela::Binary (BINARY_* in ops.glsl); an unknown number gives NaN, never another op's value.
+vec4 binary_f(uint op, vec4 x, vec4 y) {
+    return op == BINARY_MUL ? x * y
+         : op == BINARY_DIV ? x / y
+         : op == BINARY_ADD ? x + y
+         : op == BINARY_SUB ? x - y
+                            : vec4(uintBitsToFloat(0x7fc00000u));
+}
 
 // y ← f(x)
 void unary_element(uint op, View x, View y, uint k, vec4 q) { st(y, k, unary_f(op, ld(x, k), q)); }
@@ -72,7 +78,7 @@ void level1_element(uint op, View x, View y, uint k, float alpha, float beta) {
         float a = load_f32(x.addr, ix);
         store_f32(x.addr, ix, load_f32(y.addr, iy));
         store_f32(y.addr, iy, a);
-    } else {
+    } else if (op == L1_AXPBY) {
         float ax = alpha * load_f32(x.addr, view_index(x, k));
         store_f32(y.addr, iy, beta == 0.0 ? ax : ax + beta * load_f32(y.addr, iy));
     }
@@ -85,12 +91,13 @@ void level1_vec4(uint op, View x, View y, uint k, uint n, float alpha, float bet
             yv.v = vec4(alpha);
         } else if (op == L1_SCAL) {
             yv.v = alpha * yv.v;
-        } else {
+        } else if (op == L1_AXPBY) {
             vec4 ax = alpha * V4(x.addr + uint64_t(k) * 4ul).v;
             yv.v = beta == 0.0 ? ax : ax + beta * yv.v;
         }
         return;
     }
+    if (op != L1_FILL && op != L1_SCAL && op != L1_AXPBY) return;
     for (; k < n; ++k) {
         float v = op == L1_FILL ? alpha : op == L1_SCAL ? alpha * load_f32(y.addr, k) : alpha * load_f32(x.addr, k);
         if (op == L1_AXPBY && beta != 0.0) v += beta * load_f32(y.addr, k);

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     std::fprintf(f,
                  "// Generated from src/core/ops.def by cmake/opgen.cpp at build time: do not edit.\n"
                  "#define VELA_INLINE\n#define VELA_PRECISE precise\n#define as_int floatBitsToInt\n#define as_float intBitsToFloat\n"
-                 "#define isnan_f isnan\n#define sqrt_f sqrt\n#define abs_f abs\n#include \"opmath.h\"\n\n");
+                 "#define isnan_f isnan\n#define exp_fast_f exp\n#define sqrt_f sqrt\n#define abs_f abs\n#include \"opmath.h\"\n\n");
     std::fprintf(f, "const uint UNARY_COUNT = %du, ACT_COUNT = %du;\n", int(Unary::count_), int(Act::count_));
 #define VELA_ACT(name, fx, d, from, what)                                                                      \
     std::fprintf(f, "const uint UNARY_%s = %du, UNARY_%s_PRIME = %du, ACT_%s = %du;\n", #name, int(Unary::name), \

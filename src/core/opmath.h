@@ -11,8 +11,9 @@
 // `precise` (VELA_PRECISE): the rounding tricks below are so marked.
 //
 // The includer defines the few spellings that differ: VELA_INLINE (inline / empty), VELA_PRECISE,
-// as_int, as_float (bit casts), isnan_f, sqrt_f. C++: src/cpu/vmath.hpp and
-// src/core/ops_table.hpp; GLSL: the ops.glsl written by src/core/opgen.cpp.
+// as_int, as_float (bit casts), isnan_f, sqrt_f, abs_f, exp_fast_f (the driver's exp
+// on GPUs, exp_f on the cpu: used where its error cannot reach the result).
+// C++: src/core/opmath.hpp; GLSL: the ops.glsl written by cmake/opgen.cpp.
 
 // e^x. Cody–Waite: x = k·ln2 + r, |r| ≤ ln2/2, e^x = 2^k·e^r (Cephes expf polynomial).
 VELA_INLINE float exp_f(float x) {
@@ -94,7 +95,7 @@ VELA_INLINE float tanh_f(float x) {
     float z = x * x;  // small |x|: odd polynomial (Cephes tanhf)
     float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +
                     1.33314422036e-1f) * z - 3.33332819422e-1f) * z * x + x;
-    float e = exp_f(2.0f * ax);
+    float e = exp_fast_f(2.0f * ax);  // only tanh: its result is within 1 of this, so a few ulp of e vanish
     float big = 1.0f - 2.0f / (e + 1.0f);
     big = x < 0.0f ? -big : big;
     return ax < 0.625f ? small : big;

@@ -111,7 +111,11 @@ TEST_CASE("vulkan: 1000 small dependent kernels then one read is one host wait",
     DeviceStats s1 = d.stats();
     CHECK(v == 500.0f);
     CHECK(s1.dispatches - s0.dispatches == 1000);
-    CHECK(s1.host_waits - s0.host_waits == 1);
+    // A host wait is counted only when the fence is not yet signalled: if the
+    // ring's earlier submissions already ran the work (a loaded machine, or a
+    // fast device), the read finds it done and waits 0 times. The point is
+    // that 1,000 kernels never cost more than the one wait for the read.
+    CHECK(s1.host_waits - s0.host_waits <= 1);
     CHECK(s1.submissions - s0.submissions >= 1);
 }
 

@@ -26,8 +26,12 @@ void print_usage(FILE* out) {
                  "Available options are:\n"
                  "  -e stat          execute string 'stat'\n"
                  "  -i               enter interactive mode after executing 'script'\n"
-                 "  -l name          require library 'name' into global 'name'\n"
-                 "  -v               show version information\n"
+                 "  -l mod           require library 'mod' into global 'mod'\n"
+                 "  -l g=mod         require library 'mod' into global 'g'\n"
+                 "  -v, --version    show version information\n"
+                 "  -E               ignore environment variables (LUA_INIT, LUA_PATH, LUA_CPATH,\n"
+                 "                   VELA_DEVICE)\n"
+                 "  -W               turn warnings on\n"
                  "  -h, --help       show this help\n"
                  "  --device SPEC    make SPEC the current device (cpu, vulkan, vulkan:N, or a\n"
                  "                   part of a device's name); also $VELA_DEVICE\n"
@@ -46,11 +50,11 @@ void print_version() {
 }
 
 struct Options {
-    bool interactive = false, version = false, help = false, has_e = false;
+    bool interactive = false, version = false, help = false, has_e = false, no_env = false;
     bool list_devices = false, validate = false;
     std::string device;
     int script = 0;  // index in argv of the script, or argc when none
-    std::vector<std::pair<char, const char*>> actions;  // -e and -l, in order
+    std::vector<std::pair<char, const char*>> actions;  // -e, -l and -W, in order
 };
 
 // Walks argv up to the script name. Returns false (after saying why) on a
@@ -66,7 +70,9 @@ bool collect_args(int argc, char** argv, Options& o) {
             break;
         }
         if (std::strcmp(a, "-i") == 0) o.interactive = o.version = true;
-        else if (std::strcmp(a, "-v") == 0) o.version = true;
+        else if (std::strcmp(a, "-v") == 0 || std::strcmp(a, "--version") == 0) o.version = true;
+        else if (std::strcmp(a, "-E") == 0) o.no_env = true;
+        else if (std::strcmp(a, "-W") == 0) o.actions.emplace_back('W', "");
         else if (std::strcmp(a, "-h") == 0 || std::strcmp(a, "--help") == 0) o.help = true;
         else if (std::strcmp(a, "--list-devices") == 0) o.list_devices = true;
         else if (std::strcmp(a, "--validate") == 0) o.validate = true;
@@ -117,12 +123,33 @@ int dochunk(lua_State* L, int status) {
     return vela::repl::report(L, status, progname);
 }
 
-int dolibrary(lua_State* L, const char* name) {
+// -l mod requires mod into the global mod; -l g=mod into the global g (as
+// lua.c of Lua 5.4.4 and later).
+int dolibrary(lua_State* L, const char* arg) {
+    std::string global = arg, module = arg;
+    if (size_t eq = global.find('='); eq != std::string::npos) {
+        module = global.substr(eq + 1);
+        global.resize(eq);
+    }
     lua_getglobal(L, "require");
-    lua_pushstring(L, name);
+    lua_pushlstring(L, module.data(), module.size());
     int status = vela::repl::docall(L, 1, 1);
-    if (status == LUA_OK) lua_setglobal(L, name);
+    if (status == LUA_OK) lua_setglobal(L, global.c_str());
     return vela::repl::report(L, status, progname);
+}
+
+// LUA_INIT_5_4, else LUA_INIT: "@file" runs the file, anything else runs as
+// code, before the options' chunks (lua.c's handle_luainit).
+int handle_luainit(lua_State* L) {
+    const char* name = "=LUA_INIT_" LUA_VERSION_MAJOR "_" LUA_VERSION_MINOR;
+    const char* init = std::getenv(name + 1);
+    if (!init) {
+        name = "=LUA_INIT";
+        init = std::getenv(name + 1);
+    }
+    if (!init) return LUA_OK;
+    if (init[0] == '@') return dochunk(L, luaL_loadfile(L, init + 1));
+    return dochunk(L, luaL_loadbuffer(L, init, std::strlen(init), name));
 }
 
 int handle_script(lua_State* L, char** argv, int script) {
@@ -164,8 +191,12 @@ int run(lua_State* L, int argc, char** argv) {
     if (env_validate && *env_validate && std::strcmp(env_validate, "0") != 0) vela::vk::set_validation(true);
     if (o.version) print_version();
 
+    if (o.no_env) {  // package.path and cpath then ignore LUA_PATH and LUA_CPATH, as in lua.c
+        lua_pushboolean(L, 1);
+        lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
+    }
     if (!vela::repl::setup_state(L)) return EXIT_FAILURE;
-    if (o.device.empty())
+    if (o.device.empty() && !o.no_env)
         if (const char* env = std::getenv("VELA_DEVICE")) o.device = env;
     if (!o.device.empty()) {
         try {
@@ -178,9 +209,12 @@ int run(lua_State* L, int argc, char** argv) {
     if (o.list_devices) return list_devices(L);
 
     create_arg_table(L, argc, argv, o.script);
+    if (!o.no_env && handle_luainit(L) != LUA_OK) return EXIT_FAILURE;
     for (auto [opt, value] : o.actions) {
-        int status = opt == 'e' ? dochunk(L, luaL_loadbuffer(L, value, std::strlen(value), "=(command line)"))
-                                : dolibrary(L, value);
+        int status = LUA_OK;
+        if (opt == 'e') status = dochunk(L, luaL_loadbuffer(L, value, std::strlen(value), "=(command line)"));
+        else if (opt == 'l') status = dolibrary(L, value);
+        else lua_warning(L, "@on", 0);  // -W
         if (status != LUA_OK) return EXIT_FAILURE;
     }
     if (o.script < argc && handle_script(L, argv, o.script) != LUA_OK) return EXIT_FAILURE;

@@ -98,6 +98,9 @@ public:
 
     virtual void flush() = 0;  // start queued work, do not wait
     virtual void sync() = 0;   // wait for all queued work (polls interrupt_flag)
+    // Kernels recorded or submitted and not yet seen complete (does not wait;
+    // 0 on a device that runs each kernel as it is called).
+    virtual uint64_t queued() { return 0; }
 
     // Level 3/2: c ← α·a·b + β·c ; y ← α·a·x + β·y ; a ← α·x·yᵀ + a.
     virtual void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) = 0;

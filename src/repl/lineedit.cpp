@@ -1,5 +1,6 @@
 #include "repl/lineedit.hpp"
 
+#include <algorithm>
 #include <editline/readline.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -140,6 +141,18 @@ int read_key(FILE*) {
 
 }  // namespace
 
+// A multi-line entry is one line of the history file, its newlines written
+// as the ASCII unit separator (0x1F), which typed text never holds.
+static std::string to_file(std::string s) {
+    std::replace(s.begin(), s.end(), '\n', '\x1f');
+    return s;
+}
+
+static std::string from_file(std::string s) {
+    std::replace(s.begin(), s.end(), '\x1f', '\n');
+    return s;
+}
+
 std::string history_file() {
     if (const char* p = std::getenv("VELA_HISTORY")) return p;
     if (const char* home = std::getenv("HOME")) return std::string(home) + "/.vela_history";
@@ -170,8 +183,8 @@ LineEditor::LineEditor(lua_State* L) : tty_(isatty(0) && isatty(1)), history_pat
         for (std::string l; std::getline(in, l);)
             if (!l.empty()) lines.push_back(l);
         size_t first = lines.size() > size_t(history_max) ? lines.size() - history_max : 0;
-        for (size_t i = first; i < lines.size(); ++i) add_history(lines[i].c_str());
-        if (!lines.empty()) last_ = lines.back();
+        for (size_t i = first; i < lines.size(); ++i) add_history(from_file(lines[i]).c_str());
+        if (!lines.empty()) last_ = from_file(lines.back());
         // Keep the file from growing without bound: rewrite it when it holds
         // twice what is loaded.
         if (lines.size() > size_t(2 * history_max)) {
@@ -235,7 +248,7 @@ void LineEditor::remember(const std::string& line) {
     add_history(line.c_str());
     if (history_path_.empty()) return;
     if (FILE* f = std::fopen(history_path_.c_str(), "a")) {
-        std::fprintf(f, "%s\n", line.c_str());
+        std::fprintf(f, "%s\n", to_file(line).c_str());
         std::fclose(f);
     }
 }

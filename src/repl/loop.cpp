@@ -3,6 +3,7 @@
 // print without "return", run it, print the results, then start the device
 // on whatever the command queued.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -68,12 +69,12 @@ int read_command(lua_State* L, LineEditor& ed, Command& cmd) {
         if (st == LineEditor::Status::interrupted) return -2;
         if (!rtrim(line).empty()) break;
     }
-    ed.remember(line);
     std::string code = line.substr(line.find_first_not_of(" \t"));
 
     // ?name: help for a name, passed as the chunk's argument so any text is
     // safe; a bare ? lists the topics.
     if (code[0] == '?') {
+        ed.remember(line);
         std::string name = rtrim(code.substr(1));
         size_t b = name.find_first_not_of(" \t");
         cmd.print = false;
@@ -82,15 +83,24 @@ int read_command(lua_State* L, LineEditor& ed, Command& cmd) {
         return luaL_loadbuffer(L, call, std::strlen(call), "=stdin");
     }
     if (code[0] == '=') code = code.substr(1);  // lua 5.2 habit: =expr
+    // A chunk typed over several lines goes into the history as one entry
+    // (as lua.c keeps it), once it is complete or given up on.
+    std::string typed = line;
 
     for (;;) {
         // A trailing ';' (after any spaces) means: run, but print nothing.
         std::string trimmed = rtrim(code);
         cmd.print = trimmed.empty() || trimmed.back() != ';';
         std::string expr = cmd.print ? trimmed : rtrim(trimmed.substr(0, trimmed.size() - 1));
-        if (!expr.empty() && load_expression(L, expr)) return LUA_OK;
+        if (!expr.empty() && load_expression(L, expr)) {
+            ed.remember(typed);
+            return LUA_OK;
+        }
         int status = luaL_loadbuffer(L, code.data(), code.size(), "=stdin");
-        if (status == LUA_OK) return status;
+        if (status == LUA_OK) {
+            ed.remember(typed);
+            return status;
+        }
         // Either form waiting for more ("for i = 1, 3 do", "{1,") asks for
         // the next line.
         std::string ret = "return ";
@@ -101,14 +111,19 @@ int read_command(lua_State* L, LineEditor& ed, Command& cmd) {
             more = incomplete(L, s2);
             lua_pop(L, 1);
         }
-        if (!more) return status;
+        if (!more) {
+            ed.remember(typed);
+            return status;
+        }
         lua_pop(L, 1);
         auto st = ed.read(">> ", line);
         if (st == LineEditor::Status::interrupted) return -2;
         if (st == LineEditor::Status::eof) {
+            ed.remember(typed);
             return luaL_loadbuffer(L, code.data(), code.size(), "=stdin");
         }
-        ed.remember(line);
+        typed += '\n';
+        typed += line;
         code += '\n';
         code += line;  // as typed: a long string may end in spaces
     }
@@ -122,6 +137,30 @@ void after_command(bool wait) {
         try {
             if (wait) d->sync();
             else d->flush();
+        } catch (const vela::Error& e) {
+            std::fprintf(stderr, "%s: %s\n", d->name().c_str(), e.what());
+        }
+    }
+}
+
+// At Ctrl-D: waits for what the session left queued on each device, saying
+// so first, so a long queue is not a silent hang. Ctrl-C during the wait
+// leaves at once without it (the process exit drops the device's work).
+void drain_at_exit() {
+    InterruptScope scope;
+    for (Device* d : open_devices()) {
+        uint64_t n = d->queued();
+        if (n == 0) continue;
+        std::fprintf(stderr, "waiting for %llu queued kernel%s on %s (Ctrl-C drops them)\n", (unsigned long long)n,
+                     n == 1 ? "" : "s", d->name().c_str());
+        std::fflush(stderr);
+        try {
+            d->sync();
+        } catch (const vela::Interrupted&) {
+            std::fputs("\n", stdout);
+            std::fflush(stdout);
+            std::fflush(stderr);
+            std::_Exit(130);
         } catch (const vela::Error& e) {
             std::fprintf(stderr, "%s: %s\n", d->name().c_str(), e.what());
         }
@@ -182,6 +221,7 @@ void run_repl(lua_State* L) {
     lua_settop(L, 0);
     std::fputs("\n", stdout);
     std::fflush(stdout);
+    drain_at_exit();
 }
 
 }  // namespace vela::repl

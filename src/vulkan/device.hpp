@@ -32,6 +32,7 @@ public:
     void download(const Matrix& src, void* host) override;
     void flush() override;
     void sync() override;
+    uint64_t queued() override { return stream_.queued(); }
 
     void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) override;
     void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) override;

@@ -328,6 +328,15 @@ void Stream::complete_through(uint64_t serial) {
     retired_.erase(keep, retired_.end());
 }
 
+uint64_t Stream::queued() {
+    uint64_t n = 0;
+    for (Slot& s : ring_) {
+        if (s.pending && vkGetFenceStatus(gpu_.device, s.fence) == VK_NOT_READY) n += s.kernels;
+    }
+    if (recording_) n += ring_[cur_].kernels;
+    return n;
+}
+
 void Stream::wait(uint64_t serial) {
     if (serial <= completed_) return;
     if (recording_ && serial >= ring_[cur_].serial) {

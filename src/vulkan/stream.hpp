@@ -50,6 +50,7 @@ public:
     void flush();                // submit what is recorded, without waiting
     void sync();                 // submit and wait for everything (polls the interrupt flag)
     void wait(uint64_t serial);  // wait until the command buffer `serial` has completed
+    uint64_t queued();           // kernels recorded or submitted whose fence has not signalled (no wait)
 
     // Host access to mapped memory: wait for queued work that writes the buffer
     // (before reading) or uses it at all (before writing).

@@ -109,6 +109,11 @@ TEST_CASE("cli: -l requires a module into a global", "[shell][cli]") {
                        "print(" + name + ".answer)"});
     CHECK(r.status == 0);
     CHECK(r.out == "42\n");
+    // -l g=mod puts module mod in the global g (Lua 5.4.4's lua.c).
+    r = run_vela({"-e", "package.path = '" + dir + "/?.lua;' .. package.path", "-l", "g=" + name, "-e",
+                  "print(g.answer, " + name + ")"});
+    CHECK(r.status == 0);
+    CHECK(r.out == "42\tnil\n");
     r = run_vela({"-l", "no_such_module_anywhere"});
     CHECK(r.status == 1);
     CHECK(r.err.find("module 'no_such_module_anywhere' not found") != std::string::npos);
@@ -125,6 +130,27 @@ TEST_CASE("cli: -v and -h", "[shell][cli]") {
     CHECK(r.out.find("usage: vela [options] [script [args]]") != std::string::npos);
     CHECK(r.out.find("--device") != std::string::npos);
     CHECK(r.out.find("--list-devices") != std::string::npos);
+}
+
+TEST_CASE("cli: --version, -W, -E and LUA_INIT as lua.c has them", "[shell][cli]") {
+    auto r = run_vela({"--version"});
+    CHECK(r.status == 0);
+    CHECK(r.out.rfind("vela " VELA_VERSION, 0) == 0);
+    // Warnings are off by default; -W turns them on (in option order).
+    r = run_vela({"-e", "warn('quiet')", "-W", "-e", "warn('loud')"});
+    CHECK(r.status == 0);
+    CHECK(r.err.find("quiet") == std::string::npos);
+    CHECK(r.err.find("Lua warning: loud") != std::string::npos);
+    // LUA_INIT runs first; LUA_INIT_5_4 wins over it; -E ignores both, and VELA_DEVICE.
+    r = run_vela({"-e", "print(x)"}, "", {{"LUA_INIT", "x = 'init'"}});
+    CHECK(r.out == "init\n");
+    r = run_vela({"-e", "print(x)"}, "", {{"LUA_INIT", "x = 'init'"}, {"LUA_INIT_5_4", "x = 'init54'"}});
+    CHECK(r.out == "init54\n");
+    r = run_vela({"-E", "-e", "print(x, device())"}, "", {{"LUA_INIT", "x = 'init'"}, {"VELA_DEVICE", "no-such-device"}});
+    CHECK(r.status == 0);
+    CHECK(r.out.rfind("nil\t", 0) == 0);
+    r = run_vela({"-E", "-e", "print(package.path:find('/velanoenv/', 1, true))"}, "", {{"LUA_PATH", "/velanoenv/?.lua"}});
+    CHECK(r.out == "nil\n");
 }
 
 TEST_CASE("cli: an unknown option or a missing argument is an error with usage", "[shell][cli]") {

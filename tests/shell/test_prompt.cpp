@@ -267,3 +267,44 @@ TEST_CASE("prompt: -i runs the script, then the prompt sees its globals", "[shel
     pty.send("\x04");
     CHECK(pty.wait_exit() == 0);
 }
+
+TEST_CASE("prompt: a chunk typed over several lines comes back from history as one entry", "[shell][pty]") {
+    vela_test::TempFile hist;
+    {
+        Session s({}, {{"VELA_HISTORY", hist.path}});
+        s.pty.send("for i = 1, 2 do\n");
+        CHECK(s.pty.expect(">> "));
+        s.pty.send("  io.write(i * 7, ';')\n");
+        CHECK(s.pty.expect(">> "));
+        s.pty.send("end\n");
+        CHECK(s.pty.expect("7;14;"));
+        CHECK(s.pty.expect("> "));
+        std::ifstream in(hist.path);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        // One line of the file, the newlines kept as 0x1F.
+        CHECK(ss.str() == "for i = 1, 2 do\x1f  io.write(i * 7, ';')\x1f" "end\n");
+        s.pty.send("\x04");
+        CHECK(s.pty.wait_exit() == 0);
+    }
+    // A new session: one up arrow brings the whole loop back, Enter runs it.
+    Session s({}, {{"VELA_HISTORY", hist.path}});
+    s.pty.send("\x1b[A\n");
+    CHECK(s.pty.expect("7;14;"));
+    CHECK(s.run("1 + 1", "\r\n2\r\n"));
+}
+
+TEST_CASE("prompt: Ctrl-D with device work queued says what it waits for", "[shell][pty][vulkan]") {
+    if (vela_test::run_vela({"-e", "device('vulkan:0')"}).status != 0) {
+        WARN("no vulkan:0: nothing queues");
+        return;
+    }
+    Session s({"--device", "vulkan:0"});
+    // About a second of GEMMs on the software device, queued without a wait.
+    CHECK(s.run("a = rand(512, 512, 1) c = zeros(512, 512) for i = 1, 40 do mm(a, a, c) end print('que' .. 'ued')",
+                "queued\r\n> "));
+    s.pty.send("\x04");
+    CHECK(s.pty.expect("waiting for "));
+    CHECK(s.pty.expect(" queued kernels on vulkan:0 (Ctrl-C drops them)"));
+    CHECK(s.pty.wait_exit(120) == 0);
+}

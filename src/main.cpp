@@ -192,6 +192,7 @@ int run(lua_State* L, int argc, char** argv) {
     if (o.version) print_version();
 
     if (o.no_env) {  // package.path and cpath then ignore LUA_PATH and LUA_CPATH, as in lua.c
+        unsetenv("VELA_DEVICE");  // read again where the default device is chosen
         lua_pushboolean(L, 1);
         lua_setfield(L, LUA_REGISTRYINDEX, "LUA_NOENV");
     }

@@ -514,6 +514,16 @@ void set_default_seed(uint64_t s) {
     seed_count = 0;
 }
 
+void seed_sequence(uint64_t& seed, uint64_t& count) {
+    seed = seed_state;
+    count = seed_count;
+}
+
+void set_seed_sequence(uint64_t seed, uint64_t count) {
+    seed_state = seed;
+    seed_count = count;
+}
+
 // splitmix64 over (default seed, call count): consecutive calls get
 // unrelated seeds, and the first call after seed(n) is the same every run.
 uint64_t next_seed() {

@@ -67,5 +67,9 @@ void random(Dist dist, uint64_t seed, const Matrix& x);
 // so two calls give different numbers but a script is reproducible.
 void set_default_seed(uint64_t s);
 uint64_t next_seed();
+// The whole state of that sequence (seed and calls made), for checkpoints:
+// restoring it makes the next rand/randn draw what it would have drawn.
+void seed_sequence(uint64_t& seed, uint64_t& count);
+void set_seed_sequence(uint64_t seed, uint64_t count);
 
 }  // namespace vela

@@ -14,6 +14,7 @@ extern "C" int luaopen_vela(lua_State* L) {
     vela::lua::open_measure(L);
     vela::lua::open_data(L);
     vela::lua::open_help(L);
+    vela::lua::open_io(L);
     lua_pushliteral(L, VELA_VERSION);
     lua_setfield(L, -2, "version");
     return 1;

@@ -20,6 +20,7 @@ void open_memory(lua_State* L);   // memory.cpp: stats, mem, who
 void open_measure(lua_State* L);  // measure.cpp: time, bench, profile, compare
 void open_data(lua_State* L);     // data.cpp: read_idx and the data-set helpers in C
 void open_help(lua_State* L);     // help.cpp: help, doc
+void open_io(lua_State* L);       // io.cpp: save, load (.npy, .npz)
 
 // Matrix userdata ("vela.Matrix").
 Matrix& check_matrix(lua_State* L, int arg);   // raises "bad argument #arg to 'fn' (matrix expected, got T)"

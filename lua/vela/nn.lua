@@ -409,21 +409,177 @@ function Sequential:save(path)
     out[#out + 1] = pack_matrix(l.b)
   end
   out[#out + 1] = TRAILER
-  local f, err = io.open(path, "wb")
+  -- Written under a temporary name and renamed: a killed save leaves no torn file.
+  local tmp = path .. ".tmp-" .. tostring(os.time())
+  local f, err = io.open(tmp, "wb")
   if not f then error("net:save: " .. err, 2) end
-  f:write(table.concat(out))
+  local ok, werr = f:write(table.concat(out))
   f:close()
+  if not ok then os.remove(tmp) error(fmt("net:save: '%s': %s", path, tostring(werr)), 2) end
+  local renamed, rerr = os.rename(tmp, path)
+  if not renamed then os.remove(tmp) error(fmt("net:save: '%s': %s", path, tostring(rerr)), 2) end
   return path
 end
 
--- nn.load(path [, dev]) → a sequential net on dev (default: the current device).
+-- ---------------------------------------------------------------------------
+-- Checkpoints: nn.save(path, net [, opt [, extra]]) / nn.load(path [, dev]).
+--
+-- A NumPy .npz (vela.save's layout, so numpy.load opens it too) holding each
+-- parameter as "1.w", "1.b", ..., each optimizer state matrix as
+-- "1.w.v", "1.w.m" ..., and a text member "vela_checkpoint": a Lua table
+-- literal with the format version, the layers (kind, shape, activation), the
+-- optimizer (kind, hyperparameters, current lr, step counts), the state of
+-- rand/randn's seed sequence, and `extra` (the caller's numbers, strings,
+-- booleans and tables of them: the epoch, the schedule position). Loading it
+-- and stepping on gives the same next loss as a run never interrupted.
+-- ---------------------------------------------------------------------------
+
+local CHECKPOINT_VERSION = 1
+
+-- A Lua literal for plain data; anything else is an error naming its place.
+local function serialize(v, where)
+  local tv = type(v)
+  if tv == "number" then
+    if math.type(v) == "integer" then return fmt("%d", v) end
+    if v ~= v then return "0/0" end
+    if v == math.huge then return "1/0" end
+    if v == -math.huge then return "-1/0" end
+    return fmt("%.17g", v)
+  elseif tv == "string" then return fmt("%q", v)
+  elseif tv == "boolean" then return tostring(v)
+  elseif tv == "table" and getmetatable(v) == nil then
+    local keys = {}
+    for k in pairs(v) do
+      if type(k) ~= "string" and math.type(k) ~= "integer" then
+        error(fmt("nn.save: %s has a %s key (keys must be strings or integers)", where, type(k)), 0)
+      end
+      keys[#keys + 1] = k
+    end
+    table.sort(keys, function(a, b)
+      if type(a) == type(b) then return a < b end
+      return type(a) == "number"
+    end)
+    local parts = {}
+    for _, k in ipairs(keys) do
+      local key = type(k) == "string" and fmt("[%q]", k) or fmt("[%d]", k)
+      parts[#parts + 1] = key .. " = " .. serialize(v[k], where .. "." .. tostring(k))
+    end
+    return "{" .. table.concat(parts, ", ") .. "}"
+  end
+  error(fmt("nn.save: %s is a %s (a checkpoint keeps numbers, strings, booleans and plain tables)", where, tv), 0)
+end
+
+local optimizer_fields = {sgd = {"lr", "momentum", "weight_decay", "nesterov", "steps"},
+                          adam = {"lr", "beta1", "beta2", "eps", "steps"}}
+
+-- nn.save(path, net [, opt [, extra]]) -> path
+function nn.save(path, net, opt, extra)
+  if type(path) ~= "string" then error("nn.save: path must be a string, got " .. type(path), 2) end
+  if getmetatable(net) ~= Sequential then
+    error("nn.save: net must be an nn.sequential{...}, got " .. (type(net) == "table" and tostring(net) or type(net)), 2)
+  end
+  if opt ~= nil and (type(opt) ~= "table" or not optimizer_fields[opt.name]) then
+    error("nn.save: opt must be an optimizer from optim.sgd{...} or optim.adam{...}, got " .. tostring(opt), 2)
+  end
+  local files, meta = {}, {format = CHECKPOINT_VERSION, layers = {}, state = {}}
+  for i, l in ipairs(net.layers) do
+    if getmetatable(l) ~= Linear then error("nn.save: only linear layers can be saved", 2) end
+    meta.layers[i] = {kind = "linear", inputs = l.inputs, outputs = l.outputs, activation = l.activation}
+  end
+  for _, p in ipairs(net:params()) do
+    files[p.name] = p[1]
+    local numbers = {}
+    for k, v in pairs(p[3]) do
+      if type(v) == "number" then numbers[k] = v else files[p.name .. "." .. k] = v end
+    end
+    meta.state[p.name] = numbers
+  end
+  if opt then
+    local o = {name = opt.name}
+    for _, k in ipairs(optimizer_fields[opt.name]) do o[k] = opt[k] end
+    meta.optimizer = o
+  end
+  local seed, count = vela._seed_sequence()
+  meta.seed_sequence = {seed, count}
+  if extra ~= nil and type(extra) ~= "table" then error("nn.save: extra must be a table, got " .. type(extra), 2) end
+  meta.extra = extra or {}
+  local ok, text = pcall(serialize, meta, "checkpoint")
+  if not ok then error(text:gsub("checkpoint%.extra", "extra"), 2) end
+  files.vela_checkpoint = "return " .. text .. "\n"
+  local saved, err = pcall(vela.save, path, files)
+  if not saved then error("nn.save: " .. tostring(err):gsub("^save: ", ""), 2) end
+  return path
+end
+
+local function load_checkpoint(path, dev)
+  local function bad(what, ...) error(fmt("nn.load: '%s' " .. what, path, ...), 0) end
+  local ok, files = pcall(vela.load, path, dev)
+  if not ok then bad("is not a vela net or checkpoint (%s)", tostring(files):gsub("^load: '[^']*'%s*:?%s*", "")) end
+  local text = files.vela_checkpoint
+  if type(text) ~= "string" then bad("is a .npz without a vela_checkpoint member (not a vela checkpoint)") end
+  local chunk = load(text, "=" .. path, "t", {})
+  local okm, meta = pcall(chunk or error)
+  if not chunk or not okm or type(meta) ~= "table" then bad("has a damaged vela_checkpoint member") end
+  if meta.format ~= CHECKPOINT_VERSION then
+    bad("has checkpoint format %s; this vela reads format %d", tostring(meta.format), CHECKPOINT_VERSION)
+  end
+  local layers = {}
+  for i, d in ipairs(meta.layers or {}) do
+    if d.kind ~= "linear" or not activations[d.activation] then bad("layer %d is not a linear layer vela knows", i) end
+    local l = nn.linear(d.inputs, d.outputs, d.activation, {device = dev, seed = 1})
+    for _, name in ipairs{"w", "b"} do
+      local m = files[i .. "." .. name]
+      if not m then bad("has no parameter %d.%s", i, name) end
+      if m.rows ~= l[name].rows or m.cols ~= l[name].cols then
+        bad("parameter %d.%s is %d×%d, expected %d×%d", i, name, m.rows, m.cols, l[name].rows, l[name].cols)
+      end
+      vela.copy(m, l[name])
+    end
+    layers[i] = l
+  end
+  if #layers == 0 then bad("holds no layers") end
+  local net = nn.sequential(layers)
+  -- Optimizer state: the matrices named <param>.<key>, the numbers from the description.
+  for _, p in ipairs(net:params()) do
+    local st = p[3]
+    for k, v in pairs((meta.state or {})[p.name] or {}) do st[k] = v end
+    for name, m in pairs(files) do
+      local key = type(name) == "string" and name:match("^" .. p.name:gsub("%.", "%%.") .. "%.(%a+)$")
+      if key then
+        if m.rows ~= p[1].rows or m.cols ~= p[1].cols then bad("state %s has the wrong shape", name) end
+        st[key] = m
+      end
+    end
+  end
+  local opt
+  if meta.optimizer then
+    local optim = require "vela.optim"
+    local o = meta.optimizer
+    local make = optim[o.name]
+    if not make or not optimizer_fields[o.name] then bad("names an unknown optimizer '%s'", tostring(o.name)) end
+    opt = make(o)
+    for _, k in ipairs(optimizer_fields[o.name]) do opt[k] = o[k] end
+    net.optimizer = opt
+  end
+  if meta.seed_sequence then vela._seed_sequence(meta.seed_sequence[1], meta.seed_sequence[2]) end
+  return net, opt, meta.extra or {}
+end
+
+-- nn.load(path [, dev]) → a sequential net on dev (default: the current
+-- device); for a checkpoint of nn.save also the optimizer and the extra table.
 function nn.load(path, dev)
   local f, err = io.open(path, "rb")
   if not f then error("nn.load: " .. err, 2) end
   local s = f:read("a")
   f:close()
+  if type(dev) == "string" then dev = vela.device(dev) end
+  if s:sub(1, 4) == "PK\3\4" then
+    local ok, net, opt, extra = pcall(load_checkpoint, path, dev)
+    if not ok then error(net, 2) end
+    return net, opt, extra
+  end
   local function bad(what, ...) error(fmt("nn.load: '%s' " .. what, path, ...), 3) end
-  if #s < 16 or s:sub(1, 8) ~= MAGIC then bad("is not a vela net (no VELANN magic)") end
+  if #s < 16 or s:sub(1, 8) ~= MAGIC then bad("is not a vela net or checkpoint (no VELANN magic, not a .npz)") end
   local version, nlayers, pos = string.unpack("<I4I4", s, 9)
   if version ~= VERSION then bad("has format version %d; this vela reads version %d", version, VERSION) end
   if nlayers < 1 or nlayers > 1000 then bad("declares %d layers", nlayers) end

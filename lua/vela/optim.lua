@@ -37,6 +37,7 @@ end
 
 function SGD:step(params)
   params = check_params("optim.sgd", params)
+  self.steps = (self.steps or 0) + 1
   local lr, mu, wd = self.lr, self.momentum, self.weight_decay
   for i = 1, #params do
     local p = params[i]
@@ -87,6 +88,7 @@ end
 
 function Adam:step(params)
   params = check_params("optim.adam", params)
+  self.steps = (self.steps or 0) + 1
   local b1, b2 = self.beta1, self.beta2
   for i = 1, #params do
     local p = params[i]

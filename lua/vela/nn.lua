@@ -622,6 +622,42 @@ end
 
 require("vela.train").attach(nn, {alloc = alloc, buffers = buffers, same_device = same_device})
 
+-- ---------------------------------------------------------------------------
+-- Torch7 and PyTorch names: one clear error naming vela's spelling, instead
+-- of "attempt to call a table value". nn.Linear and nn.Sequential are the
+-- classes (what getmetatable(layer) is), callable only to say so.
+-- ---------------------------------------------------------------------------
+
+local torch_names = {
+  ReLU = "activations are an argument of the layer: nn.linear(784, 128, 'relu')",
+  Tanh = "activations are an argument of the layer: nn.linear(784, 128, 'tanh')",
+  Sigmoid = "activations are an argument of the layer: nn.linear(784, 128, 'sigmoid')",
+  SoftMax = "softmax is fused with the loss: nn.softmax_xent(), or softmax(x, y) for the values",
+  Softmax = "softmax is fused with the loss: nn.softmax_xent(), or softmax(x, y) for the values",
+  LogSoftMax = "use nn.softmax_xent() (softmax and cross-entropy in one kernel)",
+  LogSoftmax = "use nn.softmax_xent() (softmax and cross-entropy in one kernel)",
+  CrossEntropyLoss = "vela spells it nn.softmax_xent() (it takes the logits, as PyTorch's does)",
+  CrossEntropyCriterion = "vela spells it nn.softmax_xent()",
+  ClassNLLCriterion = "use nn.softmax_xent() on the logits (softmax and NLL in one kernel)",
+  NLLLoss = "use nn.softmax_xent() on the logits (softmax and NLL in one kernel)",
+  MSECriterion = "vela spells it nn.quadratic() (half the squared error against one-hot targets)",
+  MSELoss = "vela spells it nn.quadratic() (half the squared error against one-hot targets)",
+  Module = "vela's layers are plain tables with forward and backward; see ?nn.linear",
+  functional = "vela's functions are the global kernels: relu(x), softmax(x, y), mm(a, b, c) ...",
+}
+
+local function torch_class_call(name, spelling)
+  return function() error(fmt("nn.%s: %s", name, spelling), 2) end
+end
+setmetatable(Linear, {__call = torch_class_call("Linear",
+  "vela spells it nn.linear(inputs, outputs [, activation]), e.g. nn.linear(784, 10)")})
+setmetatable(Sequential, {__call = torch_class_call("Sequential",
+  "vela spells it nn.sequential{layer, ...}, e.g. nn.sequential{nn.linear(784, 128, 'relu'), nn.linear(128, 10)}")})
+setmetatable(nn, {__index = function(_, k)
+  local spelling = torch_names[k]
+  if spelling then error(fmt("nn.%s: %s", k, spelling), 2) end
+end})
+
 -- help(nn.linear), ?nn.sequential: documentation for the shell's help.
 if vela.doc then
   vela.doc("nn.linear", "nn.linear(inputs, outputs [, activation] [, {seed =, init = 'he'|'xavier', device =}])",

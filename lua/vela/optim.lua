@@ -26,8 +26,20 @@ end
 local SGD = {}
 SGD.__index = SGD
 
+-- optim.sgd(0.1) and the like: the options are a table.
+local function check_opts(name, opts, example)
+  if opts ~= nil and type(opts) ~= "table" then
+    error(string.format("optim.%s: takes a table of options, e.g. optim.%s%s; got a %s", name, name, example,
+      type(opts)), 3)
+  end
+  if type(opts) == "table" and opts.params then
+    error(string.format("optim.%s: the parameters go to opt:step(net), not to the constructor", name), 3)
+  end
+  return opts or {}
+end
+
 function optim.sgd(opts)
-  opts = opts or {}
+  opts = check_opts("sgd", opts, "{lr = 0.1, momentum = 0.9}")
   local self = setmetatable({lr = opts.lr or 0.01, momentum = opts.momentum or 0,
                              weight_decay = opts.weight_decay or 0, nesterov = opts.nesterov or false,
                              name = "sgd"}, SGD)
@@ -66,7 +78,7 @@ end
 
 -- optim.momentum{lr =, momentum = 0.9}: sgd with momentum.
 function optim.momentum(opts)
-  opts = opts or {}
+  opts = check_opts("momentum", opts, "{lr = 0.1, momentum = 0.9}")
   return optim.sgd{lr = opts.lr, momentum = opts.momentum or 0.9, weight_decay = opts.weight_decay,
                    nesterov = opts.nesterov}
 end
@@ -81,7 +93,7 @@ local Adam = {}
 Adam.__index = Adam
 
 function optim.adam(opts)
-  opts = opts or {}
+  opts = check_opts("adam", opts, "{lr = 0.001}")
   return setmetatable({lr = opts.lr or 0.001, beta1 = opts.beta1 or 0.9, beta2 = opts.beta2 or 0.999,
                        eps = opts.eps or 1e-8, name = "adam"}, Adam)
 end
@@ -133,6 +145,16 @@ function optim.cosine(lr, epochs, min_lr)
     return min_lr + (lr - min_lr) * 0.5 * (1 + math.cos(math.pi * t))
   end
 end
+
+-- Torch7 and PyTorch names: one clear error naming vela's spelling.
+local torch_names = {
+  SGD = "vela spells it optim.sgd{lr = 0.1, momentum = 0.9}; then opt:step(net) after net:backward",
+  Adam = "vela spells it optim.adam{lr = 0.001}; then opt:step(net) after net:backward",
+  lr_scheduler = "schedules are functions of the epoch: optim.step_lr(lr, every, gamma), optim.cosine(lr, epochs)",
+}
+setmetatable(optim, {__index = function(_, k)
+  if torch_names[k] then error(string.format("optim.%s: %s", k, torch_names[k]), 2) end
+end})
 
 -- help(nn.fit), ?nn.linear: documentation for the shell's help.
 if vela.doc then

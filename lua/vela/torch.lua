@@ -1,0 +1,47 @@
+-- vela.torch: what a Torch7 or PyTorch user types first, answered with
+-- vela's spelling instead of a raw Lua error. The shell makes it the global
+-- `torch`: every field of it is an error naming the vela equivalent. It also
+-- makes require "nn", "torch", "optim" (Torch7's packages) errors that say
+-- vela's modules are already loaded as globals.
+local torch = {}
+local fmt = string.format
+
+local spelled = {
+  Tensor = "matrix(rows, cols), zeros(rows, cols) or from{{1, 2}, {3, 4}}",
+  FloatTensor = "matrix(rows, cols) (vela's matrices are float32)",
+  ByteTensor = "matrix(rows, cols, 'uint8')",
+  tensor = "from{{1, 2}, {3, 4}}",
+  zeros = "zeros(rows, cols)", ones = "ones(rows, cols)", rand = "rand(rows, cols [, seed])",
+  randn = "randn(rows, cols [, seed])", mm = "mm(a, b, c) (c ← a·b)", addmm = "mm(alpha, a, b, beta, c)",
+  mv = "mv(a, x, y)", matmul = "mm(a, b, c)", add = "axpy(alpha, x, y) or x + y", mul = "mul(a, b [, c]) or s * m",
+  cmul = "mul(a, b [, c])", sum = "sum(x) or sum(x, dim)", mean = "mean(x) or mean(x, dim)",
+  max = "max(x) or max(x, dim)", min = "min(x) or min(x, dim)", manualSeed = "seed(n)", manual_seed = "seed(n)",
+  save = "vela.save(path, m) (NumPy .npy) or nn.save(path, net, opt) for a checkpoint",
+  load = "vela.load(path) or nn.load(path)", device = "device('vulkan:0') or device('cpu')",
+  cuda = "a Vulkan device: device('vulkan:0'), m:to('vulkan:0')", no_grad = "nothing: vela's backward is explicit",
+  nn = "the global nn (nn.linear, nn.sequential, nn.softmax_xent)", optim = "the global optim (optim.sgd{...})",
+  setdefaulttensortype = "nothing: vela's matrices are float32",
+}
+
+setmetatable(torch, {
+  __index = function(_, k)
+    local s = spelled[k]
+    if s then error(fmt("torch.%s: vela spells it %s", tostring(k), s), 2) end
+    error(fmt("torch.%s: vela is not Torch; its functions are globals (help() lists them, ?name finds a "
+      .. "Torch name's vela equivalent)", tostring(k)), 2)
+  end,
+  __tostring = function() return "torch: not in vela (help() lists vela's functions)" end,
+})
+
+local function refuse(name, what)
+  package.preload[name] = function()
+    error(fmt("require '%s': %s", name, what), 3)
+  end
+end
+refuse("nn", "vela's nn is already the global nn (or require 'vela.nn'); nn.linear(784, 10), not nn.Linear")
+refuse("torch", "vela is not Torch; its matrices and kernels are globals (zeros, mm, ...; help() lists them)")
+refuse("optim", "vela's optim is already the global optim (or require 'vela.optim'); optim.sgd{lr = 0.1}")
+refuse("cunn", "vela runs on GPUs through Vulkan: device('vulkan:0'), net:to('vulkan:0')")
+refuse("cutorch", "vela runs on GPUs through Vulkan: device('vulkan:0'), m:to('vulkan:0')")
+
+return torch

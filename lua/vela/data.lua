@@ -209,14 +209,14 @@ local function side_of(rows, what)
   return side
 end
 
--- data.show(images, i [, quiet]): draws image i (a column) of images, a set
--- (then with its class) or a matrix; returns the lines drawn.
-function data.show(images, i, quiet)
+-- data.image_lines(images, i): the lines that draw image i (a column) of
+-- images, a set (then with its class first) or a matrix.
+function data.image_lines(images, i)
   local set
   if type(images) == "table" then set, images = images, images.images end
   i = i or 1
   if i < 1 or i > images.cols then
-    error(fmt("data.show: image %d is outside 1..%d", i, images.cols), 2)
+    error(fmt("data.show: image %d is outside 1..%d", i, images.cols), 3)
   end
   local side = side_of(images.rows, "data.show")
   local pix = column(images, i)
@@ -228,14 +228,18 @@ function data.show(images, i, quiet)
     local c = math.floor(set.labels:get(1, i) + 0.5)
     table.insert(lines, 1, fmt("image %d: class %d (%s)", i, c, set.classes and set.classes[c] or "?"))
   end
-  if not quiet then print(table.concat(lines, "\n")) end
   return lines
 end
 
--- data.show_weights(layer [, count [, per_row]]): the first `count` rows of a
+-- data.show(images, i): prints image i; returns nothing (printed once).
+function data.show(images, i)
+  print(table.concat(data.image_lines(images, i), "\n"))
+end
+
+-- data.weight_lines(layer [, count [, per_row]]): the first `count` rows of a
 -- first layer's W drawn as images: the templates each unit learned, each
 -- unit's positive weights scaled to its own maximum.
-function data.show_weights(layer, count, per_row, quiet)
+function data.weight_lines(layer, count, per_row)
   local w = layer.w or layer
   if layer.layers then w = layer.layers[1].w end
   count = math.min(count or 10, w.rows)
@@ -259,8 +263,12 @@ function data.show_weights(layer, count, per_row, quiet)
     end
     out[#out + 1] = ""
   end
-  if not quiet then print(table.concat(out, "\n")) end
   return out
+end
+
+-- data.show_weights(layer [, count [, per_row]]): prints them; returns nothing.
+function data.show_weights(layer, count, per_row)
+  print(table.concat(data.weight_lines(layer, count, per_row), "\n"))
 end
 
 -- help(nn.fit), ?nn.linear: documentation for the shell's help.
@@ -276,9 +284,13 @@ if vela.doc then
   vela.doc("data.subset", "data.subset(set, first, n) -> set",
     "n samples from `first` on, as views.", data.subset)
   vela.doc("data.show", "data.show(images, i)",
-    "Draws image i (a set or a matrix) in the terminal.", data.show)
+    "Prints image i (of a set, with its class, or of a matrix of one image per column) in the terminal; returns nothing. data.show(mnist.train, 2).", data.show)
+  vela.doc("data.image_lines", "data.image_lines(images, i) -> {lines}",
+    "The lines data.show prints, without printing them.", data.image_lines)
   vela.doc("data.show_weights", "data.show_weights(layer [, count [, per_row]])",
-    "Draws a first layer's learned templates.", data.show_weights)
+    "Prints a first layer's learned templates (count 10, per_row 5); returns nothing.", data.show_weights)
+  vela.doc("data.weight_lines", "data.weight_lines(layer [, count [, per_row]]) -> {lines}",
+    "The lines data.show_weights prints, without printing them.", data.weight_lines)
 end
 
 return data

@@ -1,7 +1,8 @@
 -- vela.plot: a curve drawn in the terminal with block characters, for loss
--- histories and the like. plot(values [, opts]) prints and returns the
--- lines; opts.height (10 rows), opts.width (at most 60 columns: longer
--- series are averaged into buckets), opts.title.
+-- histories and the like. plot(values [, opts]) prints it and returns
+-- nothing; plot.lines(values [, opts]) returns the lines without printing.
+-- opts.height (10 rows), opts.width (at most 60 columns: longer series are
+-- averaged into buckets), opts.title.
 local vela = require "vela"
 
 local plot = {}
@@ -26,6 +27,7 @@ end
 
 function plot.lines(values, opts)
   opts = opts or {}
+  if type(values) == "table" and getmetatable(values) and values.loss then values = values.loss end  -- a history
   if type(values) ~= "table" then
     -- A vela matrix (a vector): read it once.
     local t = values:to("cpu"):totable()
@@ -63,15 +65,16 @@ function plot.lines(values, opts)
 end
 
 setmetatable(plot, {__call = function(_, values, opts)
-  local lines = plot.lines(values, opts)
-  if not (opts and opts.quiet) then print(table.concat(lines, "\n")) end
-  return lines
+  print(table.concat(plot.lines(values, opts), "\n"))
 end})
 
 -- help(nn.fit), ?nn.linear: documentation for the shell's help.
 if vela.doc then
-  vela.doc("plot", "plot(values [, {height =, width =, title =, quiet =}]) -> lines",
-    "Draws a curve (a loss history, a list or a vector) in the terminal with block characters.")
+  vela.doc("plot", "plot(values [, {height = 10, width = 60, title =}])",
+    "Prints a curve (a list of numbers, a vector, or nn.fit's history: its loss per epoch) in the terminal with "
+    .. "block characters; returns nothing. plot(hist.batch_loss, {title = 'loss'}).")
+  vela.doc("plot.lines", "plot.lines(values [, opts]) -> {lines}",
+    "The lines plot prints, without printing them.", plot.lines)
 end
 
 return plot

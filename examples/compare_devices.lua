@@ -7,11 +7,15 @@
 local vela = require "vela"
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
 
-local opts = {epochs = 3, devices = "cpu,vulkan:0", batch = 128, seed = 1}
-for _, a in ipairs(arg or {}) do
-  local k, v = a:match("^%-*([%w_]+)=(.*)$")
-  if k then opts[k] = tonumber(v) or v end
-end
+local opts = require("vela.options").parse(arg,
+  "build/vela examples/compare_devices.lua [epochs=3] [devices=cpu,vulkan:0] [batch=128]", {
+  {"epochs", 3, "epochs to train on each device"},
+  {"devices", "cpu,vulkan:0", "the devices to compare, comma separated"},
+  {"device", nil, "compare the cpu with this one device (devices=cpu,DEVICE)"},
+  {"batch", 128, "batch size"},
+  {"seed", 1, "seed of the weights and the shuffle"},
+})
+if opts.device then opts.devices = "cpu," .. opts.device end
 local devs = {}
 for d in tostring(opts.devices):gmatch("[^,]+") do
   if pcall(vela.device, d) then devs[#devs + 1] = d else print("skipping " .. d .. ": not available") end

@@ -9,11 +9,15 @@
 local vela = require "vela"
 local nn = require "vela.nn"
 
-local opts = {size = 1, batch = 1000, n = 3, devices = tostring(vela.device()):match("^%S+")}
-for _, a in ipairs(arg or {}) do
-  local k, v = a:match("^%-*([%w_]+)=(.*)$")
-  if k then opts[k] = tonumber(v) or v end
-end
+local opts = require("vela.options").parse(arg,
+  "build/vela examples/neanderthal_bench.lua [size=1] [batch=1000] [n=3] [devices=cpu,vulkan:0]", {
+  {"size", 1, "scale of every layer width"},
+  {"batch", 1000, "samples per pass"},
+  {"n", 3, "timed passes per device"},
+  {"devices", nil, "devices to time, comma separated (default: the current one)"},
+  {"device", nil, "the one device to time"},
+})
+opts.devices = opts.devices or tostring(vela.device()):match("^%S+")
 local widths = {}
 for i, w in ipairs{10000, 5000, 1000} do widths[i] = math.max(1, math.floor(w * opts.size + 0.5)) end
 widths[4] = 10

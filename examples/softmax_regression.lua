@@ -8,13 +8,16 @@
 local vela = require "vela"
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
 
-local opts = {iterations = 5000, lr = 0.5, batch = 256, seed = 1}
-for _, a in ipairs(arg or {}) do
-  local k, v = a:match("^%-*([%w_]+)=(.*)$")
-  if k then opts[k] = tonumber(v) or v else opts[a:match("^%-*(.*)$")] = true end
-end
-if opts.device then vela.device(opts.device) end
-if opts.threads then vela.threads(opts.threads) end
+local opts = require("vela.options").parse(arg,
+  "build/vela examples/softmax_regression.lua [device=cpu] [iterations=5000] [fashion] [threads=N]", {
+  {"device", nil, "the device to train on (default: the first GPU, else the cpu)"},
+  {"iterations", 5000, "SGD steps"},
+  {"lr", 0.5, "learning rate"},
+  {"batch", 256, "batch size"},
+  {"seed", 1, "seed of the weights and the shuffle"},
+  {"fashion", false, "Fashion-MNIST instead of MNIST"},
+  {"threads", nil, "OpenBLAS threads on the cpu"},
+})
 
 local sets = opts.fashion and data.fashion_mnist() or data.mnist()
 local net = nn.sequential{nn.linear(784, 10, "identity", {init = "xavier", seed = opts.seed})}

@@ -4,6 +4,9 @@
 
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "process.hpp"
 
 using vela_test::run_vela;
@@ -257,4 +260,43 @@ TEST_CASE("cli: --validate turns the Khronos validation layer on, and the exit i
     r = run_vela({"-e", probe}, "", {{"VELA_VALIDATE", ""}});
     CHECK(r.status == 0);
     CHECK(r.out == "6.0\tfalse\n");
+}
+
+TEST_CASE("cli: the examples' options: unknown ones list the valid ones, --help prints usage, device= holds", "[shell][cli]") {
+    for (const char* ex : {"examples/mnist.lua", "examples/softmax_regression.lua", "examples/step_by_step.lua",
+                           "examples/compare_devices.lua", "examples/neanderthal_bench.lua"}) {
+        INFO(ex);
+        auto r = run_vela({ex, "epoch=1"});
+        CHECK(r.status == 1);
+        CHECK(r.err.find("unknown option 'epoch=1'; the options are: ") != std::string::npos);
+        CHECK(r.out.empty());  // nothing started
+        r = run_vela({ex, "--help"});
+        CHECK(r.status == 0);
+        CHECK(r.out.find(std::string("build/vela ") + ex) == 0);
+        CHECK(r.out.find("  --help ") != std::string::npos);
+    }
+    auto r = run_vela({"examples/mnist.lua", "epochs=many"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("option epochs wants a number, got 'many'") != std::string::npos);
+    r = run_vela({"examples/mnist.lua", "device=no-such-device"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("no device matches \"no-such-device\"") != std::string::npos);
+    // device= is where the work runs (softmax_regression names its device first).
+    r = run_vela({"examples/softmax_regression.lua", "device=cpu", "iterations=2"}, "", {{"VELA_DEVICE", "vulkan:0"}});
+    CHECK(r.status == 0);
+    CHECK(r.out.rfind("softmax regression on cpu", 0) == 0);
+}
+
+TEST_CASE("cli: examples/step_by_step.lua runs when fed line by line to the prompt", "[shell][cli]") {
+    std::ifstream in("examples/step_by_step.lua");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    // -i reads stdin as the prompt does: each line its own chunk, so a `local`
+    // would be gone by the next line.
+    auto r = run_vela({"-i"}, ss.str(), {}, 300);
+    CHECK(r.status == 0);
+    CHECK(r.err.find("stack traceback") == std::string::npos);
+    CHECK(r.out.find("mean loss of the last 20 steps") != std::string::npos);
+    CHECK(r.out.find("test accuracy on cpu: ") != std::string::npos);
+    CHECK(r.out.find("attempt to") == std::string::npos);
 }

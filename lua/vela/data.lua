@@ -283,6 +283,14 @@ if vela.doc then
     "One epoch's batches: for x, y in data.batches(set, 128) do ... end.", data.batches)
   vela.doc("data.subset", "data.subset(set, first, n) -> set",
     "n samples from `first` on, as views.", data.subset)
+  vela.doc("data.read_set", "data.read_set(images_path, labels_path, classes [, dev]) -> set",
+    "A set from one IDX images file and one IDX labels file (raw or .gz), their counts checked against each other.", data.read_set)
+  vela.doc("data.to", "data.to(sets, dev) -> sets",
+    "Copies of the sets of a data set ({train =, test =}) on dev: data.to(mnist, 'vulkan:0'). The originals stay where they were.", data.to)
+  vela.doc("loader:epoch", "loader:epoch(e) -> iterator of x, y, b, n",
+    "for x, y, b, n in loader:epoch(e) do ... end: the batches of epoch e (x pixels×n floats in [0, 1], y 1×n labels, b the batch number, n its size), gathered on the device in an order fixed by (seed, e).", Loader.epoch)
+  vela.doc("loader:order", "loader:order(e) -> 1×n",
+    "The sample order of epoch e on the device: a permutation by (seed, e), or 1..n without shuffle.", Loader.order)
   vela.doc("data.show", "data.show(images, i)",
     "Prints image i (of a set, with its class, or of a matrix of one image per column) in the terminal; returns nothing. data.show(mnist.train, 2).", data.show)
   vela.doc("data.image_lines", "data.image_lines(images, i) -> {lines}",

@@ -668,8 +668,38 @@ if vela.doc then
     "Softmax + cross-entropy loss (one fused kernel): loss:forward(z, labels) gives per-sample losses (1×n) on the device, loss:backward() the gradient of their mean.", nn.softmax_xent)
   vela.doc("nn.quadratic", "nn.quadratic()",
     "Half the squared error against one-hot targets: loss:forward(a, labels), loss:backward().", nn.quadratic)
-  vela.doc("nn.load", "nn.load(path [, dev]) -> net",
-    "Loads a net saved by net:save(path) (format version checked).", nn.load)
+  vela.doc("nn.load", "nn.load(path [, dev]) -> net [, opt, extra]",
+    "Loads a checkpoint of nn.save (the net, its optimizer with its state and step count, and extra; the seed sequence of rand/randn is restored) or a net of net:save, onto dev (default: the current device). Training resumes with the same next loss as an uninterrupted run, on any device. torch.load.", nn.load)
+  vela.doc("nn.save", "nn.save(path, net [, opt [, extra]]) -> path",
+    "A checkpoint (.npz, numpy.load reads it): weights, the optimizer's state, hyperparameters and step count, the seed sequence of rand/randn, and extra (a table of numbers, strings, booleans: the epoch, the schedule position). Written under a temporary name and renamed. local net, opt, extra = nn.load(path) resumes. torch.save.", nn.save)
+  vela.doc("layer:forward", "layer:forward(x) -> a",
+    "x (inputs×n, one sample per column) → a = act(W·x + b), one fused dense kernel; a is the layer's buffer, reused by the next forward.", Linear.forward)
+  vela.doc("layer:backward", "layer:backward(da [, need_dx]) -> dx",
+    "da = ∂L/∂a → fills layer.dw and layer.db; returns dx = ∂L/∂x (none when need_dx is false). After a forward.", Linear.backward)
+  vela.doc("layer:params", "layer:params() -> {{w, dw, state, name = 'w'}, ...}",
+    "The parameters with their gradients and optimizer state: what opt:step takes.", Linear.params)
+  vela.doc("layer:to", "layer:to(dev) -> layer",
+    "Moves the parameters and optimizer state to dev (a device or a spec such as 'vulkan:0').", Linear.to)
+  vela.doc("net:forward", "net:forward(x) -> output",
+    "x (inputs×n, one sample per column) through every layer; PyTorch's net(x), Torch7's net:forward(x).", Sequential.forward)
+  vela.doc("net:backward", "net:backward(dout)",
+    "dout = ∂L/∂output (the loss's backward()) through every layer, filling each layer's dw and db. Torch7 net:backward(x, dout); PyTorch loss.backward().", Sequential.backward)
+  vela.doc("net:params", "net:params() -> {{w, dw, state, name = '1.w'}, ...}",
+    "Every layer's parameters, gradients and optimizer state, for opt:step(net:params()) (opt:step(net) does the same).", Sequential.params)
+  vela.doc("net:to", "net:to(dev) -> net",
+    "Moves parameters, gradients and optimizer state to dev mid-session; the same net object carries on there.", Sequential.to)
+  vela.doc("net:device", "net:device() -> device", "The device holding the net's parameters.", Sequential.device)
+  vela.doc("net:nparams", "net:nparams() -> count", "The number of parameters (weights and biases).", Sequential.nparams)
+  vela.doc("net:save", "net:save(path) -> path",
+    "Writes the weights only (the VELANN format; nn.load reads it). nn.save(path, net, opt) keeps the optimizer too.", Sequential.save)
+  vela.doc("softmax_xent:forward", "loss:forward(z, labels) -> 1×n",
+    "Per-sample softmax cross-entropy of logits z (k×n) against 1-based labels (1×n), on the device; nn.mean(loss) reads the mean.", Xent.forward)
+  vela.doc("softmax_xent:backward", "loss:backward() -> dz",
+    "∂(mean loss)/∂z = (softmax(z) − onehot(labels))/n, from the last forward.", Xent.backward)
+  vela.doc("quadratic:forward", "loss:forward(a, labels) -> 1×n",
+    "Per-sample ½‖a − onehot(labels)‖² on the device.", Quad.forward)
+  vela.doc("quadratic:backward", "loss:backward() -> da",
+    "∂(mean loss)/∂a = (a − onehot(labels))/n, from the last forward.", Quad.backward)
   vela.doc("nn.mean", "nn.mean(loss) -> number",
     "The mean of a per-sample loss vector, read to the host.", nn.mean)
 end

@@ -164,6 +164,10 @@ if vela.doc then
     "SGD with momentum: v ← μv + g, w ← w − lr·v.", optim.momentum)
   vela.doc("optim.adam", "optim.adam{lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-8}",
     "Adam, state on the parameters' device.", optim.adam)
+  vela.doc("sgd:step", "opt:step(net)  |  opt:step(net:params())",
+    "One SGD update of every parameter from its gradient (after net:backward), in place with axpy; momentum state lives beside each parameter. PyTorch optimizer.step().", SGD.step)
+  vela.doc("adam:step", "opt:step(net)  |  opt:step(net:params())",
+    "One Adam update of every parameter (moments and step count kept per parameter, on its device). PyTorch optimizer.step().", Adam.step)
   vela.doc("optim.step_lr", "optim.step_lr(lr, every, gamma) -> schedule",
     "lr·gamma^⌊(epoch−1)/every⌋, for nn.fit's schedule option.", optim.step_lr)
   vela.doc("optim.cosine", "optim.cosine(lr, epochs [, min_lr]) -> schedule",

@@ -425,7 +425,23 @@ int l_help(lua_State* L) {
 
 // vela.doc(name, signature, text [, fn]): documents Lua code the way the
 // C++ bindings document theirs; fn, when given, is tied to the entry at once.
+// vela.doc(fn) -> the name fn is documented under, or nil; vela.doc(name) ->
+// signature, text, or nil: the queries the documentation test makes.
 int l_doc(lua_State* L) {
+    if (lua_gettop(L) == 1) {
+        if (lua_isfunction(L, 1)) {
+            std::string n = name_of(L, 1);
+            if (n.empty()) return 0;
+            lua_pushlstring(L, n.data(), n.size());
+            return 1;
+        }
+        const char* q = luaL_checkstring(L, 1);
+        auto it = registry().find(q);
+        if (it == registry().end()) return 0;
+        lua_pushlstring(L, it->second.signature.data(), it->second.signature.size());
+        lua_pushlstring(L, it->second.text.data(), it->second.text.size());
+        return 2;
+    }
     const char* name = luaL_checkstring(L, 1);
     const char* sig = luaL_checkstring(L, 2);
     const char* text = luaL_checkstring(L, 3);
@@ -484,8 +500,9 @@ void open_help(lua_State* L) {
     doc("help", "help([f | \"name\" | module])",
         "Prints the signature and documentation of f, or of the entry called name\n"
         "(?name at the prompt does the same); help(nn) lists a module, help() every topic.");
-    doc("doc", "vela.doc(name, signature, text [, fn])",
-        "Registers documentation for Lua code, so help(fn) and ?name find it.");
+    doc("doc", "vela.doc(name, signature, text [, fn])  |  vela.doc(fn) -> name  |  vela.doc(name) -> signature, text",
+        "Registers documentation for Lua code, so help(fn) and ?name find it. With one argument it asks: the\n"
+        "name a function is documented under, or a name's signature and text (nil when undocumented).");
 }
 
 }  // namespace vela::lua

@@ -478,7 +478,7 @@ void open_io(lua_State* L) {
         "table of named matrices as .npz (numpy.savez's layout; string values become text members). The file is "
         "written under a temporary name and renamed when complete. In the shell: save(path, m). torch.save / "
         "numpy.save.");
-    doc("load", "vela.load(path [, dev]) -> matrix  |  {name = matrix, ...}",
+    doc("vela.load", "vela.load(path [, dev]) -> matrix  |  {name = matrix, ...}",
         "Reads a .npy (a matrix; 1-D arrays become n×1 columns; float64 and int arrays are converted to float32) "
         "or a .npz (a table of matrices) written by vela or NumPy, onto dev (default: the current device). A bad, "
         "truncated or foreign file is an error naming it. The shell's global load is Lua's: call vela.load. "

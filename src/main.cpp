@@ -168,12 +168,11 @@ int handle_script(lua_State* L, char** argv, int script) {
     return vela::repl::report(L, status, progname);
 }
 
-// The devices() Lua function prints the list; --list-devices shows the same.
+// --list-devices prints what devices() returns, as the prompt shows it.
 int list_devices(lua_State* L) {
-    lua_getglobal(L, "vela");
-    lua_getfield(L, -1, "devices");
-    lua_remove(L, -2);
-    return dochunk(L, LUA_OK) == LUA_OK ? EXIT_SUCCESS : EXIT_FAILURE;
+    const char* code = "print(vela.devices())";
+    return dochunk(L, luaL_loadbuffer(L, code, std::strlen(code), "=--list-devices")) == LUA_OK ? EXIT_SUCCESS
+                                                                                          : EXIT_FAILURE;
 }
 
 int run(lua_State* L, int argc, char** argv) {

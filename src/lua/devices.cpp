@@ -151,7 +151,7 @@ static int l_devices(lua_State* L) {
                         i.memory ? format_bytes(mem, sizeof mem, i.memory) : "-",
                         i.subgroup ? std::to_string(i.subgroup) : "-", i.usable ? "usable" : "unusable: " + i.reason});
     }
-    print_table(rows, {false, false, false, false, false, true, true, false});
+    std::string report = table_text(rows, {false, false, false, false, false, true, true, false});
     lua_createtable(L, int(list.size()), 0);
     std::string ids;
     for (size_t k = 0; k < list.size(); k++) {
@@ -159,7 +159,7 @@ static int l_devices(lua_State* L) {
         lua_rawseti(L, -2, lua_Integer(k + 1));
         ids += (k ? ", " : "") + list[k].id;
     }
-    set_summary(L, format("%zu device%s: %s", list.size(), list.size() == 1 ? "" : "s", ids.c_str()));
+    set_report(L, report + format("%zu device%s: %s", list.size(), list.size() == 1 ? "" : "s", ids.c_str()));
     return 1;
 }
 
@@ -246,8 +246,9 @@ static const luaL_Reg functions[] = {
 
 static void document() {
     doc("devices", "devices() -> {{id=, name=, type=, driver=, memory=, subgroup=, usable=, ...}, ...}",
-        "Prints every device (cpu and each Vulkan physical device, software ones marked) with type, driver and "
-        "version, memory, subgroup size and whether it is usable; * marks the current one. Returns the list.");
+        "The devices (cpu and each Vulkan physical device, software ones marked) with type, driver and version, "
+        "memory, subgroup size and whether each is usable; the list prints as a table, * marking the current "
+        "device. In a script: print(devices()).");
     doc("device", "device([spec]) -> device",
         "Without an argument, the current device. With a spec (\"cpu\", \"vulkan\", \"vulkan:0\", "
         "\"vulkan:llvmpipe\", a substring of a name or driver) or a device, makes it current (new matrices go "

@@ -20,7 +20,8 @@ namespace vela::lua {
 /* ---------------------------------------------------------------------- */
 
 // time(fn [, n]): calls fn n times (default 1) between two syncs of every
-// open device; prints and returns the seconds per call.
+// open device; returns {seconds =, calls =} (seconds per call), printing as
+// "2.043 ms".
 static int l_time(lua_State* L) {
     check_nargs(L, 2);
     luaL_checktype(L, 1, LUA_TFUNCTION);
@@ -34,11 +35,10 @@ static int l_time(lua_State* L) {
     }
     sync_all(L);
     double dt = (now() - t0) / double(n);
-    if (n == 1)
-        out(format_seconds(dt) + "\n");
-    else
-        out(format_seconds(dt) + format(" per call (%lld calls)\n", (long long)n));
-    lua_pushnumber(L, dt);
+    lua_createtable(L, 0, 2);
+    lua_pushnumber(L, dt), lua_setfield(L, -2, "seconds");
+    lua_pushinteger(L, lua_Integer(n)), lua_setfield(L, -2, "calls");
+    set_report(L, n == 1 ? format_seconds(dt) : format_seconds(dt) + format(" per call (%lld calls)", (long long)n));
     return 1;
 }
 
@@ -137,8 +137,7 @@ static void profile_report(lua_State* L, double wall) {
         table.push_back({r.kernel, r.device, format("%.3f", r.ms), std::to_string(r.calls),
                          format("%.1f%%", total > 0 ? 100.0 * r.ms / total : 0.0)});
     table.push_back({"total", "", format("%.3f", total), std::to_string(calls), rows.empty() ? "" : "100.0%"});
-    print_table(table, {false, false, true, true, true});
-    out("wall time " + format_seconds(wall) + "\n");
+    std::string report = table_text(table, {false, false, true, true, true}) + "wall time " + format_seconds(wall);
     lua_createtable(L, int(rows.size()), 0);
     for (size_t k = 0; k < rows.size(); k++) {
         lua_createtable(L, 0, 5);
@@ -149,7 +148,7 @@ static void profile_report(lua_State* L, double wall) {
         lua_pushnumber(L, total > 0 ? rows[k].ms / total : 0.0), lua_setfield(L, -2, "share");
         lua_rawseti(L, -2, lua_Integer(k + 1));
     }
-    set_summary(L, format("%zu kernel%s, %.3f ms device time", rows.size(), rows.size() == 1 ? "" : "s", total));
+    set_report(L, report);
 }
 
 static int l_profile(lua_State* L) {
@@ -276,12 +275,11 @@ static int l_compare(lua_State* L) {
             table.push_back({dev, t, format("%.3g", lua_tonumber(L, -2)), format("%.3g", lua_tonumber(L, -1))});
         lua_pop(L, 5);
     }
-    print_table(table, {false, true, true, true});
+    std::string report = table_text(table, {false, true, true, true});
+    report.pop_back();
     lua_pushnil(L);
     lua_setfield(L, results, "reference");
-    std::string ids;
-    for (size_t k = 1; k < table.size(); k++) ids += (k > 1 ? ", " : "") + table[k][0];
-    set_summary(L, "compared " + ids);
+    set_report(L, report);
     return 1;
 }
 
@@ -295,20 +293,20 @@ static const luaL_Reg functions[] = {
 // clang-format on
 
 static void document() {
-    doc("time", "time(fn [, n]) -> seconds",
-        "Calls fn n times (default 1) with every open device synchronised before and after; prints and returns "
-        "the seconds per call.");
+    doc("time", "time(fn [, n]) -> {seconds =, calls =}",
+        "Calls fn n times (default 1) with every open device synchronised before and after; the result prints as "
+        "the time per call (\"2.043 ms\"); time(fn).seconds is the number. In a script: print(time(fn)).");
     doc("bench", "bench(fn [, {n=, warmup=}]) -> {median=, min=, max=, n=}",
         "Times fn over n synchronised runs after warmup runs (default 1); without n, runs about 0.5 s (5 to 1000 "
         "runs). Seconds; the result prints as one line.");
     doc("profile", "profile(fn) -> {{kernel=, device=, ms=, calls=, share=}, ...}",
-        "Runs fn with per-kernel device timing (timestamp queries on Vulkan) and prints total device ms, calls and "
-        "share for each kernel, sorted by time. Devices are profiled when already open as fn starts (the current one "
+        "Runs fn with per-kernel device timing (timestamp queries on Vulkan); the list prints as a table of total "
+        "device ms, calls and share for each kernel, sorted by time. Devices are profiled when already open as fn starts (the current one "
         "always).");
     doc("compare", "compare(fn [, devs]) -> {{device=, seconds=, max_abs=, max_rel=}, ...}",
         "For each device of devs (default: every usable one) makes it current, calls fn(dev) once to warm up and "
-        "once timed (synchronised); fn returns a matrix, downloaded and compared with the first device's: prints "
-        "the times side by side and the largest absolute difference and that divided by max |reference|.");
+        "once timed (synchronised); fn returns a matrix, downloaded and compared with the first device's: the list "
+        "prints as the times side by side and the largest absolute difference and that divided by max |reference|.");
 }
 
 void open_measure(lua_State* L) {

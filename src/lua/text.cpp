@@ -62,7 +62,7 @@ std::string clip(const std::string& s, size_t n) {
 
 // Prints rows as aligned columns, two spaces apart; the columns flagged in
 // `right` are right-aligned (numbers). Row 0 is the header.
-void print_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
+std::string table_text(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
     std::vector<size_t> w;
     for (const auto& r : rows) {
         if (w.size() < r.size()) w.resize(r.size(), 0);
@@ -80,7 +80,7 @@ void print_table(const std::vector<std::vector<std::string>>& rows, const std::v
         while (!line.empty() && line.back() == ' ') line.pop_back();
         s += line + "\n";
     }
-    out(s);
+    return s;
 }
 
 static int summary_tostring(lua_State* L) {
@@ -88,11 +88,9 @@ static int summary_tostring(lua_State* L) {
     return 1;
 }
 
-// The functions that print a table also return it; at the prompt the shell
-// prints that value again, so it prints as this one line instead.
-void set_summary(lua_State* L, const std::string& line) {
+void set_report(lua_State* L, const std::string& text) {
     lua_createtable(L, 0, 1);
-    lua_pushlstring(L, line.data(), line.size());
+    lua_pushlstring(L, text.data(), text.size());
     lua_pushcclosure(L, summary_tostring, 1);
     lua_setfield(L, -2, "__tostring");
     lua_setmetatable(L, -2);

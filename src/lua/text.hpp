@@ -29,13 +29,16 @@ size_t width_of(const std::string& s);
 // Cuts text longer than n columns, ending it with "…".
 std::string clip(const std::string& s, size_t n);
 
-// Prints rows as aligned columns, two spaces apart; the columns flagged in
-// `right` are right-aligned (numbers). Row 0 is the header.
-void print_table(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right = {});
+// Rows as aligned columns, two spaces apart, one line each (ending in a
+// newline); the columns flagged in `right` are right-aligned (numbers). Row
+// 0 is the header.
+std::string table_text(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right = {});
 
-// The functions that print a table also return it; at the prompt the shell
-// prints that value again, so it prints as this one line instead (sets a
-// metatable on the table on top of the stack).
-void set_summary(lua_State* L, const std::string& line);
+// The reporting functions (devices, who, mem, time, profile, compare) print
+// nothing themselves: they return their data as a table whose printed form
+// is the whole report, so the prompt shows it once and a script shows it
+// with print(...). Sets that metatable on the table on top of the stack;
+// `text` is the report without its last newline.
+void set_report(lua_State* L, const std::string& text);
 
 }  // namespace vela::lua

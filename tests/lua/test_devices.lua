@@ -87,9 +87,11 @@ for _, id in ipairs(ids) do
     device(id)
     local calls = 0
     local s = time(function() calls = calls + 1 end)
-    assert(calls == 1 and s >= 0)
+    assert(calls == 1 and s.seconds >= 0 and s.calls == 1)
+    assert(tostring(s):find("^[%d.]+ %S*s$"), tostring(s))
     s = time(function() calls = calls + 1 end, 3)
-    assert(calls == 4 and s >= 0)
+    assert(calls == 4 and s.seconds >= 0)
+    assert(tostring(s):find(" per call %(3 calls%)$"), tostring(s))
     local a, b, c = rand(64, 64, 1), rand(64, 64, 2), zeros(64, 64)
     local r = bench(function() mm(a, b, c) end, {n = 5, warmup = 2})
     assert(r.n == 5 and r.min <= r.median and r.median <= r.max and r.min > 0)
@@ -118,7 +120,7 @@ t.test("who lists live matrices with names, shapes, devices, bytes", function()
   device("cpu")
   who_test_matrix = zeros(3, 5)
   local view = who_test_matrix:t()
-  local w = who()
+  local w = who{all = true}
   local found, found_view
   for _, e in ipairs(w) do
     if e.name == "who_test_matrix" then found = e end
@@ -133,7 +135,42 @@ t.test("who lists live matrices with names, shapes, devices, bytes", function()
   end
   who_test_matrix = nil
   view = nil
-  for _, e in ipairs(who()) do assert(e.name ~= "who_test_matrix") end
+  for _, e in ipairs(who{all = true}) do assert(e.name ~= "who_test_matrix") end
+end)
+
+t.test("who lists the user's globals one row each and folds the rest into one line", function()
+  device("cpu")
+  local nn, optim = require "vela.nn", require "vela.optim"
+  who_net = nn.sequential{nn.linear(6, 5, "relu", {seed = 1}), nn.linear(5, 3, nil, {seed = 2})}
+  who_opt = optim.sgd{lr = 0.1, momentum = 0.9}
+  who_set = {images = zeros(4, 10, "uint8"), labels = ones(1, 10), n = 10}
+  who_x = rand(6, 8, 1)
+  who_view = who_x:columns(1, 2)
+  -- One training step: gradients, buffers and momentum are the net's, not rows of their own.
+  local lf = nn.softmax_xent()
+  lf:forward(who_net:forward(who_x), from{{1, 2, 3, 1, 2, 3, 1, 2}})
+  who_net:backward(lf:backward())
+  who_opt:step(who_net)
+  local temp = {}
+  for i = 1, 40 do temp[i] = who_x:col(1) end  -- 40 views held by a local: internal
+  local w = who()
+  local by = {}
+  for _, e in ipairs(w) do by[e.name] = e end
+  assert(by.who_net and by.who_net.kind == "network", "the net is one row")
+  assert(by.who_net.what:find("53 parameters", 1, true), by.who_net.what)  -- 6·5 + 5 + 5·3 + 3
+  assert(by.who_opt and by.who_opt.kind == "optimizer")
+  assert(by.who_set and by.who_set.kind == "data set")
+  assert(by.who_x.kind == "matrix" and by.who_x.bytes == 6 * 8 * 4)
+  assert(by.who_view.kind == "view" and by.who_view.rows == 6 and by.who_view.cols == 2)
+  -- The net's bytes: W, b, dW, db, momentum (twice the parameters and more) and batch buffers.
+  assert(by.who_net.bytes >= 3 * 53 * 4, by.who_net.bytes)
+  for _, e in ipairs(w) do assert(e.name ~= "-", "no nameless rows") end
+  local text = tostring(w)
+  assert(text:find("internal matri", 1, true), text)
+  assert(select(2, text:gsub("\n", "")) == #w + 1, "a header, one line per row, one summary line: " .. text)
+  assert(#who{all = true} > #w + 40)
+  who_net, who_opt, who_set, who_x, who_view = nil, nil, nil, nil, nil
+  assert(#temp == 40)
 end)
 
 t.test("threads and seed", function()

@@ -44,7 +44,7 @@ local hist = nn.fit(net, sets.train, {
 })
 
 plot(hist.batch_loss, {title = "training loss, every 20 batches", height = 8})
-nn.confusion(net, sets.test)
+print(nn.confusion(net, sets.test))
 local acc = nn.evaluate(net, sets.test)
 local total = 0
 for _, s in ipairs(hist.seconds) do total = total + s end

@@ -105,9 +105,10 @@ function training.predict(net, images, batch)
   return pred
 end
 
--- nn.confusion(net, set [, quiet]) → counts[true][predicted] (a Lua table),
--- printed as a table with each class's accuracy.
-function training.confusion(net, set, quiet)
+-- nn.confusion(net, set) → counts[true][predicted] (a Lua table) whose
+-- printed form is the table with each class's accuracy (it prints nothing
+-- itself: the prompt shows it once; a script says print(nn.confusion(...))).
+function training.confusion(net, set)
   local k = net.outputs
   local pred = training.predict(net, set):to("cpu"):totable()[1]
   local truth = set.labels:to("cpu"):totable()[1]
@@ -117,7 +118,7 @@ function training.confusion(net, set, quiet)
     local t, p = math.floor(truth[s] + 0.5), math.floor(pred[s] + 0.5)
     counts[t][p] = counts[t][p] + 1
   end
-  if not quiet then
+  do
     local names = set.classes or {}
     local function name(i) return (names[i] or tostring(i)):sub(1, 6) end
     local lines = {"confusion: rows are the true class, columns the predicted one"}
@@ -134,7 +135,8 @@ function training.confusion(net, set, quiet)
       right, total = right + counts[i][i], total + n
     end
     lines[#lines + 1] = fmt("overall %.2f%% of %d", 100 * right / math.max(total, 1), total)
-    print(table.concat(lines, "\n"))
+    local text = table.concat(lines, "\n")
+    setmetatable(counts, {__tostring = function() return text end})
   end
   return counts
 end
@@ -156,7 +158,12 @@ end
 --   momentum = 0.9}), opts.loss (nn.softmax_xent() or a name), opts.test (a
 --   set, evaluated after each epoch), opts.seed (1: the shuffle), opts.schedule
 --   (epoch → lr), opts.every (20: batches between reads of the loss; the
---   only host waits of an epoch), opts.progress (true: a progress bar).
+--   only host waits of an epoch), opts.progress (true: a progress bar on a
+--   terminal, sized to it and erased when the epoch ends; when stdout is not
+--   a terminal, one line per epoch and nothing else), opts.start (1: the
+--   first epoch's number, for resuming: the shuffle and the schedule of
+--   epoch e are the same whatever epoch a run starts at).
+-- The history prints as one summary line (plot(hist) draws its loss).
 -- History: {loss = {…}, train_accuracy = {…}, test_accuracy = {…},
 --   seconds = {…}, cpu_seconds = {…} (processor time of this process, all
 --   threads), examples_per_s = {…}, batch_loss = {…}} per epoch
@@ -175,15 +182,22 @@ function training.fit(net, train, opts)
   end
   local progress = opts.progress ~= false
   local out = opts.output or io.stdout
+  -- A live bar only on a terminal; a log gets the epoch lines alone.
+  local columns = out == io.stdout and vela.terminal_width and vela.terminal_width() or nil
+  local first = opts.start or 1
+  if math.type(first) ~= "integer" or first < 1 or first > epochs then
+    error(fmt("nn.fit: start must be an epoch number in 1..%d (epochs), got %s", epochs, tostring(first)), 2)
+  end
   local loader = data.loader(train, batch, {seed = opts.seed or 1})
   local dev = train.images:device()
   local count = counter(dev, batch)
   net.optimizer = opt
-  local hist = {loss = {}, train_accuracy = {}, test_accuracy = {}, seconds = {}, examples_per_s = {},
-                batch_loss = {}, lr = {}, cpu_seconds = {}}
+  local hist = setmetatable({loss = {}, train_accuracy = {}, test_accuracy = {}, seconds = {},
+                             examples_per_s = {}, batch_loss = {}, lr = {}, cpu_seconds = {}, first = first,
+                             last = epochs}, training.History)
   local nb, n_total = loader.nbatches, loader.set.n
 
-  for epoch = 1, epochs do
+  for epoch = first, epochs do
     if opts.schedule then opt.lr = opts.schedule(epoch) end
     hist.lr[epoch] = opt.lr
     count:read()
@@ -204,13 +218,22 @@ function training.fit(net, train, opts)
         shown_loss, shown_acc = l / k, correct / (seen - seen_at_read)
         seen_at_read = seen
         hist.batch_loss[#hist.batch_loss + 1] = shown_loss
-        if progress then
+        if progress and columns then
           local dt = clock() - t0
-          local width = 20
-          local done = math.floor(width * b / nb)
-          out:write(fmt("\repoch %d/%d [%s%s] %d/%d  loss %.4f  acc %5.1f%%  %s ex/s  ETA %s ",
-            epoch, epochs, string.rep("=", done), string.rep(" ", width - done), b, nb, shown_loss,
-            100 * shown_acc, rate(seen / math.max(dt, 1e-9)), hms(dt / b * (nb - b))))
+          local head = fmt("epoch %d/%d [", epoch, epochs)
+          local tail = fmt("] %d/%d  loss %.4f  acc %5.1f%%  %s ex/s  ETA %s", b, nb, shown_loss,
+            100 * shown_acc, rate(seen / math.max(dt, 1e-9)), hms(dt / b * (nb - b)))
+          -- The bar takes what the terminal has left (up to 30 cells); the
+          -- line never reaches the last column, so it never wraps.
+          local width = math.min(30, columns - 1 - #head - #tail)
+          local line
+          if width >= 5 then
+            local done = math.floor(width * b / nb)
+            line = head .. string.rep("=", done) .. string.rep(" ", width - done) .. tail
+          else
+            line = (fmt("epoch %d/%d %d/%d  loss %.4f", epoch, epochs, b, nb, shown_loss)):sub(1, columns - 1)
+          end
+          out:write("\r", line, "\27[K")
           out:flush()
         end
       end
@@ -221,28 +244,43 @@ function training.fit(net, train, opts)
     hist.examples_per_s[epoch] = n_total / dt
     hist.loss[epoch] = loss_sum / nb
     hist.train_accuracy[epoch] = correct_sum / n_total
-    local line = fmt("\repoch %d/%d  loss %.4f  train %.2f%%", epoch, epochs, hist.loss[epoch],
+    local line = fmt("epoch %d/%d  loss %.4f  train %.2f%%", epoch, epochs, hist.loss[epoch],
       100 * hist.train_accuracy[epoch])
     if opts.test then
       hist.test_accuracy[epoch] = training.evaluate(net, opts.test)
       line = line .. fmt("  test %.2f%%", 100 * hist.test_accuracy[epoch])
     end
     line = line .. fmt("  %.2f s  %s ex/s", dt, rate(hist.examples_per_s[epoch]))
-    if progress then out:write(line, string.rep(" ", 24), "\n"); out:flush() end
+    if progress then
+      -- On a terminal the epoch line replaces the bar (erased to the line's end: no residue).
+      out:write(columns and "\r" or "", line, columns and "\27[K\n" or "\n")
+      out:flush()
+    end
   end
   return hist
 end
 
+-- The history of nn.fit prints as one line: epochs, last loss and accuracies, time.
+training.History = {__tostring = function(h)
+  local e = h.last
+  local s = fmt("history of %d epoch%s (%d..%d): loss %.4f, train %.2f%%", e - h.first + 1,
+    e == h.first and "" or "s", h.first, e, h.loss[e] or 0 / 0, 100 * (h.train_accuracy[e] or 0 / 0))
+  if h.test_accuracy[e] then s = s .. fmt(", test %.2f%%", 100 * h.test_accuracy[e]) end
+  local total = 0
+  for _, t in pairs(h.seconds) do total = total + t end
+  return s .. fmt(", %.1f s (fields loss, train_accuracy, test_accuracy, seconds, batch_loss, lr)", total)
+end}
+
 -- help(nn.fit), ?nn.evaluate: documentation for the shell's help.
 if vela.doc then
-  vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20})",
-    "Trains with a progress bar (loss read from the device every `every` batches); returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss}.", training.fit)
+  vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20, start = 1, progress = true})",
+    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line. start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run).", training.fit)
   vela.doc("nn.evaluate", "nn.evaluate(net, set [, {batch =, loss =}]) -> accuracy [, mean loss]",
     "The fraction of a set classified right, counted on the device.", training.evaluate)
   vela.doc("nn.predict", "nn.predict(net, images [, batch]) -> 1×n",
     "Predicted class indices (1-based) on the device.", training.predict)
-  vela.doc("nn.confusion", "nn.confusion(net, set [, quiet]) -> counts",
-    "Prints the confusion table (rows true class, columns predicted) with each class's accuracy.", training.confusion)
+  vela.doc("nn.confusion", "nn.confusion(net, set) -> counts",
+    "counts[true][predicted], which prints as the confusion table (rows the true class, columns the predicted one) with each class's accuracy. In a script: print(nn.confusion(net, set)).", training.confusion)
 end
 
 return training

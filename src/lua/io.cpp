@@ -15,6 +15,7 @@
 // Every file is written under a temporary name in the same directory and
 // renamed over the target only when complete, so a killed save never leaves
 // a torn file; every error names the file and what is wrong with it.
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <zip.h>
 
@@ -467,12 +468,27 @@ int l_seed_sequence(lua_State* L) {
     return 2;
 }
 
+// terminal_width() -> columns of the terminal on stdout, or nil when stdout
+// is not a terminal (a pipe, a file): progress bars draw only on a terminal.
+int l_terminal_width(lua_State* L) {
+    check_nargs(L, 0);
+    if (!isatty(1)) return 0;
+    winsize ws{};
+    int cols = ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+    lua_pushinteger(L, cols);
+    return 1;
+}
+
 }  // namespace
 
 void open_io(lua_State* L) {
     static const luaL_Reg fns[] = {
-        {"save", l_save}, {"load", l_load}, {"_seed_sequence", l_seed_sequence}, {nullptr, nullptr}};
+        {"save", l_save}, {"load", l_load}, {"_seed_sequence", l_seed_sequence},
+        {"terminal_width", l_terminal_width}, {nullptr, nullptr}};
     luaL_setfuncs(L, fns, 0);
+    doc("terminal_width", "terminal_width() -> columns | nil",
+        "The width of the terminal on stdout, or nil when stdout is not a terminal (redirected to a file or a "
+        "pipe): nn.fit draws its progress bar only on a terminal, sized to it.");
     doc("save", "vela.save(path, m)  |  vela.save(path, {name = m, ...})",
         "Writes a matrix as NumPy .npy (float32 or uint8, Fortran order: numpy.load reads it as rows×cols), or a "
         "table of named matrices as .npz (numpy.savez's layout; string values become text members). The file is "

@@ -300,3 +300,19 @@ TEST_CASE("cli: examples/step_by_step.lua runs when fed line by line to the prom
     CHECK(r.out.find("test accuracy on cpu: ") != std::string::npos);
     CHECK(r.out.find("attempt to") == std::string::npos);
 }
+
+TEST_CASE("cli: nn.fit redirected writes one line per epoch, no bar, no escapes", "[shell][cli]") {
+    auto r = run_vela({"-e",
+                       "sets = data.mnist() train = data.subset(sets.train, 1, 600) "
+                       "net = nn.sequential{nn.linear(784, 16, 'relu', {seed = 1}), nn.linear(16, 10, nil, {seed = 2})} "
+                       "print(nn.fit(net, train, {epochs = 3, batch = 100, every = 1}))"},
+                      "", {}, 120);
+    CHECK(r.status == 0);
+    CHECK(r.out.find('\r') == std::string::npos);
+    CHECK(r.out.find('\x1b') == std::string::npos);
+    CHECK(r.out.find("ETA") == std::string::npos);
+    size_t lines = 0;
+    for (char c : r.out) lines += c == '\n';
+    CHECK(lines == 4);  // three epochs and the history's line
+    CHECK(r.out.find("history of 3 epochs (1..3)") != std::string::npos);
+}

@@ -74,3 +74,65 @@ TEST_CASE("session: Torch7 and PyTorch names give one error naming vela's spelli
     // The session lives on.
     CHECK(s.run("1 + 1").find("\r\n2") != std::string::npos);
 }
+
+TEST_CASE("session: time, bench, who, mem, devices, stats print once", "[shell][pty][issue14]") {
+    Session s;
+    std::string out = s.run("time(function() end)");
+    CHECK(count(out, "s\r\n") == 1);  // "0.31 µs", no second line with the raw number
+    CHECK(out.find("e-0") == std::string::npos);
+    out = s.run("bench(function() end, {n = 3})");
+    CHECK(count(out, "median") == 1);
+    CHECK(!s.run("who_m = zeros(2, 3)").empty());
+    out = s.run("who()");
+    CHECK(count(out, "who_m ") == 1);
+    CHECK(count(out, "in what is listed") == 1);
+    out = s.run("mem()");
+    CHECK(count(out, "cpu ") == 1);
+    CHECK(count(out, "reserved") == 1);
+    out = s.run("devices()");
+    CHECK(count(out, "*  cpu ") == 1);
+    CHECK(count(out, "device: cpu") + count(out, "devices: cpu") == 1);
+    out = s.run("stats()");
+    CHECK(count(out, "dispatches") == 1);
+}
+
+TEST_CASE("session: who after training step by step lists the net, not its buffers", "[shell][pty][issue14]") {
+    Session s;
+    CHECK(!s.run("net = nn.sequential{nn.linear(16, 8, 'relu', {seed = 1}), nn.linear(8, 4, nil, {seed = 2})}").empty());
+    CHECK(!s.run("opt = optim.sgd{lr = 0.1, momentum = 0.9} lf = nn.softmax_xent()").empty());
+    CHECK(!s.run("x = rand(16, 32, 3) y = from{{1, 2, 3, 4, 1, 2, 3, 4}} y = from({(function() local t = {} for i = 1, 32 do t[i] = i % 4 + 1 end return t end)()})").empty());
+    for (int i = 0; i < 3; ++i)
+        CHECK(!s.run("lf:forward(net:forward(x), y) net:backward(lf:backward()) opt:step(net);").empty());
+    CHECK(!s.run("for i = 1, 63 do _G['v' .. i % 2] = x:col(1) end").empty());  // views come and go
+    std::string out = s.run("who()");
+    CHECK(count(out, "\r\nnet ") == 1);
+    CHECK(count(out, "network") == 1);
+    CHECK(count(out, "\r\nopt ") == 1);
+    CHECK(count(out, "\r\nx ") == 1);
+    CHECK(count(out, "\r\n- ") == 0);  // no nameless rows
+    CHECK(count(out, "internal matri") == 1);
+    size_t lines = count(out, "\r\n");
+    CHECK(lines <= 12);  // header, a row per global, the folded line: not 300 rows
+    out = s.run("#who{all = true} > 20");
+    CHECK(out.find("true") != std::string::npos);
+}
+
+TEST_CASE("session: nn.fit returns a history printing as one line; confusion prints once", "[shell][pty][issue14]") {
+    Session s;
+    CHECK(!s.run("sets = data.mnist() train = data.subset(sets.train, 1, 600) test = data.subset(sets.test, 1, 200)").empty());
+    CHECK(!s.run("net = nn.sequential{nn.linear(784, 16, 'relu', {seed = 1}), nn.linear(16, 10, nil, {seed = 2})}").empty());
+    std::string out = s.run("nn.fit(net, train, {epochs = 2, batch = 100, every = 2, test = test})", 120);
+    CHECK(count(out, "history of 2 epochs") == 1);
+    CHECK(out.find("batch_loss = {") == std::string::npos);  // no history table dump
+    CHECK(count(out, "epoch 2/2  loss") == 1);
+    // On a terminal the bar is erased at the end of each epoch: every \r is followed by an erase to the line's end.
+    std::string printed = out.substr(out.find("\r\n"));  // after the echoed command
+    CHECK(count(printed, "\r") - count(printed, "\r\n") == count(printed, "\x1b[K"));
+    CHECK(count(printed, "ETA") >= 1);  // the bar was drawn
+    out = s.run("nn.confusion(net, test)");
+    CHECK(count(out, "confusion: rows are the true class") == 1);
+    CHECK(count(out, "overall") == 1);
+    CHECK(out.find("{") == std::string::npos);
+    out = s.run("nn.evaluate(net, test)");
+    CHECK(count(out, "\r\n0.") == 1);
+}

@@ -25,6 +25,16 @@ local function alloc(dev, rows, cols) return vela.zeros(rows, cols, "float32", d
 -- Devices are compared by identity: there is one userdata per device.
 local same_device = rawequal
 
+-- A device from a spec ("vulkan:0") without making it the current device
+-- (vela.device(spec) selects as it finds).
+local function resolve_device(dev)
+  if type(dev) ~= "string" then return dev end
+  local prev = vela.device()
+  local d = vela.device(dev)
+  vela.device(prev)
+  return d
+end
+
 local function dev_name(d) return d:name() end
 
 -- A ones vector of length n on dev, kept per (device, n): the bias gradient
@@ -105,7 +115,7 @@ function nn.linear(inputs, outputs, activation, opts)
   else error(fmt("nn.linear: unknown init '%s' (expected he or xavier)", tostring(init)), 2) end
 
   local dev = opts.device or vela.device()
-  if type(dev) == "string" then dev = vela.device(dev) end
+  dev = resolve_device(dev)
   local self = setmetatable({inputs = inputs, outputs = outputs, activation = activation, init = init}, Linear)
   self.w = alloc(dev, outputs, inputs)
   if opts.seed then vela.randn(self.w, opts.seed) else vela.randn(self.w) end
@@ -200,7 +210,7 @@ end
 function Linear:params() return self._params end
 
 function Linear:to(dev)
-  if type(dev) == "string" then dev = vela.device(dev) end
+  dev = resolve_device(dev)
   self.w, self.b = self.w:to(dev), self.b:to(dev)
   for _, st in pairs(self.state) do
     for k, m in pairs(st) do
@@ -572,7 +582,7 @@ function nn.load(path, dev)
   if not f then error("nn.load: " .. err, 2) end
   local s = f:read("a")
   f:close()
-  if type(dev) == "string" then dev = vela.device(dev) end
+  dev = resolve_device(dev)
   if s:sub(1, 4) == "PK\3\4" then
     local ok, net, opt, extra = pcall(load_checkpoint, path, dev)
     if not ok then error(net, 2) end

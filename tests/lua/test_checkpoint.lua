@@ -53,6 +53,7 @@ for _, kind in ipairs{"sgd", "adam"} do
     for _, to_id in ipairs(ids) do
       t.test(kind .. ": saved on " .. from_id .. ", resumed on " .. to_id .. " with the same next losses", function()
         local net2, opt2, extra = nn.load(path, to_id)
+        assert(device():name() == "cpu", "nn.load(path, dev) leaves the current device alone")
         assert(tostring(net2):find("on " .. to_id, 1, true), tostring(net2))
         assert(extra.epoch == 5 and extra.tag == kind and extra.nested[2] == 2)
         assert(opt2.name == kind and opt2.steps == 5, tostring(opt2.steps))
@@ -65,6 +66,29 @@ for _, kind in ipairs{"sgd", "adam"} do
     end
     assert(drawn)
   end
+end
+
+-- nn.fit stopped after epoch 1, saved, loaded elsewhere and resumed with
+-- start = 2 ends with the losses of the run that never stopped.
+local data = require "vela.data"
+local sets = data.mnist()
+for _, to_id in ipairs(ids) do
+  t.test("nn.fit resumed on " .. to_id .. " from a checkpoint gives the uninterrupted losses", function()
+    device("cpu")
+    local train = data.subset(sets.train, 1, 400)
+    local function fresh_net() return nn.sequential{nn.linear(784, 16, "relu", {seed = 1}), nn.linear(16, 10, nil, {seed = 2})} end
+    local fit_opts = function(opt, e, start) return {epochs = e, start = start, batch = 100, optimizer = opt,
+      schedule = optim.step_lr(0.1, 1, 0.5), progress = false} end
+    local ref = nn.fit(fresh_net(), train, fit_opts(optim.sgd{lr = 0.1, momentum = 0.9}, 3))
+    local net, opt = fresh_net(), optim.sgd{lr = 0.1, momentum = 0.9}
+    nn.fit(net, train, fit_opts(opt, 1))
+    nn.save(dir .. "/fit.npz", net, opt, {epoch = 1})
+    local net2, opt2, extra = nn.load(dir .. "/fit.npz", to_id)
+    local moved = data.to({train = train}, to_id).train
+    local rest = nn.fit(net2, moved, fit_opts(opt2, 3, extra.epoch + 1))
+    for e = 2, 3 do t.near(rest.loss[e], ref.loss[e], to_id == "cpu" and 1e-6 or 1e-4, "loss of epoch " .. e) end
+    assert(rest.lr[3] == ref.lr[3])
+  end)
 end
 
 t.test("net:save files of format 1 (VELANN) still load", function()

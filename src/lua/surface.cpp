@@ -1,0 +1,402 @@
+// What a Torch7, PyTorch or NumPy user reaches for first, built from the
+// kernels (no kernel of its own, so every device has it):
+//   m:size() -> rows, cols; m:size(d); m:numel(); m:dim()
+//   m + s, s + m, m - s, s - m, m / s, s / m, m / b (elementwise): new matrices
+//   sum, mean, max, min over the whole matrix (a number: the host waits) or
+//   along a dimension (sum(x, 1) -> 1×n, sum(x, 2) -> rows×1), the result a
+//   matrix on x's device, never downloaded:
+//     sum along a dimension  mv with a ones vector
+//     mean                   that, then scal by 1/count
+//     max along columns      argmax, a one-hot of it built with rk, sqr and
+//                            linear_frac (1/(1 + 10³⁰·(i − idx)²): exactly 1
+//                            at the maximum, below 10⁻³⁰ elsewhere), mul by x,
+//                            then the column sums: one temporary of x's size
+//     along rows             the same on a dense copy of xᵀ
+//     min                    −max(−x)
+//   Torch7's in-place methods, aliases of the kernels writing into m itself:
+//   m:add(s) / m:add(y) / m:add(alpha, y), m:mul(s), m:div(s), m:cmul(y),
+//   m:cdiv(y), m:fill(v), m:zero(), m:tanh(), m:sigmoid(), m:relu(), m:exp(),
+//   m:log(), m:sqrt(), m:abs(), m:sqr(): each returns m.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/ops.hpp"
+#include "lua/check.hpp"
+#include "lua/vela.hpp"
+
+namespace vela::lua {
+
+namespace {
+
+Matrix ones_vec(Device& dev, int64_t n) {
+    Matrix v = empty(dev, n, 1);
+    fill(v, 1.0f);
+    return v;
+}
+
+// Σ along dim (1: over the rows, giving 1×cols; 2: over the columns, rows×1) into a new matrix.
+Matrix sum_dim(const Matrix& x, int dim) {
+    Device& dev = x.device();
+    if (dim == 1) {
+        Matrix y = empty(dev, 1, x.cols);
+        mv(1.0f, x.t(), ones_vec(dev, x.rows), 0.0f, y.t());
+        return y;
+    }
+    Matrix y = empty(dev, x.rows, 1);
+    mv(1.0f, x, ones_vec(dev, x.cols), 0.0f, y);
+    return y;
+}
+
+// max over each column of a dense x: 1×cols.
+Matrix max_columns(const Matrix& x) {
+    Device& dev = x.device();
+    int64_t r = x.rows, n = x.cols;
+    Matrix idx = empty(dev, 1, n);
+    argmax(x, idx);
+    std::vector<float> rowno(static_cast<size_t>(r));
+    for (int64_t i = 0; i < r; ++i) rowno[size_t(i)] = float(i + 1);
+    Matrix d = zeros(dev, r, n);
+    rk(1.0f, from_host(dev, r, 1, rowno.data()), ones_vec(dev, n), d);  // d(i, j) = i
+    rk(-1.0f, ones_vec(dev, r), idx.t(), d);                            // − idx(j)
+    unary(Unary::sqr, d, d);
+    const float onehot[4] = {0.0f, 1.0f, 1e30f, 1.0f};  // 1/(1 + 10³⁰·d²)
+    unary(Unary::linear_frac, d, d, onehot);
+    binary(Binary::mul, x, d, d);
+    return sum_dim(d, 1);
+}
+
+Matrix max_dim(const Matrix& x, int dim) {
+    if (dim == 1) return max_columns(x.contiguous() ? x : clone(x));
+    Matrix m = max_columns(clone(x.t()));  // 1×rows
+    Matrix out = empty(x.device(), x.rows, 1);
+    copy(m.t(), out);
+    return out;
+}
+
+Matrix negated(const Matrix& x) {
+    Matrix c = clone(x);
+    scal(-1.0f, c);
+    return c;
+}
+
+enum class Red { sum, mean, max, min };
+
+const char* red_name(Red r) {
+    switch (r) {
+        case Red::sum: return "sum";
+        case Red::mean: return "mean";
+        case Red::max: return "max";
+        default: return "min";
+    }
+}
+
+// The reduction along dim into a new matrix on x's device.
+Matrix reduce_dim(Red r, const Matrix& x, int dim) {
+    const char* fn = red_name(r);
+    check_live(fn, "x", x);
+    if (x.dtype() != DType::f32) fail("%s: x is uint8; reductions take float32 (x:to(dev) after copy into a float matrix)", fn);
+    if (x.empty()) fail("%s: x is %s (an empty matrix has no %s)", fn, x.shape_str().c_str(), fn);
+    switch (r) {
+        case Red::sum: return sum_dim(x, dim);
+        case Red::mean: {
+            Matrix s = sum_dim(x, dim);
+            scal(1.0f / float(dim == 1 ? x.rows : x.cols), s);
+            return s;
+        }
+        case Red::max: return max_dim(x, dim);
+        default: {
+            Matrix m = max_dim(negated(x), dim);
+            scal(-1.0f, m);
+            return m;
+        }
+    }
+}
+
+// The whole-matrix reduction: a number (the host waits for it).
+double reduce_all(Red r, const Matrix& x) {
+    const char* fn = red_name(r);
+    check_live(fn, "x", x);
+    if (x.empty() && r == Red::sum) return 0.0;  // as NumPy: the empty sum is 0
+    if (x.empty()) fail("%s: x is %s (an empty matrix has no %s)", fn, x.shape_str().c_str(), fn);
+    if (r == Red::sum || r == Red::mean) {
+        double s = sum(x);
+        return r == Red::sum ? s : s / double(x.size());
+    }
+    if (x.dtype() != DType::f32) fail("%s: x is uint8; reductions take float32", fn);
+    // max over the columns (1×n), then over that row (as an n×1 column): 1×1.
+    Matrix base = r == Red::max ? x : negated(x);
+    Matrix cols = max_dim(base, 1);
+    Matrix one = max_columns(clone(cols.t()));
+    double v = sum(one);
+    return r == Red::max ? v : -v;
+}
+
+int check_dim(lua_State* L, int arg, const char* fn) {
+    lua_Integer d = luaL_checkinteger(L, arg);
+    if (d != 1 && d != 2)
+        luaL_error(L, "%s: dim must be 1 (down the rows: one value per column, 1×cols) or 2 (along each row: "
+                   "rows×1), got %d",
+                   fn, int(d));
+    return int(d);
+}
+
+template <Red R>
+int l_reduce(lua_State* L) {
+    check_nargs(L, 2);
+    Matrix& x = check_matrix(L, 1);
+    if (lua_isnoneornil(L, 2)) {
+        lua_pushnumber(L, guarded(L, [&] { return reduce_all(R, x); }));
+        return 1;
+    }
+    int dim = check_dim(L, 2, red_name(R));
+    push_matrix(L, guarded(L, [&] { return reduce_dim(R, x, dim); }));
+    return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* size, numel, dim                                                       */
+/* ---------------------------------------------------------------------- */
+
+int m_size(lua_State* L) {
+    check_method_nargs(L, 1);
+    Matrix& m = check_matrix(L, 1);
+    if (!lua_isnoneornil(L, 2)) {
+        lua_Integer d = luaL_checkinteger(L, 2);
+        if (d != 1 && d != 2) return luaL_error(L, "size: dim must be 1 (rows) or 2 (columns), got %d", int(d));
+        lua_pushinteger(L, d == 1 ? m.rows : m.cols);
+        return 1;
+    }
+    lua_pushinteger(L, m.rows);
+    lua_pushinteger(L, m.cols);
+    return 2;
+}
+
+int m_numel(lua_State* L) {
+    check_method_nargs(L, 0);
+    lua_pushinteger(L, check_matrix(L, 1).size());
+    return 1;
+}
+
+int m_dim(lua_State* L) {
+    check_method_nargs(L, 0);
+    check_matrix(L, 1);
+    lua_pushinteger(L, 2);
+    return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* operators with a number                                                */
+/* ---------------------------------------------------------------------- */
+
+// y ← (a·x + b)/(c·x + d) into a new matrix.
+Matrix frac(const Matrix& x, float a, float b, float c, float d) {
+    Matrix y = empty(x.device(), x.rows, x.cols);
+    const float p[4] = {a, b, c, d};
+    unary(Unary::linear_frac, x, y, p);
+    return y;
+}
+
+const char* kind(lua_State* L, int arg) { return test_matrix(L, arg) ? "matrix" : luaL_typename(L, arg); }
+
+// __add, __sub, __div: with two matrices the original operator (upvalue 1)
+// or the elementwise kernel; with a number, linear_frac or scal.
+template <char Op>
+int op_scalar(lua_State* L) {
+    Matrix* a = test_matrix(L, 1);
+    Matrix* b = test_matrix(L, 2);
+    if (a && b) {
+        if (Op == '/') {
+            push_matrix(L, guarded(L, [&] {
+                            check_live("div", "a", *a);
+                            Matrix c = empty(a->device(), a->rows, a->cols);
+                            binary(Binary::div, *a, *b, c);
+                            return c;
+                        }));
+            return 1;
+        }
+        lua_pushvalue(L, lua_upvalueindex(1));
+        lua_insert(L, 1);
+        lua_call(L, lua_gettop(L) - 1, 1);
+        return 1;
+    }
+    int num = a ? 2 : 1;
+    if (!(a || b) || lua_type(L, num) != LUA_TNUMBER)
+        return luaL_error(L, "matrix %c: operands must be matrices or a matrix and a number, got %s and %s", Op,
+                          kind(L, 1), kind(L, 2));
+    float s = float(lua_tonumber(L, num));
+    Matrix& m = a ? *a : *b;
+    bool left = a != nullptr;  // m op s, else s op m
+    push_matrix(L, guarded(L, [&] {
+                    check_live(Op == '+' ? "add" : Op == '-' ? "sub" : "div", "m", m);
+                    if (Op == '+') return frac(m, 1, s, 0, 1);
+                    if (Op == '-') return left ? frac(m, 1, -s, 0, 1) : frac(m, -1, s, 0, 1);
+                    if (left) return frac(m, 1.0f / s, 0, 0, 1);  // m / s
+                    return frac(m, 0, s, 1, 0);                   // s / m, elementwise
+                }));
+    return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Torch7's in-place methods                                              */
+/* ---------------------------------------------------------------------- */
+
+template <Unary U>
+int m_unary(lua_State* L) {
+    check_method_nargs(L, 0);
+    Matrix& m = check_matrix(L, 1);
+    guarded(L, [&] { unary(U, m, m); });
+    lua_settop(L, 1);
+    return 1;
+}
+
+// m:add(s) | m:add(y) | m:add(alpha, y)
+int m_add_inplace(lua_State* L) {
+    check_method_nargs(L, 2);
+    Matrix& m = check_matrix(L, 1);
+    if (lua_gettop(L) == 2 && lua_type(L, 2) == LUA_TNUMBER) {
+        float s = float(lua_tonumber(L, 2));
+        const float p[4] = {1, s, 0, 1};
+        guarded(L, [&] { unary(Unary::linear_frac, m, m, p); });
+    } else if (lua_gettop(L) == 2) {
+        Matrix& y = check_matrix(L, 2);
+        guarded(L, [&] { axpy(1.0f, y, m); });
+    } else {
+        float alpha = check_float(L, 2);
+        Matrix& y = check_matrix(L, 3);
+        guarded(L, [&] { axpy(alpha, y, m); });
+    }
+    lua_settop(L, 1);
+    return 1;
+}
+
+template <bool Divide>
+int m_scale(lua_State* L) {
+    check_method_nargs(L, 1);
+    Matrix& m = check_matrix(L, 1);
+    float s = check_float(L, 2);
+    guarded(L, [&] { scal(Divide ? 1.0f / s : s, m); });
+    lua_settop(L, 1);
+    return 1;
+}
+
+template <Binary B>
+int m_elementwise(lua_State* L) {
+    check_method_nargs(L, 1);
+    Matrix& m = check_matrix(L, 1);
+    Matrix& y = check_matrix(L, 2);
+    guarded(L, [&] { binary(B, m, y, m); });
+    lua_settop(L, 1);
+    return 1;
+}
+
+int m_fill(lua_State* L) {
+    check_method_nargs(L, 1);
+    Matrix& m = check_matrix(L, 1);
+    float v = check_float(L, 2);
+    guarded(L, [&] { fill(m, v); });
+    lua_settop(L, 1);
+    return 1;
+}
+
+int m_zero(lua_State* L) {
+    check_method_nargs(L, 0);
+    Matrix& m = check_matrix(L, 1);
+    guarded(L, [&] { fill(m, 0.0f); });
+    lua_settop(L, 1);
+    return 1;
+}
+
+// m:sum([dim]) and the like: the functions, as methods.
+template <Red R>
+int m_reduce(lua_State* L) {
+    check_method_nargs(L, 1);
+    return l_reduce<R>(L);
+}
+
+void document() {
+    doc("sum", "sum(x [, dim]) -> number | matrix",
+        "Σ of every element (a number; the host waits), or along dim on the device: sum(x, 1) is 1×cols (each "
+        "column's sum), sum(x, 2) rows×1 (each row's). Also x:sum([dim]). torch.sum / x.sum(dim).");
+    doc("mean", "mean(x [, dim]) -> number | matrix",
+        "The mean of every element, or along dim (1 → 1×cols, 2 → rows×1) as a matrix on the device. Also "
+        "x:mean([dim]). torch.mean.");
+    doc("max", "max(x [, dim]) -> number | matrix",
+        "The largest element, or along dim (1 → 1×cols, 2 → rows×1) as a matrix on the device (from argmax: "
+        "see ?argmax for the indices). Also x:max([dim]). torch.max / numpy amax.");
+    doc("min", "min(x [, dim]) -> number | matrix",
+        "The smallest element, or along dim (1 → 1×cols, 2 → rows×1) on the device. Also x:min([dim]). torch.min.");
+    doc("Matrix:size", "m:size() -> rows, cols  |  m:size(d)", "The shape (d = 1 rows, 2 columns). torch x:size().");
+    doc("Matrix:numel", "m:numel() -> rows·cols", "The number of elements. torch x:numel() / numpy size.");
+    doc("Matrix:dim", "m:dim() -> 2", "The number of dimensions: a vela matrix always has 2. torch x:dim().");
+    doc("Matrix:add", "m:add(s) | m:add(y) | m:add(alpha, y) -> m",
+        "In place, as Torch7: m ← m + s, m ← m + y, m ← m + α·y (axpy(alpha, y, m)). For a new matrix: m + y, m + s.");
+    doc("Matrix:mul", "m:mul(s) -> m", "In place: m ← s·m (scal). torch x:mul(s). For a new matrix: s * m.");
+    doc("Matrix:div", "m:div(s) -> m", "In place: m ← m / s (scal by 1/s). For a new matrix: m / s.");
+    doc("Matrix:cmul", "m:cmul(y) -> m", "In place, elementwise: m ← m ∘ y (the mul kernel). torch x:cmul(y).");
+    doc("Matrix:cdiv", "m:cdiv(y) -> m", "In place, elementwise: m ← m / y (the div kernel). torch x:cdiv(y).");
+    doc("Matrix:fill", "m:fill(v) -> m", "In place: every element ← v (fill(m, v)). torch x:fill(v).");
+    doc("Matrix:zero", "m:zero() -> m", "In place: every element ← 0. torch x:zero().");
+    doc("Matrix:tanh", "m:tanh() -> m", "In place: m ← tanh(m) (tanh(m)). torch x:tanh() / x.tanh_().");
+    doc("Matrix:sigmoid", "m:sigmoid() -> m", "In place: m ← σ(m). torch x:sigmoid() / x.sigmoid_().");
+    doc("Matrix:relu", "m:relu() -> m", "In place: m ← max(m, 0). PyTorch x.relu_().");
+    doc("Matrix:exp", "m:exp() -> m", "In place: m ← eᵐ. torch x:exp().");
+    doc("Matrix:log", "m:log() -> m", "In place: m ← log m. torch x:log().");
+    doc("Matrix:sqrt", "m:sqrt() -> m", "In place: m ← √m. torch x:sqrt().");
+    doc("Matrix:abs", "m:abs() -> m", "In place: m ← |m|. torch x:abs().");
+    doc("Matrix:sqr", "m:sqr() -> m", "In place: m ← m². numpy square.");
+    doc("Matrix:sum", "m:sum([dim]) -> number | matrix", "sum(m [, dim]) as a method.");
+    doc("Matrix:mean", "m:mean([dim]) -> number | matrix", "mean(m [, dim]) as a method.");
+    doc("Matrix:max", "m:max([dim]) -> number | matrix", "max(m [, dim]) as a method.");
+    doc("Matrix:min", "m:min([dim]) -> number | matrix", "min(m [, dim]) as a method.");
+}
+
+}  // namespace
+
+void open_surface(lua_State* L) {
+    static const luaL_Reg functions[] = {{"sum", l_reduce<Red::sum>},
+                                         {"mean", l_reduce<Red::mean>},
+                                         {"max", l_reduce<Red::max>},
+                                         {"min", l_reduce<Red::min>},
+                                         {nullptr, nullptr}};
+    luaL_setfuncs(L, functions, 0);
+    static const luaL_Reg methods[] = {{"size", m_size},
+                                       {"numel", m_numel},
+                                       {"dim", m_dim},
+                                       {"add", m_add_inplace},
+                                       {"mul", m_scale<false>},
+                                       {"div", m_scale<true>},
+                                       {"cmul", m_elementwise<Binary::mul>},
+                                       {"cdiv", m_elementwise<Binary::div>},
+                                       {"fill", m_fill},
+                                       {"zero", m_zero},
+                                       {"tanh", m_unary<Unary::tanh>},
+                                       {"sigmoid", m_unary<Unary::sigmoid>},
+                                       {"relu", m_unary<Unary::relu>},
+                                       {"exp", m_unary<Unary::exp>},
+                                       {"log", m_unary<Unary::log>},
+                                       {"sqrt", m_unary<Unary::sqrt>},
+                                       {"abs", m_unary<Unary::abs>},
+                                       {"sqr", m_unary<Unary::sqr>},
+                                       {"sum", m_reduce<Red::sum>},
+                                       {"mean", m_reduce<Red::mean>},
+                                       {"max", m_reduce<Red::max>},
+                                       {"min", m_reduce<Red::min>},
+                                       {nullptr, nullptr}};
+    luaL_getmetatable(L, kMatrixType);
+    luaL_setfuncs(L, methods, 0);
+    // The operators with a number; two matrices keep the original + and −.
+    lua_getfield(L, -1, "__add");
+    lua_pushcclosure(L, op_scalar<'+'>, 1);
+    lua_setfield(L, -2, "__add");
+    lua_getfield(L, -1, "__sub");
+    lua_pushcclosure(L, op_scalar<'-'>, 1);
+    lua_setfield(L, -2, "__sub");
+    lua_pushnil(L);
+    lua_pushcclosure(L, op_scalar<'/'>, 1);
+    lua_setfield(L, -2, "__div");
+    lua_pop(L, 1);
+    document();
+}
+
+}  // namespace vela::lua

@@ -15,6 +15,7 @@ extern "C" int luaopen_vela(lua_State* L) {
     vela::lua::open_data(L);
     vela::lua::open_help(L);
     vela::lua::open_io(L);
+    vela::lua::open_print(L);
     vela::lua::open_surface(L);  // after the kernels: sum(x [, dim]) takes over sum(x)
     lua_pushliteral(L, VELA_VERSION);
     lua_setfield(L, -2, "version");

@@ -21,6 +21,7 @@ void open_measure(lua_State* L);  // measure.cpp: time, bench, profile, compare
 void open_data(lua_State* L);     // data.cpp: read_idx and the data-set helpers in C
 void open_help(lua_State* L);     // help.cpp: help, doc
 void open_io(lua_State* L);       // io.cpp: save, load (.npy, .npz)
+void open_print(lua_State* L);    // matrix_print.cpp: printopts
 void open_surface(lua_State* L);  // surface.cpp: size, numel, scalar operators, sum/mean/max/min by dim, Torch7 in-place methods
 
 // Matrix userdata ("vela.Matrix").

@@ -46,7 +46,39 @@ for _, id in ipairs(ids) do
     is(tostring(m), "matrix 3×2 float32" .. on .. " (released)")
   end)
 
+  t.test(D .. "up to 1,000 elements print whole; printopts changes it", function()
+    local _, lines = tostring(ones(7, 2)):gsub("\n", "")
+    assert(lines == 7, "ones(7, 2) prints whole")
+    _, lines = tostring(ones(10, 100)):gsub("\n", "")
+    assert(lines == 10 and not tostring(ones(10, 100)):find("⋯"), "1,000 elements print whole")
+    local s = tostring(ones(7, 143))  -- 1,001 elements: corners
+    _, lines = s:gsub("\n", "")
+    assert(lines == 7 and s:find("⋯") and s:find("⋮"), s)
+    printopts{rows = 2, cols = 4}
+    s = tostring(ones(7, 143))
+    _, lines = s:gsub("\n", "")
+    assert(lines == 3 and select(2, s:gsub("  1", "")) == 8, s)
+    printopts{full = true}
+    _, lines = tostring(ones(40, 40)):gsub("\n", "")
+    assert(lines == 40)
+    printopts{full = false, precision = 3}
+    is(tostring(from{{1 / 3, 2 / 3}}), "matrix 1×2 float32" .. on .. "\n  0.333  0.667")
+    local o = printopts("default")
+    assert(o.rows == 6 and o.cols == 6 and o.threshold == 1000 and o.precision == 6 and o.full == false)
+    t.raises(function() printopts{rowz = 3} end, "printopts: unknown option 'rowz'")
+    t.raises(function() printopts{rows = 0} end, "printopts: rows must be a positive integer")
+  end)
+
+  t.test(D .. "widely different magnitudes print under a scale line, as Torch7", function()
+    is(tostring(from{{1.5e6, 2.3e3}, {-3e6, 0.5}}), table.concat({
+      "matrix 2×2 float32" .. on, "  1e+06 *", "   1.5000   0.0023", "  -3.0000   0.0000"}, "\n"))
+    is(tostring(from{{2e-5, 1e-4}}), "matrix 1×2 float32" .. on .. "\n  1e-04 *\n  0.2000  1.0000")
+    -- integers never scale (pixels, labels, counts)
+    is(tostring(from{{1e6, 1}}), "matrix 1×2 float32" .. on .. "\n  1e+06      1")
+  end)
+
   t.test(D .. "large matrices show their corners", function()
+    printopts{threshold = 0}  -- the corners of small ones too
     -- element (i, j) = 10·i + j
     local vals = {}
     for j = 1, 8 do
@@ -76,6 +108,7 @@ for _, id in ipairs(ids) do
     local _, lines = s:gsub("\n", "")
     assert(lines == 7)
     big:release()
+    printopts("default")
   end)
 end
 
@@ -87,7 +120,7 @@ t.test("the same text on every device", function()
     first = first or s
     is(s, first)
   end
-  is(first, "matrix 2×3 float32\n      1   -2.5  3e-07\n  4e+06      5      0")
+  is(first, "matrix 2×3 float32\n  1e+06 *\n   0.0000  -0.0000   0.0000\n   4.0000   0.0000   0.0000")
 end)
 
 t.test("help: every function of this surface and every method is documented", function()

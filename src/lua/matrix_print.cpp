@@ -110,7 +110,7 @@ int matrix_tostring(lua_State* L) {
         double scale = 1;
         cells->scale[0] = '\0';
         if (!integral && maxabs > 0 && (maxabs >= 1e5 || maxabs < 1e-3 || maxabs >= 1e5 * minabs)) {
-            scale = std::pow(10.0, std::floor(std::log10(maxabs)));
+            scale = std::pow(10.0, std::floor(std::log10(maxabs) + 1e-6));  // float 1e-4 is 0.99999997e-4
             std::snprintf(cells->scale, sizeof cells->scale, "%.0e *", scale);
         }
         int prec = int(std::clamp<int64_t>(opts.precision, 1, 17));

@@ -136,3 +136,24 @@ TEST_CASE("session: nn.fit returns a history printing as one line; confusion pri
     out = s.run("nn.evaluate(net, test)");
     CHECK(count(out, "\r\n0.") == 1);
 }
+
+TEST_CASE("session: printopts, m:size, scalar operators and reductions at the prompt", "[shell][pty][issue14]") {
+    Session s;
+    std::string out = s.run("ones(7, 2)");
+    CHECK(count(out, "\r\n  1  1") == 7);  // a small matrix prints whole
+    CHECK(!s.run("printopts{rows = 2, cols = 2}").empty());
+    out = s.run("ones(40, 40)");
+    CHECK(count(out, "⋱") == 1);
+    CHECK(count(out, "\r\n") == 5);  // echo, header, two rows and the ⋮ line
+    out = s.run("printopts('default')");
+    CHECK(count(out, "threshold = 1000") == 1);
+    out = s.run("a = from{{1, 2}, {3, 4}} a:size()");
+    CHECK(out.empty() == false);
+    out = s.run("a:size()");
+    CHECK(out.find("\r\n2\t2") != std::string::npos);
+    out = s.run("(a + 1):get(2, 2), (10 - a):get(1, 1), (a / 2):get(1, 2), max(a), mean(a)");
+    CHECK(out.find("5.0\t9.0\t1.0\t4.0\t2.5") != std::string::npos);
+    out = s.run("sum(a, 1)");
+    CHECK(out.find("matrix 1×2 float32") != std::string::npos);
+    CHECK(out.find("  4  6") != std::string::npos);
+}

@@ -268,7 +268,7 @@ training.History = {__tostring = function(h)
   if h.test_accuracy[e] then s = s .. fmt(", test %.2f%%", 100 * h.test_accuracy[e]) end
   local total = 0
   for _, t in pairs(h.seconds) do total = total + t end
-  return s .. fmt(", %.1f s (fields loss, train_accuracy, test_accuracy, seconds, batch_loss, lr)", total)
+  return s .. fmt(", %.2f s (fields loss, train_accuracy, test_accuracy, seconds, batch_loss, lr)", total)
 end}
 
 -- help(nn.fit), ?nn.evaluate: documentation for the shell's help.

@@ -237,6 +237,23 @@ int op_scalar(lua_State* L) {
     return 1;
 }
 
+// __index: m[1] is an error saying how to index (not a silent nil); other
+// keys go to the original __index (upvalue 2). Upvalue 1 is the metatable,
+// where help and completion find the methods (as with the original).
+int m_index_number(lua_State* L) {
+    if (lua_type(L, 2) == LUA_TNUMBER) {
+        Matrix& m = check_matrix(L, 1);
+        return luaL_error(L,
+                          "matrix: m[%s] is not how a %s matrix is indexed: m:get(i, j) reads an element (a vector "
+                          "takes m:get(k)), m:row(i) and m:col(j) are views",
+                          lua_tostring(L, 2), m.shape_str().c_str());
+    }
+    lua_pushvalue(L, lua_upvalueindex(2));
+    lua_insert(L, 1);
+    lua_call(L, 2, 1);
+    return 1;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Torch7's in-place methods                                              */
 /* ---------------------------------------------------------------------- */
@@ -395,6 +412,10 @@ void open_surface(lua_State* L) {
     lua_pushnil(L);
     lua_pushcclosure(L, op_scalar<'/'>, 1);
     lua_setfield(L, -2, "__div");
+    lua_pushvalue(L, -1);
+    lua_getfield(L, -2, "__index");
+    lua_pushcclosure(L, m_index_number, 2);
+    lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
     document();
 }

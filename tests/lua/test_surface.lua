@@ -41,6 +41,8 @@ for _, id in ipairs(ids) do
     assert(m:numel() == 21 and m:dim() == 2)
     assert(m:t():size(1) == 7)
     t.raises(function() m:size(3) end, "size: dim must be 1 (rows) or 2 (columns), got 3")
+    t.raises(function() return m[1] end, "matrix: m[1] is not how a 3×7 matrix is indexed", "m:get(i, j)", "m:row(i)")
+    assert(m.rows == 3 and m.cols == 7 and m.t and m.nosuchfield == nil, "fields and methods as before")
   end)
 
   t.test(id .. ": m + s, s + m, m - s, s - m, m / s, s / m, m / b", function()

@@ -27,7 +27,11 @@ end
 
 function plot.lines(values, opts)
   opts = opts or {}
-  if type(values) == "table" and getmetatable(values) and values.loss then values = values.loss end  -- a history
+  if type(values) == "table" and getmetatable(values) and values.loss then  -- nn.fit's history: loss per epoch
+    local h, loss = values, {}
+    for e = h.first or 1, h.last or #h.loss do loss[#loss + 1] = h.loss[e] end
+    values = loss
+  end
   if type(values) ~= "table" then
     -- A vela matrix (a vector): read it once.
     local t = values:to("cpu"):totable()

@@ -150,6 +150,10 @@ t.test("show, show_weights and plot draw in the terminal", function()
   t.near(#p, 6, 0)
   assert(p[1]:find("3 ┤█", 1, true), p[1])
   t.raises(function() plot({1, 0 / 0}) end, "plot: value 2")
+  -- nn.fit's history (a resumed run starts at a later epoch) plots its loss per epoch.
+  local hp = plot.lines(setmetatable({loss = {[2] = 3, [3] = 1}, first = 2, last = 3}, {}), {height = 2})
+  t.near(#hp, 4, 0, "two rows, the axis, the labels")
+  assert(hp[1]:find("3 ┤█", 1, true) and hp[2]:find("1 ┤█▁", 1, true), hp[1] .. "\n" .. hp[2])
   t.raises(function() data.show(m.test.images, 3000) end, "data.show", "outside 1..2004")
   -- The drawing functions print once and return nothing (the prompt prints no second copy).
   t.near(select("#", data.show(m.test, 1)), 0, 0, "data.show returns nothing")

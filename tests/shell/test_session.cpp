@@ -157,3 +157,17 @@ TEST_CASE("session: printopts, m:size, scalar operators and reductions at the pr
     CHECK(out.find("matrix 1×2 float32") != std::string::npos);
     CHECK(out.find("  4  6") != std::string::npos);
 }
+
+TEST_CASE("session: Ctrl-C while Ctrl-D waits for queued kernels leaves at once", "[shell][pty][issue14][vulkan]") {
+    if (vela_test::run_vela({"-e", "device('vulkan:0')"}).status != 0) {
+        WARN("no vulkan:0: nothing queues");
+        return;
+    }
+    Session s({"--device", "vulkan:0"});
+    // Several seconds of GEMMs on the software device, queued without a wait.
+    CHECK(!s.run("a = rand(512, 512, 1) c = zeros(512, 512) for i = 1, 150 do mm(a, a, c) end").empty());
+    s.pty.send("\x04");
+    CHECK(s.pty.expect("(Ctrl-C drops them)"));
+    s.pty.send("\x03");
+    CHECK(s.pty.wait_exit(5) == 130);  // not the seconds the queue would take
+}

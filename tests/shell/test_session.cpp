@@ -164,8 +164,8 @@ TEST_CASE("session: Ctrl-C while Ctrl-D waits for queued kernels leaves at once"
         return;
     }
     Session s({"--device", "vulkan:0"});
-    // Several seconds of GEMMs on the software device, queued without a wait.
-    CHECK(!s.run("a = rand(512, 512, 1) c = zeros(512, 512) for i = 1, 150 do mm(a, a, c) end").empty());
+    // Several seconds of GEMMs on the software device (8 × 17 GFLOP), queued without a wait.
+    CHECK(!s.run("a = rand(2048, 2048, 1) c = zeros(2048, 2048) for i = 1, 8 do mm(a, a, c) end").empty());
     s.pty.send("\x04");
     CHECK(s.pty.expect("(Ctrl-C drops them)"));
     s.pty.send("\x03");

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #include "bench/native.hpp"
+#include "core/error.hpp"
+#include "core/registry.hpp"
 #include "lua/vela.hpp"
 #include "repl/repl.hpp"
 
@@ -109,8 +111,35 @@ static void load_module(lua_State* L, const char* name) {
     }
 }
 
+// os.exit, as the shell installs it: queued device work finishes first (as
+// when a script ends), then Lua's own os.exit (upvalue 1). Without it the
+// process would exit with kernels still recorded, and the devices' static
+// destructors would submit them while the Vulkan layers are being torn down.
+static int os_exit(lua_State* L) {
+    for (Device* d : open_devices()) {
+        try {
+            d->sync();
+        } catch (const vela::Error& e) {
+            std::fprintf(stderr, "vela: %s: %s\n", d->name().c_str(), e.what());
+        }
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+static void wrap_os_exit(lua_State* L) {
+    lua_getglobal(L, "os");
+    lua_getfield(L, -1, "exit");
+    lua_pushcclosure(L, os_exit, 1);
+    lua_setfield(L, -2, "exit");
+    lua_pop(L, 1);
+}
+
 bool setup_state(lua_State* L) {
     luaL_openlibs(L);
+    wrap_os_exit(L);
     set_package_path(L);
     lua_pushcfunction(L, require_vela);
     if (docall(L, 0, 0) != LUA_OK) {

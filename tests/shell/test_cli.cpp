@@ -317,3 +317,18 @@ TEST_CASE("cli: nn.fit redirected writes one line per epoch, no bar, no escapes"
     CHECK(lines == 4);  // three epochs and the history's line
     CHECK(r.out.find("history of 3 epochs (1..3)") != std::string::npos);
 }
+
+TEST_CASE("cli: os.exit with device work queued finishes it first (validation on)", "[shell][cli][vulkan]") {
+    if (run_vela({"-e", "device('vulkan:0')"}).status != 0) {
+        WARN("no vulkan:0: nothing queues");
+        return;
+    }
+    // Kernels recorded and never waited for, then os.exit: the devices' teardown must find nothing left.
+    std::string code = "x = rand(64, 64, 1, 'vulkan:0') y = zeros(64, 64, 'float32', 'vulkan:0') "
+                       "for i = 1, 50 do tanh(x, y) axpy(0.5, y, x) end os.exit(7)";
+    for (int k = 0; k < 3; ++k) {
+        auto r = run_vela({"--validate", "-e", code});
+        CHECK(r.status == 7);
+        CHECK(r.err.find("Validation") == std::string::npos);
+    }
+}

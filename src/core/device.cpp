@@ -4,6 +4,11 @@
 
 namespace vela {
 
+KernelCall& current_call() {
+    static KernelCall c;
+    return c;
+}
+
 namespace {
 
 struct UnaryRow {

@@ -70,6 +70,9 @@ struct DeviceStats {
     uint64_t submissions = 0;  // command buffers submitted
     uint64_t host_waits = 0;   // times the host blocked on the device
     uint64_t batched = 0;      // kernels of `dispatches` that ran as steps of a batch (Vulkan)
+    uint64_t uploads = 0, upload_bytes = 0;      // host → device transfers (upload())
+    uint64_t downloads = 0, download_bytes = 0;  // device → host transfers (download())
+    double wait_seconds = 0;   // time the host spent blocked on the device (0 on the cpu)
 };
 
 struct MemoryInfo {
@@ -81,7 +84,18 @@ struct MemoryInfo {
 struct KernelTime {
     std::string kernel;  // e.g. "mm", "tanh"
     double ms = 0;       // device time
+    uint64_t call = 0;   // the user's call it belongs to (KernelCall::id; 0: none known)
 };
+
+// The call the front end is running, when it says so (profile sets it around
+// each kernel it calls): devices name the kernels they time after it, so one
+// call has one name on every device ("axpy", not "axpy" here and "axpby"
+// there) and the kernels one call ran add up to one call.
+struct KernelCall {
+    const char* name = nullptr;  // nullptr: none; devices use their own names
+    uint64_t id = 0;
+};
+KernelCall& current_call();
 
 class Device {
 public:

@@ -27,6 +27,7 @@ struct DeviceMismatch : Error {
 // Thrown when the user pressed Ctrl-C while the host waited (a sync, a read).
 struct Interrupted : Error {
     Interrupted() : Error("interrupted") {}
+    explicit Interrupted(const std::string& message) : Error(message) {}  // e.g. what was dropped
 };
 
 // Set by the shell's SIGINT handler; long host waits poll it and throw

@@ -100,10 +100,12 @@ public:
     }
     double reduce(Reduce op, const Matrix& x, const Matrix* y) override {
         Timed t(this, reduce_name(op));
+        ++waits_;  // a number read by the host: a wait of zero cost
         return cpu::reduce(op, x, y);
     }
     int64_t imax(const Matrix& x) override {
         Timed t(this, "imax");
+        ++waits_;
         return cpu::imax(x);
     }
     void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) override {
@@ -151,6 +153,9 @@ public:
     DeviceStats stats() const override {
         DeviceStats s;
         s.dispatches = dispatches_;
+        s.host_waits = waits_;
+        s.uploads = uploads_, s.upload_bytes = upload_bytes_;
+        s.downloads = downloads_, s.download_bytes = download_bytes_;
         return s;
     }
     MemoryInfo memory() const override {
@@ -180,7 +185,8 @@ public:
     }
 
 private:
-    // Counts every kernel; times it only while profiling (a branch otherwise).
+    // Counts every kernel; times it only while profiling (a branch otherwise),
+    // named after the front end's call when it gave one (current_call()).
     struct Timed {
         CpuDevice* d;
         const char* kernel;
@@ -192,7 +198,8 @@ private:
         ~Timed() {
             if (!d->profiling_ || d->profile_.size() >= kMaxProfile) return;
             double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-            d->profile_.push_back({kernel, ms});
+            const KernelCall& c = current_call();
+            d->profile_.push_back({c.name ? c.name : kernel, ms, c.id});
         }
     };
     static constexpr size_t kMaxProfile = 1 << 20;
@@ -200,8 +207,13 @@ private:
     // Between dense column-major host data and a view of any layout.
     void transfer(const Matrix& m, void* host, bool to_device) {
         if (m.empty()) return;
-        Timed t(this, to_device ? "upload" : "download");
         const size_t es = dtype_size(m.dtype());
+        if (to_device) {
+            ++uploads_, upload_bytes_ += uint64_t(m.size()) * es;
+        } else {  // a read of results: on the cpu a wait of zero cost
+            ++downloads_, download_bytes_ += uint64_t(m.size()) * es;
+            ++waits_;
+        }
         char* dev = static_cast<char*>(base(m));
         char* h = static_cast<char*>(host);
         auto move = [&](char* d, const char* s, size_t n) { std::memcpy(d, s, n); };
@@ -224,7 +236,8 @@ private:
         }
     }
 
-    uint64_t dispatches_ = 0;
+    uint64_t dispatches_ = 0, waits_ = 0;
+    uint64_t uploads_ = 0, upload_bytes_ = 0, downloads_ = 0, download_bytes_ = 0;
     std::atomic<uint64_t> used_{0};
     bool profiling_ = false;
     std::vector<KernelTime> profile_;

@@ -39,8 +39,11 @@ auto guarded(lua_State* L, F&& f) -> decltype(f()) {
     char msg[1024];
     try {
         return f();
-    } catch (const vela::Interrupted&) {
-        detail::copy_message(msg, "interrupted");
+    } catch (const vela::Interrupted& e) {
+        // The wait took the Ctrl-C: the shell's pending "interrupted!" hook
+        // would replace this message (which may say what was dropped).
+        lua_sethook(L, nullptr, 0, 0);
+        detail::copy_message(msg, e.what());
     } catch (const vela::DeviceMismatch& e) {
         // The core names the devices; how to move a matrix is Lua's to say.
         char hint[160];

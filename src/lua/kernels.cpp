@@ -8,6 +8,7 @@
 
 #include "core/ops.hpp"
 #include "lua/check.hpp"
+#include "lua/observe.hpp"
 #include "lua/vela.hpp"
 
 namespace vela::lua {
@@ -449,6 +450,7 @@ static void export_table(lua_State* L) {
 void open_kernels(lua_State* L) {
     luaL_setfuncs(L, kernels, 0);
     export_table(L);
+    note_kernels(kernels);  // profile, trace and diverge tell kernels from other calls
     document();
 }
 

@@ -2,6 +2,8 @@
 // synchronises the devices it measures, so a queued GPU never makes a kernel
 // look free.
 #include <algorithm>
+#include <cstdio>
+#include <new>
 #include <cmath>
 #include <map>
 #include <string>
@@ -10,6 +12,7 @@
 #include "core/ops.hpp"
 #include "core/registry.hpp"
 #include "lua/check.hpp"
+#include "lua/observe.hpp"
 #include "lua/text.hpp"
 #include "lua/vela.hpp"
 
@@ -103,86 +106,272 @@ static int l_bench(lua_State* L) {
 }
 
 // profile(fn): per-kernel device time of everything fn runs, on every open
-// device; prints a table sorted by total time and returns it as a list.
+// device, with wall time that includes the device work fn queued; returns a
+// list (largest first) that prints as a table.
 struct ProfileRow {
     std::string device, kernel;
     double ms = 0;
     int64_t calls = 0;
+    uint64_t bytes = 0;  // transfers only
 };
 
-// Ends profiling on every open device; per (device, kernel) totals, largest first.
-static std::vector<ProfileRow> profile_end_all() {
-    std::vector<ProfileRow> rows;
+// Ends profiling on every open device; per (device, kernel) totals, largest
+// first, then a row per transfer direction that moved bytes. A call that ran
+// several kernels on a device (named after the call) counts once.
+static std::vector<ProfileRow> profile_end_all(const std::map<Device*, DeviceStats>& before) {
+    std::vector<ProfileRow> rows, transfers;
     for (Device* d : vela::open_devices()) {
         std::map<std::string, ProfileRow> by;
+        std::map<std::string, std::vector<uint64_t>> ids;
         for (const KernelTime& k : d->profile_end()) {
             ProfileRow& r = by[k.kernel];
-            r.device = d->name(), r.kernel = k.kernel, r.ms += k.ms, r.calls++;
+            r.device = d->name(), r.kernel = k.kernel, r.ms += k.ms;
+            if (k.call == 0) r.calls++;
+            else ids[k.kernel].push_back(k.call);
+        }
+        for (auto& [name, v] : ids) {
+            std::sort(v.begin(), v.end());
+            by[name].calls += int64_t(std::unique(v.begin(), v.end()) - v.begin());
         }
         for (auto& [_, r] : by) rows.push_back(r);
+        auto b = before.find(d);
+        DeviceStats s0 = b == before.end() ? DeviceStats{} : b->second, s1 = d->stats();
+        if (s1.uploads > s0.uploads)
+            transfers.push_back({d->name(), "upload", 0, int64_t(s1.uploads - s0.uploads),
+                                 s1.upload_bytes - s0.upload_bytes});
+        if (s1.downloads > s0.downloads)
+            transfers.push_back({d->name(), "download", 0, int64_t(s1.downloads - s0.downloads),
+                                 s1.download_bytes - s0.download_bytes});
     }
     std::sort(rows.begin(), rows.end(), [](const ProfileRow& a, const ProfileRow& b) { return a.ms > b.ms; });
+    rows.insert(rows.end(), transfers.begin(), transfers.end());
     return rows;
 }
 
-// Prints the profile and pushes it as a list. Its own frame owns every C++
-// object, and the only call that can raise comes before any exists.
-static void profile_report(lua_State* L, double wall) {
-    std::vector<ProfileRow> rows = guarded(L, profile_end_all);
+// The table on top gets a metatable that prints it as `text` and names it.
+static void set_report(lua_State* L, const char* name, std::string text) {
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    lua_createtable(L, 0, 2);
+    lua_pushlstring(L, text.data(), text.size());
+    lua_pushcclosure(L, [](lua_State* L) -> int {
+        lua_pushvalue(L, lua_upvalueindex(1));
+        return 1;
+    }, 1);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushstring(L, name);
+    lua_setfield(L, -2, "__name");
+    lua_setmetatable(L, -2);
+}
+
+// Pushes the profile. Its own frame owns every C++ object, and the only call
+// that can raise comes before any exists.
+static void profile_report(lua_State* L, const std::map<Device*, DeviceStats>& before, double wall) {
+    std::vector<ProfileRow> rows = guarded(L, [&] { return profile_end_all(before); });
     double total = 0;
     int64_t calls = 0;
-    for (const ProfileRow& r : rows) total += r.ms, calls += r.calls;
-    std::vector<std::vector<std::string>> table = {{"kernel", "device", "total ms", "calls", "share"}};
     for (const ProfileRow& r : rows)
-        table.push_back({r.kernel, r.device, format("%.3f", r.ms), std::to_string(r.calls),
-                         format("%.1f%%", total > 0 ? 100.0 * r.ms / total : 0.0)});
+        if (!r.bytes) total += r.ms, calls += r.calls;
+    std::vector<std::vector<std::string>> table = {{"kernel", "device", "total ms", "calls", "share"}};
+    char b[32];
+    for (const ProfileRow& r : rows)
+        if (r.bytes)
+            table.push_back({r.kernel, r.device, "", std::to_string(r.calls), format_bytes(b, sizeof b, r.bytes)});
+        else
+            table.push_back({r.kernel, r.device, format("%.3f", r.ms), std::to_string(r.calls),
+                             format("%.1f%%", total > 0 ? 100.0 * r.ms / total : 0.0)});
     table.push_back({"total", "", format("%.3f", total), std::to_string(calls), rows.empty() ? "" : "100.0%"});
-    std::string report = table_text(table, {false, false, true, true, true}) + "wall time " + format_seconds(wall);
-    lua_createtable(L, int(rows.size()), 0);
+    std::string text = table_text(table, {false, false, true, true, true});
+    text += "wall time " + format_seconds(wall) + " (device work included)";
+    lua_createtable(L, int(rows.size()), 2);
     for (size_t k = 0; k < rows.size(); k++) {
-        lua_createtable(L, 0, 5);
+        lua_createtable(L, 0, 6);
         lua_pushstring(L, rows[k].kernel.c_str()), lua_setfield(L, -2, "kernel");
         lua_pushstring(L, rows[k].device.c_str()), lua_setfield(L, -2, "device");
-        lua_pushnumber(L, rows[k].ms), lua_setfield(L, -2, "ms");
         lua_pushinteger(L, rows[k].calls), lua_setfield(L, -2, "calls");
-        lua_pushnumber(L, total > 0 ? rows[k].ms / total : 0.0), lua_setfield(L, -2, "share");
+        if (rows[k].bytes) {
+            lua_pushinteger(L, lua_Integer(rows[k].bytes)), lua_setfield(L, -2, "bytes");
+        } else {
+            lua_pushnumber(L, rows[k].ms), lua_setfield(L, -2, "ms");
+            lua_pushnumber(L, total > 0 ? rows[k].ms / total : 0.0), lua_setfield(L, -2, "share");
+        }
         lua_rawseti(L, -2, lua_Integer(k + 1));
     }
-    set_report(L, report);
+    lua_pushnumber(L, wall), lua_setfield(L, -2, "wall");
+    lua_pushnumber(L, total), lua_setfield(L, -2, "device_ms");
+    set_report(L, "vela.Profile", text);
 }
 
 static int l_profile(lua_State* L) {
     check_nargs(L, 1);
     luaL_checktype(L, 1, LUA_TFUNCTION);
     sync_all(L);
-    guarded(L, [] {
-        current_device();  // opens the default device, so it is profiled too
-        for (Device* d : vela::open_devices()) d->profile_begin();
-    });
+    auto* before = new (lua_newuserdatauv(L, sizeof(std::map<Device*, DeviceStats>), 0))
+        std::map<Device*, DeviceStats>();  // freed below on every path (no error can skip it)
+    int status = LUA_OK;
+    double wall = 0;
+    {
+        char msg[512] = "";
+        try {
+            current_device();  // opens the default device, so it is profiled too
+            for (Device* d : vela::open_devices()) (*before)[d] = d->stats(), d->profile_begin();
+        } catch (const std::exception& e) {
+            std::snprintf(msg, sizeof msg, "profile: %s", e.what());
+        }
+        if (msg[0]) {
+            before->~map();
+            return luaL_error(L, "%s", msg);
+        }
+    }
+    label_kernels(L, true);
     double t0 = now();
     lua_pushvalue(L, 1);
-    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
-        guarded(L, [] { profile_end_all(); });  // profiling off again; fn's error stays on top
+    status = lua_pcall(L, 0, 0, 0);
+    label_kernels(L, false);
+    if (status == LUA_OK) {
+        char msg[512] = "";
+        try {
+            for (Device* d : vela::open_devices()) d->sync();  // the wall time includes the work fn queued
+        } catch (const std::exception& e) {
+            std::snprintf(msg, sizeof msg, "%s", e.what());
+        }
+        wall = now() - t0;
+        if (msg[0]) {
+            try {
+                profile_end_all(*before);
+            } catch (...) {
+            }
+            before->~map();
+            return luaL_error(L, "%s", msg);
+        }
+    } else {
+        try {
+            profile_end_all(*before);  // profiling off again; fn's error stays on top
+        } catch (...) {
+        }
+        before->~map();
         return lua_error(L);
     }
-    profile_report(L, now() - t0);
+    std::map<Device*, DeviceStats> copy = std::move(*before);
+    before->~map();
+    profile_report(L, copy, wall);
     return 1;
 }
 
-// compare(fn [, devs]): for each device (default: every usable one) makes it
-// current, calls fn(dev) once to warm up and once timed (synchronised),
-// downloads the matrix fn returns, and prints the times and the largest
-// absolute and relative (to max |reference|) difference from the first device.
+/* compare ---------------------------------------------------------------- */
+
+// What compare(fn, {inputs = {...}}) moves: matrices (their userdata, in
+// place, a fresh copy for each device) and objects with a :to(dev) method
+// (networks: moved with it, and back to their device at the end). Other
+// tables (an optimizer, a list) are searched for both.
+struct Inputs {
+    struct Slot {
+        Matrix* m;
+        Matrix original;
+    };
+    std::vector<Slot> matrices;
+    std::vector<std::pair<int, Device*>> movables;  // registry refs of objects with :to, and their home device
+};
+
+static Device* first_device(lua_State* L, int idx, int depth) {
+    if (Matrix* m = test_matrix(L, idx)) return m->buf ? &m->device() : nullptr;
+    if (!lua_istable(L, idx) || depth > 4) return nullptr;
+    idx = lua_absindex(L, idx);
+    Device* d = nullptr;
+    lua_pushnil(L);
+    while (!d && lua_next(L, idx)) {
+        d = first_device(L, -1, depth + 1);
+        lua_pop(L, 1);
+    }
+    if (d) lua_pop(L, 1);
+    return d;
+}
+
+static void collect_inputs(lua_State* L, int idx, Inputs& in, int seen, int depth) {
+    idx = lua_absindex(L, idx);
+    if (Matrix* m = test_matrix(L, idx)) {
+        for (const Inputs::Slot& s : in.matrices)
+            if (s.m == m) return;
+        in.matrices.push_back({m, *m});
+        return;
+    }
+    if (!lua_istable(L, idx) || depth > 4) return;
+    lua_pushvalue(L, idx);
+    if (lua_rawget(L, seen) != LUA_TNIL) return lua_pop(L, 1);
+    lua_pop(L, 1);
+    lua_pushvalue(L, idx), lua_pushboolean(L, 1), lua_rawset(L, seen);
+    if (luaL_getmetafield(L, idx, "__index") != LUA_TNIL) {
+        lua_pop(L, 1);
+        lua_getfield(L, idx, "to");
+        bool movable = lua_isfunction(L, -1);
+        lua_pop(L, 1);
+        if (movable) {
+            Device* home = first_device(L, idx, 0);
+            lua_pushvalue(L, idx);
+            in.movables.push_back({luaL_ref(L, LUA_REGISTRYINDEX), home});
+            return;
+        }
+    }
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        collect_inputs(L, -1, in, seen, depth + 1);
+        lua_pop(L, 1);
+    }
+}
+
+// Moves every input to dev (nullptr: back home). Matrices get a fresh copy of
+// their original each time, so every device starts from the same values.
+static void move_inputs(lua_State* L, Inputs& in, Device* dev) {
+    for (Inputs::Slot& s : in.matrices) {
+        if (!dev) {
+            *s.m = s.original;
+            continue;
+        }
+        Matrix moved = guarded(L, [&] { return to_device(s.original, *dev); });
+        *s.m = std::move(moved);
+    }
+    for (auto& [ref, home] : in.movables) {
+        Device* to = dev ? dev : home;
+        if (!to) continue;
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+        lua_getfield(L, -1, "to");
+        lua_insert(L, -2);
+        push_device(L, *to);
+        lua_call(L, 2, 0);
+    }
+}
+
+// compare(fn [, devs | {inputs = {...}, devices = {...}}]): for each device
+// (default: every usable one) makes it current, calls fn(dev) once to warm up
+// and once timed (synchronised), downloads the matrix fn returns and compares
+// it with the first device's. A row whose kernels ran on another device, or
+// whose result lives elsewhere, is an error: never a mislabelled row.
 static int l_compare(lua_State* L) {
     check_nargs(L, 2);
     luaL_checktype(L, 1, LUA_TFUNCTION);
-    if (lua_isnoneornil(L, 2)) {
-        lua_settop(L, 1);
+    lua_settop(L, 2);
+    bool has_inputs = false;
+    if (lua_istable(L, 2)) {
+        int ti = lua_getfield(L, 2, "inputs");   // 3
+        int td = lua_getfield(L, 2, "devices");  // 4
+        if (ti != LUA_TNIL || td != LUA_TNIL) {  // the options form
+            if (ti != LUA_TNIL && ti != LUA_TTABLE)
+                luaL_error(L, "compare: inputs must be a list such as {net, x}, got %s", luaL_typename(L, 3));
+            has_inputs = ti != LUA_TNIL;
+            lua_replace(L, 2);  // 2: devices (or nil), 3: inputs
+        } else {
+            lua_pop(L, 2);
+            lua_pushnil(L);  // 3: no inputs
+        }
+    } else {
+        lua_pushnil(L);
+    }
+    if (lua_isnil(L, 2)) {
         std::vector<DeviceInfo> list = guarded(L, [] { return list_devices(); });
         lua_createtable(L, int(list.size()), 0);
         int k = 0;
         for (const DeviceInfo& i : list)
             if (i.usable) lua_pushstring(L, i.id.c_str()), lua_rawseti(L, -2, ++k);
+        lua_replace(L, 2);
     }
     luaL_checktype(L, 2, LUA_TTABLE);
     lua_Integer ndev = lua_Integer(lua_rawlen(L, 2));
@@ -192,23 +381,56 @@ static int l_compare(lua_State* L) {
         if (!test_device(L, -1)) luaL_error(L, "compare: devs[%I] is nil, expected a device", k);
         lua_pop(L, 1);
     }
+    // Inputs: found once; the Inputs object lives in a userdata so no error leaks it.
+    auto* in = new (lua_newuserdatauv(L, sizeof(Inputs), 0)) Inputs();
+    if (has_inputs) {
+        lua_newtable(L);
+        collect_inputs(L, 3, *in, lua_gettop(L), 0);
+        lua_pop(L, 1);
+    }
     Device& prev = guarded(L, []() -> Device& { return current_device(); });
     lua_newtable(L);  // results
     int results = lua_gettop(L);
+    // Every path out of the loop restores the inputs and the current device, then frees `in`.
+    auto finish = [&]() {
+        if (has_inputs) {
+            lua_pushcfunction(L, [](lua_State* L) -> int {
+                move_inputs(L, *static_cast<Inputs*>(lua_touserdata(L, 1)), nullptr);
+                return 0;
+            });
+            lua_pushvalue(L, 4);
+            if (lua_pcall(L, 1, 0, 0) != LUA_OK) lua_pop(L, 1);  // moving back failed: fn's own error wins
+        }
+        for (auto& [ref, _] : in->movables) luaL_unref(L, LUA_REGISTRYINDEX, ref);
+        in->~Inputs();
+        set_current_device(prev);
+    };
     const float* ref = nullptr;
     int64_t rrows = 0, rcols = 0;
     double refmax = 0;
+    std::string refname;
     for (lua_Integer k = 1; k <= ndev; k++) {
         lua_rawgeti(L, 2, k);
         Device* dev = test_device(L, -1);
-        if (!dev) luaL_error(L, "compare: devs[%I] is not a device", k);
         lua_pop(L, 1);
         guarded(L, [&] { set_current_device(*dev); });
         int status = LUA_OK;
         double dt = 0;
+        std::vector<std::pair<Device*, uint64_t>> counts;
+        if (has_inputs) {
+            lua_pushcfunction(L, [](lua_State* L) -> int {
+                move_inputs(L, *static_cast<Inputs*>(lua_touserdata(L, 1)), static_cast<Device*>(lua_touserdata(L, 2)));
+                return 0;
+            });
+            lua_pushvalue(L, 4);
+            lua_pushlightuserdata(L, dev);
+            status = lua_pcall(L, 2, 0, 0);
+        }
         for (int pass = 0; pass < 2 && status == LUA_OK; pass++) {
             lua_settop(L, results);
             sync_all(L);
+            counts.clear();
+            for (Device* d : vela::open_devices()) counts.push_back({d, d->stats().dispatches});
             double t0 = now();
             lua_pushvalue(L, 1);
             push_device(L, *dev);
@@ -219,37 +441,67 @@ static int l_compare(lua_State* L) {
             }
         }
         if (status != LUA_OK) {
-            set_current_device(prev);
+            lua_replace(L, results);  // the error, safe from finish()
+            lua_settop(L, results);
+            finish();
             return lua_error(L);
+        }
+        // Kernels that ran on another device than this row's: the row would be mislabelled.
+        for (auto& [d, n] : counts) {
+            uint64_t ran = d->stats().dispatches - n;
+            if (d != dev && ran > 0) {
+                std::string a = dev->name(), b = d->name();
+                finish();
+                return luaL_error(L,
+                                  "compare: the %s row ran %I kernel%s on %s, not on %s: fn uses matrices or a network "
+                                  "that live on %s. Let compare move them to each device: compare(fn, {inputs = "
+                                  "{net, x, ...}}), or build them in fn from the device it is given (fn(dev))",
+                                  a.c_str(), lua_Integer(ran), ran == 1 ? "" : "s", b.c_str(), a.c_str(), b.c_str());
+            }
         }
         Matrix* r = test_matrix(L, -1);
         if (!r) {
-            set_current_device(prev);
-            push_device_name(L, *dev);
-            return luaL_error(L, "compare: fn must return a matrix, got %s on %s", luaL_typename(L, -2),
-                              lua_tostring(L, -1));
+            std::string a = dev->name();
+            const char* t = luaL_typename(L, -1);
+            finish();
+            return luaL_error(L, "compare: fn must return a matrix, got %s on %s", t, a.c_str());
+        }
+        if (r->buf && &r->device() != dev) {
+            std::string a = dev->name(), b = r->device().name();
+            finish();
+            return luaL_error(L,
+                              "compare: the %s row returned a matrix on %s; a result computed on another device is "
+                              "not a row (pass what fn uses as inputs: compare(fn, {inputs = {net, x}}))",
+                              a.c_str(), b.c_str());
         }
         int64_t n = r->size();
         auto* host = static_cast<float*>(lua_newuserdatauv(L, size_t(n ? n : 1) * sizeof(float), 0));
-        guarded(L, [&] {
+        char err[512] = "";
+        try {
             std::vector<float> v = to_host(*r);
             std::copy(v.begin(), v.end(), host);
-        });
+        } catch (const std::exception& e) {
+            std::snprintf(err, sizeof err, "compare: %s", e.what());
+        }
+        if (err[0]) {
+            finish();
+            return luaL_error(L, "%s", err);
+        }
         lua_createtable(L, 0, 5);
         lua_pushstring(L, dev->name().c_str()), lua_setfield(L, -2, "device");
         lua_pushnumber(L, dt), lua_setfield(L, -2, "seconds");
         if (!ref) {
-            ref = host, rrows = r->rows, rcols = r->cols;
+            ref = host, rrows = r->rows, rcols = r->cols, refname = dev->name();
             lua_pushvalue(L, -2);
             lua_setfield(L, results, "reference");  // keeps the reference download alive
             for (int64_t e = 0; e < n; e++) refmax = std::max(refmax, std::fabs(double(ref[e])));
             lua_pushnumber(L, 0), lua_setfield(L, -2, "max_abs");
             lua_pushnumber(L, 0), lua_setfield(L, -2, "max_rel");
         } else if (r->rows != rrows || r->cols != rcols) {
-            set_current_device(prev);
-            push_device_name(L, *dev);
-            return luaL_error(L, "compare: fn returned %I×%I on %s but %I×%I on the first device", lua_Integer(r->rows),
-                              lua_Integer(r->cols), lua_tostring(L, -1), lua_Integer(rrows), lua_Integer(rcols));
+            std::string a = dev->name();
+            finish();
+            return luaL_error(L, "compare: fn returned %I×%I on %s but %I×%I on %s", lua_Integer(r->rows),
+                              lua_Integer(r->cols), a.c_str(), lua_Integer(rrows), lua_Integer(rcols), refname.c_str());
         } else {
             double amax = 0;
             for (int64_t e = 0; e < n; e++) amax = std::max(amax, std::fabs(double(host[e]) - double(ref[e])));
@@ -258,8 +510,9 @@ static int l_compare(lua_State* L) {
             lua_pushnumber(L, refmax > 0 ? amax / refmax : amax), lua_setfield(L, -2, "max_rel");
         }
         lua_rawseti(L, results, k);
+        lua_settop(L, results);
     }
-    guarded(L, [&] { set_current_device(prev); });
+    finish();
     lua_settop(L, results);
     std::vector<std::vector<std::string>> table = {{"device", "time", "max abs diff", "max rel diff"}};
     for (lua_Integer k = 1; k <= ndev; k++) {
@@ -275,11 +528,9 @@ static int l_compare(lua_State* L) {
             table.push_back({dev, t, format("%.3g", lua_tonumber(L, -2)), format("%.3g", lua_tonumber(L, -1))});
         lua_pop(L, 5);
     }
-    std::string report = table_text(table, {false, true, true, true});
-    report.pop_back();
     lua_pushnil(L);
     lua_setfield(L, results, "reference");
-    set_report(L, report);
+    set_report(L, "vela.Compare", table_text(table, {false, true, true, true}));
     return 1;
 }
 

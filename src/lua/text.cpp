@@ -60,7 +60,7 @@ std::string clip(const std::string& s, size_t n) {
     return r + "…";
 }
 
-// Prints rows as aligned columns, two spaces apart; the columns flagged in
+// Rows as aligned columns, two spaces apart; the columns flagged in
 // `right` are right-aligned (numbers). Row 0 is the header.
 std::string table_text(const std::vector<std::vector<std::string>>& rows, const std::vector<bool>& right) {
     std::vector<size_t> w;

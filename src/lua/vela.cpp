@@ -12,6 +12,7 @@ extern "C" int luaopen_vela(lua_State* L) {
     vela::lua::open_devices(L);
     vela::lua::open_memory(L);
     vela::lua::open_measure(L);
+    vela::lua::open_observe(L);
     vela::lua::open_data(L);
     vela::lua::open_help(L);
     vela::lua::open_io(L);

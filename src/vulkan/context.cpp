@@ -124,10 +124,27 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
             if (has && (pass == 1 || !gfx)) {
                 p.queue_family = i;
                 p.timestamps = qf[i].timestampValidBits > 0 && lim.timestampPeriod > 0;
+                p.timestamp_bits = qf[i].timestampValidBits;
                 compute = true;
                 break;
             }
         }
+
+    {
+        uint32_t ne = 0;
+        vkEnumerateDeviceExtensionProperties(pd, nullptr, &ne, nullptr);
+        std::vector<VkExtensionProperties> ext(ne);
+        vkEnumerateDeviceExtensionProperties(pd, nullptr, &ne, ext.data());
+        for (const VkExtensionProperties& e : ext)
+            if (std::string(e.extensionName) == VK_EXT_CONDITIONAL_RENDERING_EXTENSION_NAME) {
+                auto cr = make<VkPhysicalDeviceConditionalRenderingFeaturesEXT>(
+                    VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT);
+                auto f = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+                f.pNext = &cr;
+                vkGetPhysicalDeviceFeatures2(pd, &f);
+                p.conditional = cr.conditionalRendering;
+            }
+    }
 
     // What vela needs: Vulkan 1.2, buffer device address, 64-bit integers, 8-bit storage.
     std::vector<std::string> missing;
@@ -246,10 +263,20 @@ Gpu::Gpu(const PhysicalInfo& p) : phys(p) {
     f2.pNext = &f12;
     f2.features.shaderInt64 = VK_TRUE;
 
+    auto cr = make<VkPhysicalDeviceConditionalRenderingFeaturesEXT>(
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT);
+    const char* extension = VK_EXT_CONDITIONAL_RENDERING_EXTENSION_NAME;
+    if (p.conditional) {
+        cr.conditionalRendering = VK_TRUE;
+        f12.pNext = &cr;
+    }
+
     auto ci = make<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
     ci.pNext = &f2;
     ci.queueCreateInfoCount = 1;
     ci.pQueueCreateInfos = &q;
+    ci.enabledExtensionCount = p.conditional ? 1 : 0;
+    ci.ppEnabledExtensionNames = p.conditional ? &extension : nullptr;
     check(vkCreateDevice(p.handle, &ci, nullptr, &device), "vkCreateDevice");
     pin_loaded_modules();  // a driver may load more objects for a device
     vkGetDeviceQueue(device, p.queue_family, 0, &queue);

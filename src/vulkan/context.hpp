@@ -27,6 +27,10 @@ struct PhysicalInfo {
     VkPhysicalDeviceMemoryProperties memory{};
     uint32_t queue_family = 0;  // a compute-capable family
     bool timestamps = false;    // the queue family supports timestamp queries
+    uint32_t timestamp_bits = 0;  // its timestampValidBits
+    // VK_EXT_conditional_rendering with conditionalRendering: queued dispatches
+    // can be skipped after submission (Ctrl-C drops queued work with it).
+    bool conditional = false;
 };
 
 // A logical device: the VkDevice and its compute queue. Destroyed last by the

@@ -109,6 +109,7 @@ void VulkanDevice::grid(uint64_t invocations, uint32_t wg, uint32_t out[3]) cons
 
 void VulkanDevice::upload(const Matrix& dst, const void* host) {
     if (dst.empty()) return;
+    stream_.count_transfer(true, uint64_t(dst.size()) * dtype_size(dst.dtype()));
     if (!mapped()) return staged_upload(dst, host);
     VulkanBuffer& b = buffer(dst);
     stream_.before_host_write(b);
@@ -117,6 +118,7 @@ void VulkanDevice::upload(const Matrix& dst, const void* host) {
 
 void VulkanDevice::download(const Matrix& src, void* host) {
     if (src.empty()) return;
+    stream_.count_transfer(false, uint64_t(src.size()) * dtype_size(src.dtype()));
     if (!mapped()) return staged_download(src, host);
     VulkanBuffer& b = buffer(src);
     stream_.before_host_read(b);

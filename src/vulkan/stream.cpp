@@ -1,6 +1,7 @@
 #include "vulkan/stream.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include "core/error.hpp"
@@ -21,6 +22,7 @@ struct Stream::Slot {
     uint32_t steps_used = 0;  // bytes of `steps` written since begin()
     bool profiled = false;  // timestamps written around each dispatch
     std::vector<std::string> labels;
+    std::vector<uint64_t> calls;  // KernelCall ids of the labels
 };
 
 void VulkanBuffer::free_storage() {
@@ -32,6 +34,9 @@ Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps,
     : gpu_(gpu), pipelines_(pipelines), memory_(memory), caps_(caps), name_(std::move(name)), ring_(kRing) {
     VkDevice dev = gpu.device;
     timestamp_ns_ = gpu.phys.props.limits.timestampPeriod;
+    if (gpu.phys.timestamp_bits > 0 && gpu.phys.timestamp_bits < 64)
+        timestamp_mask_ = (1ull << gpu.phys.timestamp_bits) - 1;
+    if (gpu.phys.conditional) make_predicate();
     // The batch is one workgroup: on a CPU implementation one subgroup (no
     // barrier ever switches between subgroups), on a GPU a full workgroup. A
     // step of more than batch_iters_ loop iterations per invocation is worth a
@@ -70,6 +75,42 @@ Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps,
     }
 }
 
+// A 4-byte host-visible, coherent buffer holding 1 (run) or 0 (skip).
+void Stream::make_predicate() {
+    VkDevice dev = gpu_.device;
+    begin_cond_ = reinterpret_cast<PFN_vkCmdBeginConditionalRenderingEXT>(
+        vkGetDeviceProcAddr(dev, "vkCmdBeginConditionalRenderingEXT"));
+    end_cond_ = reinterpret_cast<PFN_vkCmdEndConditionalRenderingEXT>(
+        vkGetDeviceProcAddr(dev, "vkCmdEndConditionalRenderingEXT"));
+    if (!begin_cond_ || !end_cond_) return;
+    auto bi = make<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+    bi.size = 4;
+    bi.usage = VK_BUFFER_USAGE_CONDITIONAL_RENDERING_BIT_EXT;
+    bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    VkBuffer buf = VK_NULL_HANDLE;
+    check(vkCreateBuffer(dev, &bi, nullptr, &buf), "vkCreateBuffer");
+    cond_buffer_ = OwnedBuffer(dev, buf);
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(dev, buf, &req);
+    const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const auto& mp = gpu_.phys.memory;
+    uint32_t type = UINT32_MAX;
+    for (uint32_t i = 0; i < mp.memoryTypeCount && type == UINT32_MAX; ++i)
+        if ((req.memoryTypeBits & (1u << i)) && (mp.memoryTypes[i].propertyFlags & want) == want) type = i;
+    if (type == UINT32_MAX) return;  // no such memory: Ctrl-C stops waits only
+    auto ai = make<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+    ai.allocationSize = req.size;
+    ai.memoryTypeIndex = type;
+    VkDeviceMemory mem = VK_NULL_HANDLE;
+    check(vkAllocateMemory(dev, &ai, nullptr, &mem), "vkAllocateMemory");
+    cond_memory_ = OwnedMemory(dev, mem);
+    check(vkBindBufferMemory(dev, buf, mem, 0), "vkBindBufferMemory");
+    void* p = nullptr;
+    check(vkMapMemory(dev, mem, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory");
+    cond_ = static_cast<volatile uint32_t*>(p);
+    *cond_ = 1;
+}
+
 Stream::~Stream() {
     try {
         sync();
@@ -93,8 +134,14 @@ void Stream::begin() {
     s.kernels = 0;
     s.steps_used = 0;
     s.labels.clear();
+    s.calls.clear();
     s.profiled = profiling_ && s.queries;
     if (s.profiled) vkCmdResetQueryPool(s.cb, s.queries, 0, 2 * kBatch);
+    if (cond_) {
+        auto ci = make<VkConditionalRenderingBeginInfoEXT>(VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT);
+        ci.buffer = cond_buffer_;
+        begin_cond_(s.cb, &ci);
+    }
     bound_ = VK_NULL_HANDLE;
     recording_ = true;
     // The device compiles the batch shader at its first dispatch: an empty
@@ -252,7 +299,9 @@ void Stream::dispatch(const Dispatch& d) {
         vkCmdWriteTimestamp(s.cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s.queries, 2 * s.dispatches);
         vkCmdDispatch(s.cb, d.groups[0], d.groups[1], d.groups[2]);
         vkCmdWriteTimestamp(s.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s.queries, 2 * s.dispatches + 1);
-        s.labels.emplace_back(d.label ? d.label : d.shader);
+        const KernelCall& c = current_call();  // the user's call names it on every device
+        s.labels.emplace_back(c.name ? c.name : d.label ? d.label : d.shader);
+        s.calls.push_back(c.id);
     } else {
         vkCmdDispatch(s.cb, d.groups[0], d.groups[1], d.groups[2]);
     }
@@ -266,6 +315,7 @@ void Stream::submit() {
     if (!recording_) return;
     end_batch();
     Slot& s = ring_[cur_];
+    if (cond_) end_cond_(s.cb);
     // Make shader writes visible to the host: read-backs map the memory after the fence.
     auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -293,11 +343,51 @@ void Stream::wait_slot(Slot& s, bool count) {
         if (count) ++stats_.host_waits;
         // Wait in slices so Ctrl-C (the shell sets interrupt_flag) ends a long wait.
         VkFence f = s.fence;
+        auto t0 = std::chrono::steady_clock::now();
+        bool interrupted = false;
         while ((r = vkWaitForFences(gpu_.device, 1, &f, VK_TRUE, 20'000'000)) == VK_TIMEOUT)
-            check_interrupt();
+            if (interrupt_flag().exchange(false)) {
+                interrupted = true;
+                break;
+            }
+        stats_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (interrupted) {
+            if (cond_) drop_queued();
+            throw Interrupted();
+        }
     }
     check(r, "vkWaitForFences");
     complete_through(s.serial);
+}
+
+void Stream::drop_queued() {
+    uint64_t dropped = 0;
+    if (recording_) {  // never submitted: dropped whole
+        end_batch();
+        Slot& s = ring_[cur_];
+        if (end_cond_) end_cond_(s.cb);
+        (void)vkEndCommandBuffer(s.cb);
+        dropped += s.kernels;
+        recording_ = false;
+        cur_ = (cur_ + 1) % kRing;
+    }
+    std::vector<VkFence> fences;
+    for (Slot& s : ring_)
+        if (s.pending && vkGetFenceStatus(gpu_.device, s.fence) == VK_NOT_READY) {
+            dropped += s.kernels;
+            fences.push_back(s.fence);
+        }
+    *cond_ = 0;  // every dispatch not yet started is skipped
+    VkResult r = fences.empty() ? VK_SUCCESS : vkWaitForFences(gpu_.device, uint32_t(fences.size()), fences.data(),
+                                                               VK_TRUE, UINT64_MAX);
+    *cond_ = 1;
+    check(r, "vkWaitForFences");
+    complete_through(serial_);
+    end_batch();
+    bound_ = VK_NULL_HANDLE;
+    throw Interrupted(format("interrupted: dropped up to %llu queued kernel%s on %s (the one running finished); the "
+                             "matrices they would have written hold undefined values",
+                             (unsigned long long)dropped, dropped == 1 ? "" : "s", name_.c_str()));
 }
 
 void Stream::complete_through(uint64_t serial) {
@@ -315,8 +405,10 @@ void Stream::complete_through(uint64_t serial) {
             check(vkGetQueryPoolResults(gpu_.device, s->queries, 0, 2 * s->dispatches, ts.size() * 8, ts.data(), 8,
                                         VK_QUERY_RESULT_64_BIT),
                   "vkGetQueryPoolResults");
-            for (uint32_t i = 0; i < s->dispatches; ++i)
-                times_.push_back({s->labels[i], double(ts[2 * i + 1] - ts[2 * i]) * timestamp_ns_ * 1e-6});
+            for (uint32_t i = 0; i < s->dispatches && i < s->labels.size(); ++i)
+                times_.push_back({s->labels[i],
+                                  double((ts[2 * i + 1] - ts[2 * i]) & timestamp_mask_) * timestamp_ns_ * 1e-6,
+                                  s->calls[i]});
         }
     }
     completed_ = std::max(completed_, serial);
@@ -347,9 +439,12 @@ void Stream::wait(uint64_t serial) {
             submit();
         }
     }
+    // A sync point: the host needs work it has not seen complete (counted
+    // even when the fence turns out signalled already).
+    ++stats_.host_waits;
     for (Slot& s : ring_)
         if (s.pending && s.serial == serial) {
-            wait_slot(s, true);
+            wait_slot(s, false);
             return;
         }
     // Its slot was already recycled, which implies it completed.

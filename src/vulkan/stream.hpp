@@ -14,6 +14,14 @@
 // command buffer's slot and is written until the command buffer is submitted.
 // A batch ends at the first other dispatch, at submission, and while profiling
 // (profile() times each kernel). VELA_VK_BATCH=0 turns batching off.
+//
+// Ctrl-C during a wait drops the queued work: on devices with
+// VK_EXT_conditional_rendering every command buffer runs its dispatches under
+// a predicate in host-visible memory; the interrupted wait clears it, so the
+// dispatches not yet started are skipped (the one running finishes), drops
+// the command buffer being recorded, waits for the queue to drain and throws
+// Interrupted saying how many kernels were dropped. Devices without the
+// extension stop the wait only (their submitted work still runs).
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -61,6 +69,10 @@ public:
     void retire(const Allocation& a, uint64_t last_use);
 
     const DeviceStats& stats() const { return stats_; }
+    void count_transfer(bool upload, uint64_t bytes) {
+        if (upload) ++stats_.uploads, stats_.upload_bytes += bytes;
+        else ++stats_.downloads, stats_.download_bytes += bytes;
+    }
     void profile_begin();
     std::vector<KernelTime> profile_end();
 
@@ -70,6 +82,8 @@ private:
     void submit();
     void complete_through(uint64_t serial);  // bookkeeping once the fence of `serial` signalled
     void wait_slot(Slot& s, bool count);
+    [[noreturn]] void drop_queued();  // after Ctrl-C in a wait: skip, drain, throw Interrupted
+    void make_predicate();
     void hazard(const Dispatch& d);
     void mark(const Dispatch& d);      // record d's buffers as used in the current epoch
     void barrier();                    // one global compute → compute memory barrier
@@ -103,6 +117,13 @@ private:
     bool profiling_ = false;
     double timestamp_ns_ = 1;
     std::vector<KernelTime> times_;
+    uint64_t timestamp_mask_ = ~0ull;
+    // Conditional rendering predicate (null: the device lacks it).
+    OwnedBuffer cond_buffer_;
+    OwnedMemory cond_memory_;
+    volatile uint32_t* cond_ = nullptr;
+    PFN_vkCmdBeginConditionalRenderingEXT begin_cond_ = nullptr;
+    PFN_vkCmdEndConditionalRenderingEXT end_cond_ = nullptr;
 };
 
 }  // namespace vela::vk

@@ -1,0 +1,28 @@
+// Watching what a Lua function does, kernel by kernel and line by line: one
+// Lua call hook (observe.cpp) serves profile (names each kernel after the
+// user's call), trace (host waits, transfers and submissions by source line)
+// and diverge (each kernel re-run on a reference device and compared).
+#pragma once
+#include <lua.hpp>
+#include <string>
+
+namespace vela::lua {
+
+// kernels.cpp registers its function table here, so the hook knows a kernel
+// call from any other C function (whatever local name Lua code gave it).
+void note_kernels(const luaL_Reg* list);
+
+// While on, every kernel call sets vela::current_call() to its name and a
+// fresh id, so devices name the kernels they time after the user's call.
+void label_kernels(lua_State* L, bool on);
+
+// "file:line" of the innermost Lua frame at or above `level`, and of the
+// user's line: the first frame outside vela's own Lua modules (nn, optim, ...).
+struct Where {
+    std::string inner, user;
+};
+Where where(lua_State* L, int level);
+
+void open_observe(lua_State* L);  // diverge, trace
+
+}  // namespace vela::lua

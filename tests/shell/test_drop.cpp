@@ -1,0 +1,47 @@
+// Ctrl-C during a host wait drops the work still queued on the device: the
+// next read returns at once instead of after every queued kernel.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include "process.hpp"
+
+using vela_test::Pty;
+
+TEST_CASE("prompt: Ctrl-C in a wait drops the queued kernels, the next read is prompt", "[shell][pty][drop]") {
+    Pty pty;
+    REQUIRE(pty.expect("> "));
+    pty.send("print(pcall(device, 'vulkan:0'))\n");
+    REQUIRE(pty.expect("\r\n"));
+    if (!pty.expect("true", 10)) {
+        WARN("no vulkan:0: nothing is queued on the cpu");
+        return;
+    }
+    REQUIRE(pty.expect("> "));
+    pty.send("a = rand(512, 512, 1) c = zeros(512, 512) ok = c:get(1, 1)\n");
+    REQUIRE(pty.expect("\r\n> "));
+    // 400 queued products: seconds to minutes on a software device. The
+    // marker is printed just before the read waits ('wait'..'ing' so the
+    // echoed line does not match it).
+    bool dropped = false;
+    for (int attempt = 0; attempt < 3 && !dropped; attempt++) {
+        pty.send("for i = 1, 400 do mm(a, a, c) end io.write('wait'..'ing\\n') io.flush() v = c:get(1, 1)\n");
+        REQUIRE(pty.expect("waiting", 30));
+        pty.interrupt();
+        REQUIRE(pty.expect("interrupted", 10));
+        REQUIRE(pty.expect("> ", 10));
+        // A Ctrl-C that landed before the wait began stops the Lua code instead.
+        dropped = pty.output().find("dropped up to") != std::string::npos;
+    }
+    INFO(pty.output());
+    REQUIRE(dropped);
+    CHECK(pty.output().find("undefined values") != std::string::npos);
+    auto t0 = std::chrono::steady_clock::now();
+    pty.send("print('read', c:get(1, 1) ~= nil)\n");
+    CHECK(pty.expect("read\ttrue", 10));
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    CHECK(dt < 1.0);
+    // The device still works: a fresh product is right.
+    pty.send("x = ones(4, 4) y = zeros(4, 4) mm(x, x, y) print('sum', sum(y))\n");
+    CHECK(pty.expect("sum\t64.0", 10));
+}

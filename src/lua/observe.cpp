@@ -292,10 +292,10 @@ void hook(lua_State* L, lua_Debug* ar) {
     // A return: frames above the matching one were left by errors.
     while (!o.stack.empty() && o.stack.back().f != f) o.stack.pop_back();
     if (o.stack.empty()) return;
-    if (o.trace) account(o);
     Frame& fr = o.stack.back();
-    if (fr.kernel && o.label) current_call() = KernelCall{};
     if (fr.kernel && !o.perturb_kernel.empty()) perturb(L, ar, o, fr);
+    if (o.trace) account(o);
+    if (fr.kernel && o.label) current_call() = KernelCall{};
     if (fr.kernel && o.diverge) {
         Frame done = std::move(fr);
         o.stack.pop_back();
@@ -520,9 +520,12 @@ Where where(lua_State* L, int level) {
     lua_Debug ar;
     for (int l = level; lua_getstack(L, l, &ar); l++) {
         if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
-        std::string at = std::string(ar.short_src) + ":" + std::to_string(ar.currentline);
+        bool ours = !mod.empty() && std::string(ar.source).rfind(mod, 0) == 0;
+        // vela's own modules by their module path: "vela/nn.lua:150".
+        std::string file = ours ? "vela/" + std::string(ar.source + mod.size()) : std::string(ar.short_src);
+        std::string at = file + ":" + std::to_string(ar.currentline);
         if (w.inner.empty()) w.inner = at;
-        if (mod.empty() || std::string(ar.source).rfind(mod, 0) != 0) {
+        if (!ours) {
             w.user = at;
             break;
         }

@@ -550,14 +550,22 @@ static void document() {
     doc("bench", "bench(fn [, {n=, warmup=}]) -> {median=, min=, max=, n=}",
         "Times fn over n synchronised runs after warmup runs (default 1); without n, runs about 0.5 s (5 to 1000 "
         "runs). Seconds; the result prints as one line.");
-    doc("profile", "profile(fn) -> {{kernel=, device=, ms=, calls=, share=}, ...}",
-        "Runs fn with per-kernel device timing (timestamp queries on Vulkan); the list prints as a table of total "
-        "device ms, calls and share for each kernel, sorted by time. Devices are profiled when already open as fn starts (the current one "
-        "always).");
-    doc("compare", "compare(fn [, devs]) -> {{device=, seconds=, max_abs=, max_rel=}, ...}",
-        "For each device of devs (default: every usable one) makes it current, calls fn(dev) once to warm up and "
-        "once timed (synchronised); fn returns a matrix, downloaded and compared with the first device's: the list "
-        "prints as the times side by side and the largest absolute difference and that divided by max |reference|.");
+    doc("profile", "profile(fn) -> {{kernel=, device=, ms=, calls=, share=}, ..., wall=, device_ms=}",
+        "Runs fn with per-kernel device time on every open device (timestamp queries on Vulkan, wall time per "
+        "kernel on the cpu), each kernel named after your call (axpy is axpy on every device) and counted once per "
+        "call; rows \"upload\"/\"download\" (calls, bytes) only where bytes moved. wall: seconds including the "
+        "device work fn queued (profile waits for it). Returns the rows, which print as a table. Example: "
+        "x, w, c = rand(256, 128, 1), rand(64, 256, 2), zeros(64, 128); profile(function() for i = 1, 20 do "
+        "mm(w, x, c) end end)");
+    doc("compare", "compare(fn [, devs | {inputs = {net, x, ...}, devices = devs}]) -> "
+        "{{device=, seconds=, max_abs=, max_rel=}, ...}",
+        "For each device (default: every usable one) makes it current, calls fn(dev) once to warm up and once "
+        "timed (synchronised); fn returns a matrix, compared with the first device's (largest absolute "
+        "difference, and that over max |reference|). inputs: matrices (each device gets a fresh copy in the same "
+        "userdata), networks (moved with :to) and tables holding them, moved to each device and back afterwards. "
+        "A row whose kernels ran on another device, or whose result lives elsewhere, is an error, never a row. "
+        "Example: device(\"vulkan:0\"); x, w, c = rand(256, 128, 1), rand(64, 256, 2), zeros(64, 128); "
+        "compare(function() return mm(w, x, c) end, {inputs = {w, x, c}})");
 }
 
 void open_measure(lua_State* L) {

@@ -553,19 +553,21 @@ void open_observe(lua_State* L) {
             install(L);
         }
     }
-    doc("diverge", "diverge(fn [, {ref = \"cpu\", rtol = 1e-4, atol = 0}]) -> report",
+    doc("diverge",
+        "diverge(fn [, {ref = \"cpu\", rtol = 1e-4, atol = 0}]) -> {diverged=, kernel=, line=, user_line=, shapes=, "
+        "max_abs=, max_rel=, row=, col=, kernels=, worst=}",
         "Runs fn on the current device and every kernel it calls again on copies of that kernel's inputs on ref; "
         "stops at the first kernel whose output differs by more than atol + rtol·max|ref output| and reports the "
         "kernel, the line that called it (and the user's line when that was inside nn or optim), the shapes, the "
         "largest absolute and relative difference and where; else that all kernels agreed, with the worst. "
         "Example: device(\"vulkan:0\"); x = rand(64, 64, 1); y = zeros(64, 64); "
-        "print(diverge(function() tanh(x, y) end))");
+        "diverge(function() tanh(x, y) end)");
     doc("trace", "trace(fn) -> {{line=, waits=, wait_seconds=, downloads=, download_bytes=, uploads=, upload_bytes=, "
         "submissions=}, ...}",
         "Runs fn and lists every host wait, download, upload (with bytes) and submission it caused, by the Lua line "
         "that caused it (the user's line, past nn and optim), most waits first. On the cpu a read is a wait of zero "
-        "cost. Example: x = rand(100, 1, 1); print(trace(function() for i = 1, 10 do scal(0.5, x); "
-        "local s = sum(x) end end))");
+        "cost. Example: x = rand(100, 1, 1); trace(function() for i = 1, 10 do scal(0.5, x); local s = sum(x) "
+        "end end)");
 }
 
 }  // namespace vela::lua

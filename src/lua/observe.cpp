@@ -97,7 +97,10 @@ struct Observer {
     // VELA_PERTURB="kernel@device" (tests): that kernel's result on that
     // device gets its first element changed, a planted divergence.
     std::string perturb_kernel, perturb_device;
-    bool any() const { return label || trace || diverge || !perturb_kernel.empty(); }
+    // compare's row check
+    Device* guard = nullptr;
+    std::string stray;
+    bool any() const { return label || trace || diverge || guard || !perturb_kernel.empty(); }
 };
 
 Observer& obs() {
@@ -151,7 +154,8 @@ void snapshot(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
     fr.narg = ar->ntransfer;
     for (int i = 1; i <= fr.narg; i++) {
         if (!lua_getlocal(L, ar, i)) break;
-        if (Matrix* m = test_matrix(L, -1)) {
+        Matrix* m = test_matrix(L, -1);
+        if (m && m->buf && !m->buf->released()) {  // (a released one: the kernel itself says so)
             const void* ud = lua_touserdata(L, -1);
             Copy c;
             c.arg = i, c.ud = ud, c.original = *m;
@@ -280,6 +284,21 @@ void hook(lua_State* L, lua_Debug* ar) {
         fr.f = f;
         auto k = kernel_table().find(f);
         fr.kernel = k == kernel_table().end() ? nullptr : k->second;
+        if (fr.kernel && o.guard && o.stray.empty()) {
+            lua_getinfo(L, "r", ar);
+            for (int i = 1, n = ar->ntransfer; i <= n && o.stray.empty(); i++) {
+                if (!lua_getlocal(L, ar, i)) break;
+                Matrix* m = test_matrix(L, -1);
+                if (m && m->buf && !m->buf->released() && &m->device() != o.guard) {
+                    if (o.moddir.empty()) o.moddir = module_dir(L);
+                    Where w = where(L, 1);
+                    o.stray = format("%s at %s with a matrix on %s", fr.kernel,
+                                     (w.user == w.inner ? w.inner : w.inner + " (called from " + w.user + ")").c_str(),
+                                     m->device().name().c_str());
+                }
+                lua_pop(L, 1);
+            }
+        }
         if (o.trace || (o.diverge && fr.kernel)) {
             fr.at = where(L, 1);
             fr.line = fr.at.user;
@@ -506,6 +525,19 @@ int l_trace(lua_State* L) {
 
 void note_kernels(const luaL_Reg* list) {
     for (; list->name; ++list) kernel_table()[list->func] = list->name;
+}
+
+void guard_begin(lua_State* L, Device* dev) {
+    obs().guard = dev;
+    obs().stray.clear();
+    install(L);
+}
+
+std::string guard_end(lua_State* L) {
+    Observer& o = obs();
+    o.guard = nullptr;
+    install(L);
+    return std::move(o.stray);
 }
 
 void label_kernels(lua_State* L, bool on) {

@@ -6,6 +6,8 @@
 #include <lua.hpp>
 #include <string>
 
+#include "core/device.hpp"
+
 namespace vela::lua {
 
 // kernels.cpp registers its function table here, so the hook knows a kernel
@@ -22,6 +24,12 @@ struct Where {
     std::string inner, user;
 };
 Where where(lua_State* L, int level);
+
+// compare's check of a row: while on, every kernel call whose matrices live
+// on another device than `dev` is noted; guard_end returns the first such call
+// ("mm at stdin:1 with a matrix on vulkan:0", "" when none) and turns it off.
+void guard_begin(lua_State* L, Device* dev);
+std::string guard_end(lua_State* L);
 
 void open_observe(lua_State* L);  // diverge, trace
 

@@ -49,7 +49,7 @@ for _, home in ipairs(all) do
         device(home)
         local x, w, c = rand(32, 16, 1), rand(8, 32, 2), zeros(8, 16)
         t.raises(function() return compare(function() return mm(w, x, c) end, {home, other}) end,
-          "the " .. other .. " row ran", "on " .. home, "compare(fn, {inputs = {")
+          "the " .. other .. " row called mm at " .. here, "with a matrix on " .. home, "compare(fn, {inputs = {")
       end)
 
       t.test("compare: inputs on " .. home .. " move to " .. other .. " and back", function()

@@ -450,7 +450,7 @@ static void export_table(lua_State* L) {
 void open_kernels(lua_State* L) {
     luaL_setfuncs(L, kernels, 0);
     export_table(L);
-    note_kernels(kernels);  // profile, trace and diverge tell kernels from other calls
+    note_kernels(L, kernels);  // profile, trace and diverge tell kernels from other calls
     document();
 }
 

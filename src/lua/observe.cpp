@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
-#include <unordered_map>
 #include <vector>
 
 #include "core/ops.hpp"
@@ -25,9 +24,20 @@ namespace vela::lua {
 
 namespace {
 
-std::unordered_map<lua_CFunction, const char*>& kernel_table() {
-    static std::unordered_map<lua_CFunction, const char*> t;
-    return t;
+constexpr const char* kKernels = "vela.kernels";  // registry: kernel function value → its name
+
+// The kernel name of the function on top of the stack (popped), or nullptr.
+// By function value, so closures sharing one C function keep their names.
+const char* kernel_name(lua_State* L) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, kKernels) != LUA_TTABLE) {
+        lua_pop(L, 2);
+        return nullptr;
+    }
+    lua_insert(L, -2);
+    lua_rawget(L, -2);
+    const char* name = lua_tostring(L, -1);  // kept alive by the registry table
+    lua_pop(L, 2);
+    return name;
 }
 
 // Device counters summed over every open device.
@@ -221,7 +231,7 @@ void perturb(lua_State* L, lua_Debug* ar, Observer& o, const Frame& fr) {
 void check_kernel(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
     lua_getinfo(L, "r", ar);
     int fres = ar->ftransfer, nres = ar->ntransfer;
-    lua_pushcfunction(L, fr.f);
+    lua_getinfo(L, "f", ar);  // the kernel itself (a closure keeps its upvalues)
     for (int i = 1; i <= fr.narg; i++) {
         const Copy* c = nullptr;
         for (const Copy& k : fr.copies)
@@ -276,14 +286,15 @@ void hook(lua_State* L, lua_Debug* ar) {
     if (!call && ar->event != LUA_HOOKRET) return;
     lua_getinfo(L, "f", ar);
     lua_CFunction f = lua_tocfunction(L, -1);
-    lua_pop(L, 1);
-    if (!f) return;  // a Lua function
+    if (!f) {  // a Lua function
+        lua_pop(L, 1);
+        return;
+    }
     if (call) {
         if (o.trace) account(o);
         Frame fr;
         fr.f = f;
-        auto k = kernel_table().find(f);
-        fr.kernel = k == kernel_table().end() ? nullptr : k->second;
+        fr.kernel = kernel_name(L);
         if (fr.kernel && o.guard && o.stray.empty()) {
             lua_getinfo(L, "r", ar);
             for (int i = 1, n = ar->ntransfer; i <= n && o.stray.empty(); i++) {
@@ -308,6 +319,7 @@ void hook(lua_State* L, lua_Debug* ar) {
         if (o.diverge && o.stack.back().kernel) snapshot(L, ar, o, o.stack.back());
         return;
     }
+    lua_pop(L, 1);
     // A return: frames above the matching one were left by errors.
     while (!o.stack.empty() && o.stack.back().f != f) o.stack.pop_back();
     if (o.stack.empty()) return;
@@ -523,8 +535,19 @@ int l_trace(lua_State* L) {
 
 }  // namespace
 
-void note_kernels(const luaL_Reg* list) {
-    for (; list->name; ++list) kernel_table()[list->func] = list->name;
+void note_kernels(lua_State* L, const luaL_Reg* list) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, kKernels) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, kKernels);
+    }
+    for (; list->name; ++list) {
+        lua_getfield(L, -2, list->name);  // from the module table, below the registry table
+        lua_pushstring(L, list->name);
+        lua_rawset(L, -3);
+    }
+    lua_pop(L, 1);
 }
 
 void guard_begin(lua_State* L, Device* dev) {

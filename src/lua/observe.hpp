@@ -10,9 +10,10 @@
 
 namespace vela::lua {
 
-// kernels.cpp registers its function table here, so the hook knows a kernel
-// call from any other C function (whatever local name Lua code gave it).
-void note_kernels(const luaL_Reg* list);
+// kernels.cpp registers its functions here (the module table on top of the
+// stack, after luaL_setfuncs), so the hook knows a kernel call from any other
+// C function, whatever local name Lua code gave it.
+void note_kernels(lua_State* L, const luaL_Reg* list);
 
 // While on, every kernel call sets vela::current_call() to its name and a
 // fresh id, so devices name the kernels they time after the user's call.

@@ -37,6 +37,8 @@ Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps,
     if (gpu.phys.timestamp_bits > 0 && gpu.phys.timestamp_bits < 64)
         timestamp_mask_ = (1ull << gpu.phys.timestamp_bits) - 1;
     if (gpu.phys.conditional) make_predicate();
+    // VELA_VK_TIMESTAMPS=0 times kernels on the host as on a device without timestamp queries.
+    const bool timestamps = gpu.phys.timestamps && (!std::getenv("VELA_VK_TIMESTAMPS") || env_on("VELA_VK_TIMESTAMPS"));
     // The batch is one workgroup: on a CPU implementation one subgroup (no
     // barrier ever switches between subgroups), on a GPU a full workgroup. A
     // step of more than batch_iters_ loop iterations per invocation is worth a
@@ -61,7 +63,7 @@ Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps,
         VkFence fence = VK_NULL_HANDLE;
         check(vkCreateFence(dev, &fi, nullptr, &fence), "vkCreateFence");
         s.fence = OwnedFence(dev, fence);
-        if (gpu.phys.timestamps) {
+        if (timestamps) {
             auto qi = make<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
             qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
             qi.queryCount = 2 * kBatch;
@@ -295,6 +297,9 @@ void Stream::dispatch(const Dispatch& d) {
         bound_ = pipeline;
     }
     if (d.push_size) vkCmdPushConstants(s.cb, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.push_size, d.push);
+    // Profiling without timestamp queries: each kernel runs alone in a
+    // submission, timed on the host from submission to its fence.
+    const bool host_timed = profiling_ && !s.profiled;
     if (s.profiled) {
         vkCmdWriteTimestamp(s.cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s.queries, 2 * s.dispatches);
         vkCmdDispatch(s.cb, d.groups[0], d.groups[1], d.groups[2]);
@@ -308,6 +313,17 @@ void Stream::dispatch(const Dispatch& d) {
     dirty_ = true;
     ++s.dispatches;
     ++stats_.dispatches;
+    if (host_timed) {
+        const KernelCall& c = current_call();
+        std::string label = c.name ? c.name : d.label ? d.label : d.shader;
+        uint64_t call = c.id, serial = s.serial;
+        ++s.kernels;
+        auto t0 = std::chrono::steady_clock::now();
+        wait(serial);  // submits it
+        times_.push_back({label, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+                          call});
+        return;
+    }
     if (++s.kernels >= kBatch) submit();
 }
 

@@ -180,7 +180,7 @@ void snapshot(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
 
 // Largest differences of `got` from `want`; fills d when beyond tolerance (or records the worst).
 bool differs(Observer& o, const std::vector<float>& got, const std::vector<float>& want, int64_t rows, Divergence& d) {
-    double amax = 0, refmax = 0, rel_at = 0;
+    double amax = 0, refmax = 0;
     size_t at = 0;
     bool nan = false;
     for (size_t k = 0; k < want.size(); k++) refmax = std::max(refmax, std::fabs(double(want[k])));
@@ -190,13 +190,11 @@ bool differs(Observer& o, const std::vector<float>& got, const std::vector<float
         double diff = std::isnan(a) || std::isnan(b) ? INFINITY : std::fabs(a - b);
         if (diff > amax || (!nan && std::isinf(diff))) {
             amax = diff, at = k;
-            rel_at = std::fabs(b) > 0 ? diff / std::fabs(b) : (diff > 0 ? INFINITY : 0);
             nan = std::isinf(diff);
         }
     }
     d.max_abs = amax;
     d.max_rel = refmax > 0 ? amax / refmax : (amax > 0 ? INFINITY : 0);
-    (void)rel_at;
     if (!want.empty()) {
         d.value = got[at], d.ref_value = want[at];
         d.row = rows > 0 ? int64_t(at) % rows + 1 : 1;

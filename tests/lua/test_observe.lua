@@ -42,6 +42,15 @@ local function max_rel_to(m, C)
   return dmax / cmax
 end
 
+t.test("the tools are in the module table too", function()
+  local vela = require "vela"
+  for _, name in ipairs{"compare", "profile", "diverge", "trace"} do
+    assert(type(vela[name]) == "function", name)
+  end
+  local r = vela.trace(function() end)
+  assert(#r == 0 and tostring(r) == "no host waits, transfers or submissions", tostring(r))
+end)
+
 for _, home in ipairs(all) do
   for _, other in ipairs(all) do
     if other ~= home then
@@ -50,6 +59,13 @@ for _, home in ipairs(all) do
         local x, w, c = rand(32, 16, 1), rand(8, 32, 2), zeros(8, 16)
         t.raises(function() return compare(function() return mm(w, x, c) end, {home, other}) end,
           "the " .. other .. " row called mm at " .. here, "with a matrix on " .. home, "compare(fn, {inputs = {")
+      end)
+
+      t.test("compare: a result on " .. home .. " is not a row for " .. other, function()
+        device(home)
+        local x = rand(4, 3, 1)
+        t.raises(function() return compare(function() return x end, {home, other}) end,
+          "the " .. other .. " row returned a matrix on " .. home)
       end)
 
       t.test("compare: inputs on " .. home .. " move to " .. other .. " and back", function()

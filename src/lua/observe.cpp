@@ -489,7 +489,15 @@ int l_trace(lua_State* L) {
     o.stack.clear();
     install(L);
     if (status != LUA_OK) return lua_error(L);
-    // Work fn queued but did not wait for: finished here, on no line of fn.
+    // Work fn queued but left unsubmitted: submitted now, on a row of its own.
+    Frame end;
+    end.line = "(end of fn: queued work submitted)";
+    o.stack.push_back(std::move(end));
+    guarded(L, [&] {
+        for (Device* d : vela::open_devices()) d->flush();
+        account(o);
+    });
+    o.stack.clear();
     std::vector<TraceRow> rows;
     for (auto& [_, r] : o.rows) rows.push_back(r);
     o.rows.clear();

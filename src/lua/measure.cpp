@@ -148,21 +148,6 @@ static std::vector<ProfileRow> profile_end_all(const std::map<Device*, DeviceSta
     return rows;
 }
 
-// The table on top gets a metatable that prints it as `text` and names it.
-static void set_report(lua_State* L, const char* name, std::string text) {
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    lua_createtable(L, 0, 2);
-    lua_pushlstring(L, text.data(), text.size());
-    lua_pushcclosure(L, [](lua_State* L) -> int {
-        lua_pushvalue(L, lua_upvalueindex(1));
-        return 1;
-    }, 1);
-    lua_setfield(L, -2, "__tostring");
-    lua_pushstring(L, name);
-    lua_setfield(L, -2, "__name");
-    lua_setmetatable(L, -2);
-}
-
 // Pushes the profile. Its own frame owns every C++ object, and the only call
 // that can raise comes before any exists.
 static void profile_report(lua_State* L, const std::map<Device*, DeviceStats>& before, double wall) {

@@ -342,20 +342,6 @@ void install(lua_State* L) {
         lua_sethook(L, nullptr, 0, 0);
 }
 
-// The table on top gets a metatable that prints it as `text` (and names it).
-void set_report(lua_State* L, const char* name, const std::string& text) {
-    lua_createtable(L, 0, 2);
-    lua_pushlstring(L, text.data(), text.size());
-    lua_pushcclosure(L, [](lua_State* L) -> int {
-        lua_pushvalue(L, lua_upvalueindex(1));
-        return 1;
-    }, 1);
-    lua_setfield(L, -2, "__tostring");
-    lua_pushstring(L, name);
-    lua_setfield(L, -2, "__name");
-    lua_setmetatable(L, -2);
-}
-
 std::string num(double v) {
     if (std::isinf(v)) return "inf";
     return format("%.3g", v);
@@ -540,6 +526,21 @@ int l_trace(lua_State* L) {
 }
 
 }  // namespace
+
+// The table on top gets a metatable that prints it as `text` (and names it).
+void set_report(lua_State* L, const char* name, std::string text) {
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    lua_createtable(L, 0, 2);
+    lua_pushlstring(L, text.data(), text.size());
+    lua_pushcclosure(L, [](lua_State* L) -> int {
+        lua_pushvalue(L, lua_upvalueindex(1));
+        return 1;
+    }, 1);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushstring(L, name);
+    lua_setfield(L, -2, "__name");
+    lua_setmetatable(L, -2);
+}
 
 void note_kernels(lua_State* L, const luaL_Reg* list) {
     if (lua_getfield(L, LUA_REGISTRYINDEX, kKernels) != LUA_TTABLE) {

@@ -32,6 +32,10 @@ Where where(lua_State* L, int level);
 void guard_begin(lua_State* L, Device* dev);
 std::string guard_end(lua_State* L);
 
+// The table on top gets a metatable that prints it as `text` (the prompt
+// shows it once) and names it (__name, e.g. "vela.Profile").
+void set_report(lua_State* L, const char* name, std::string text);
+
 void open_observe(lua_State* L);  // diverge, trace
 
 }  // namespace vela::lua

@@ -44,4 +44,5 @@ TEST_CASE("prompt: Ctrl-C in a wait drops the queued kernels, the next read is p
     // The device still works: a fresh product is right.
     pty.send("x = ones(4, 4) y = zeros(4, 4) mm(x, x, y) print('sum', sum(y))\n");
     CHECK(pty.expect("sum\t64.0", 10));
+    CHECK(pty.output().find("vela: validation") == std::string::npos);  // with VELA_VALIDATE=1 (ctest)
 }

@@ -387,8 +387,21 @@ int l_diverge(lua_State* L) {
     double rtol = 1e-4, atol = 0;
     if (!lua_isnoneornil(L, 2)) {
         luaL_checktype(L, 2, LUA_TTABLE);
-        lua_getfield(L, 2, "ref");
-        ref = test_device(L, -1);
+        if (lua_getfield(L, 2, "ref") == LUA_TSTRING) {
+            std::string spec = lua_tostring(L, -1);
+            ref = guarded(L, [&] {
+                try {
+                    return &get_device(spec);
+                } catch (const Error& e) {
+                    std::string m = e.what();
+                    if (m.rfind("device: ", 0) == 0) m = m.substr(8);
+                    throw Error("diverge: ref: " + m);
+                }
+            });
+        } else if (!lua_isnil(L, -1)) {
+            ref = test_device(L, -1);
+            if (!ref) luaL_error(L, "diverge: ref must be a device or a device name, got %s", luaL_typename(L, -1));
+        }
         lua_pop(L, 1);
         if (lua_getfield(L, 2, "rtol") != LUA_TNIL) {
             if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) < 0)

@@ -26,9 +26,18 @@ namespace {
 
 constexpr const char* kKernels = "vela.kernels";  // registry: kernel function value → its name
 
+std::vector<std::string>& kernel_names() {
+    static std::vector<std::string> names;
+    return names;
+}
+
 // The kernel name of the function on top of the stack (popped), or nullptr.
 // By function value, so closures sharing one C function keep their names.
+bool kernels_fresh = false;  // the registry table matches the module (refresh_kernels)
+void refresh_kernels(lua_State* L);
+
 const char* kernel_name(lua_State* L) {
+    if (!kernels_fresh) refresh_kernels(L);
     if (lua_getfield(L, LUA_REGISTRYINDEX, kKernels) != LUA_TTABLE) {
         lua_pop(L, 2);
         return nullptr;
@@ -104,8 +113,10 @@ struct Observer {
     double rtol = 1e-4, atol = 0;
     uint64_t checked = 0;
     Divergence first, worst;  // worst: the largest relative difference among kernels that agreed
-    // VELA_PERTURB="kernel@device" (tests): that kernel's result on that
-    // device gets its first element changed, a planted divergence.
+    // VELA_PERTURB="kernel@device" (tests): while the hook is on (diverge,
+    // trace, profile, compare's warm-up; the shell clears hooks after each
+    // call), that kernel's result on that device gets its first element
+    // changed, a planted divergence.
     std::string perturb_kernel, perturb_device;
     // compare's row check
     Device* guard = nullptr;
@@ -254,6 +265,19 @@ void check_kernel(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
         d.value = got, d.ref_value = want;
         d.output = "result";
     } else {
+        Matrix* want_m = test_matrix(L, refres);
+        if (want_m && nres >= 1 && lua_getlocal(L, ar, fres)) {  // a new matrix, not one of the arguments
+            Matrix* got_m = test_matrix(L, -1);
+            bool arg = false;
+            for (const Copy& c : fr.copies) arg |= c.ud == lua_touserdata(L, -1);
+            if (got_m && !arg && got_m->buf && want_m->buf && got_m->size() == want_m->size()) {
+                std::vector<float> got = guarded(L, [&] { return to_host(*got_m); });
+                std::vector<float> want = guarded(L, [&] { return to_host(*want_m); });
+                bad = differs(o, got, want, got_m->rows, d);
+                d.output = "result";
+            }
+            lua_pop(L, 1);
+        }
         for (size_t k = 0; k < fr.copies.size() && !bad; k++) {
             const Copy& c = fr.copies[k];
             bool dup = false;
@@ -334,8 +358,29 @@ void hook(lua_State* L, lua_Debug* ar) {
     o.stack.pop_back();
 }
 
+// The kernel table by function value, from the module as it is now: a later
+// area may take a name over (sum(x [, dim]) replaces the kernel sum(x)).
+void refresh_kernels(lua_State* L) {
+    lua_newtable(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_getfield(L, -1, "vela");
+    kernels_fresh = lua_istable(L, -1);  // not yet while the module is being opened
+    if (kernels_fresh)
+        for (const std::string& name : kernel_names()) {
+            if (lua_getfield(L, -1, name.c_str()) == LUA_TFUNCTION) {
+                lua_pushstring(L, name.c_str());
+                lua_rawset(L, -5);
+            } else {
+                lua_pop(L, 1);
+            }
+        }
+    lua_pop(L, 2);
+    lua_setfield(L, LUA_REGISTRYINDEX, kKernels);
+}
+
 void install(lua_State* L) {
     Observer& o = obs();
+    kernels_fresh = false;  // looked up again at the next kernel call
     if (o.any())
         lua_sethook(L, hook, LUA_MASKCALL | LUA_MASKRET, 0);
     else
@@ -556,18 +601,8 @@ void set_report(lua_State* L, const char* name, std::string text) {
 }
 
 void note_kernels(lua_State* L, const luaL_Reg* list) {
-    if (lua_getfield(L, LUA_REGISTRYINDEX, kKernels) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        lua_newtable(L);
-        lua_pushvalue(L, -1);
-        lua_setfield(L, LUA_REGISTRYINDEX, kKernels);
-    }
-    for (; list->name; ++list) {
-        lua_getfield(L, -2, list->name);  // from the module table, below the registry table
-        lua_pushstring(L, list->name);
-        lua_rawset(L, -3);
-    }
-    lua_pop(L, 1);
+    (void)L;
+    for (; list->name; ++list) kernel_names().push_back(list->name);
 }
 
 void guard_begin(lua_State* L, Device* dev) {

@@ -236,8 +236,8 @@ TEST_CASE("ops: sizes, indices and views are checked", "[ops]") {
     CHECK_ERROR(view(m, 0, 0, -1, 2), "view: size -1×2 is negative (must be ≥ 0)");
     CHECK_ERROR(row(m, 4), "row: row 5 is out of range for a 4×3 matrix (rows 1..4)");
     CHECK_ERROR(col(m, -1), "col: column 0 is out of range for a 4×3 matrix (columns 1..3)");
-    CHECK_ERROR(columns(m, 2, 2), "cols: columns 3..4 are out of range for a 4×3 matrix (columns 1..3)");
-    CHECK_ERROR(columns(m, 0, -1), "cols: count is -1 (must be ≥ 0)");
+    CHECK_ERROR(columns(m, 2, 2), "columns: columns 3..4 are out of range for a 4×3 matrix (columns 1..3)");
+    CHECK_ERROR(columns(m, 0, -1), "columns: count is -1 (must be ≥ 0)");
     CHECK(view(m, 4, 3, 0, 0).empty());  // an empty view just past the end is fine
     Matrix u = zeros(d, 2, 2, DType::u8);
     CHECK_ERROR(set(u, 0, 0, 256), "set: value 256 does not fit a uint8 matrix (integers 0..255)");

@@ -111,12 +111,27 @@ Matrix empty(Device& dev, int64_t rows, int64_t cols, DType dtype) {
 }
 
 Matrix zeros(Device& dev, int64_t rows, int64_t cols, DType dtype) {
+    if (dtype == DType::u8) return filled_u8(dev, rows, cols, 0);
     Matrix m = empty(dev, rows, cols, dtype);
-    if (dtype == DType::f32) {
-        dev.fill(m, 0.0f);
+    dev.fill(m, 0.0f);
+    return m;
+}
+
+Matrix filled_u8(Device& dev, int64_t rows, int64_t cols, uint8_t v) {
+    Matrix m = empty(dev, rows, cols, DType::u8);
+    if (m.empty()) return m;
+    // The fresh matrix is dense column-major: upload it as views of at most
+    // kPiece bytes (whole columns where a column is small, else parts of one),
+    // so ones(2^30, 1, "uint8") needs 1 GiB on the device and 1 MiB on the host.
+    constexpr int64_t kPiece = int64_t(1) << 20;
+    std::vector<uint8_t> piece(size_t(std::min<int64_t>(kPiece, m.size())), v);
+    if (m.rows >= kPiece) {
+        for (int64_t j = 0; j < m.cols; ++j)
+            for (int64_t i = 0; i < m.rows; i += kPiece)
+                dev.upload(m.view(i, j, std::min(kPiece, m.rows - i), 1), piece.data());
     } else {
-        std::vector<uint8_t> z(size_t(m.size()), 0);
-        dev.upload(m, z.data());
+        int64_t per = kPiece / m.rows;
+        for (int64_t j = 0; j < m.cols; j += per) dev.upload(m.columns(j, std::min(per, m.cols - j)), piece.data());
     }
     return m;
 }
@@ -199,8 +214,8 @@ Matrix view(const Matrix& m, int64_t i, int64_t j, int64_t rows, int64_t cols) {
     check_live("view", "m", m);
     if (rows < 0 || cols < 0)
         fail("view: size %lld×%lld is negative (must be ≥ 0)", (long long)rows, (long long)cols);
-    if (i < 0 || j < 0 || i + rows > m.rows || j + cols > m.cols || (i >= m.rows && rows > 0) ||
-        (j >= m.cols && cols > 0))
+    if (i < 0 || j < 0 || i > m.rows || j > m.cols || rows > m.rows - i || cols > m.cols - j ||
+        (i >= m.rows && rows > 0) || (j >= m.cols && cols > 0))
         fail("view: rows %lld..%lld, columns %lld..%lld are out of range for a %s matrix", (long long)i + 1,
              (long long)(i + rows), (long long)j + 1, (long long)(j + cols), describe(m).c_str());
     return m.view(i, j, rows, cols);
@@ -223,10 +238,10 @@ Matrix col(const Matrix& m, int64_t j) {
 }
 
 Matrix columns(const Matrix& m, int64_t j, int64_t n) {
-    check_live("cols", "m", m);
-    if (n < 0) fail("cols: count is %lld (must be ≥ 0)", (long long)n);
-    if (j < 0 || j + n > m.cols || (j >= m.cols && n > 0))
-        fail("cols: columns %lld..%lld are out of range for a %s matrix (columns 1..%lld)", (long long)j + 1,
+    check_live("columns", "m", m);
+    if (n < 0) fail("columns: count is %lld (must be ≥ 0)", (long long)n);
+    if (j < 0 || j > m.cols || n > m.cols - j || (j >= m.cols && n > 0))
+        fail("columns: columns %lld..%lld are out of range for a %s matrix (columns 1..%lld)", (long long)j + 1,
              (long long)(j + n), describe(m).c_str(), (long long)m.cols);
     return m.columns(j, n);
 }

@@ -18,6 +18,8 @@ namespace vela {
 // Construction on a device; contents uninitialised unless stated.
 Matrix empty(Device& dev, int64_t rows, int64_t cols, DType dtype = DType::f32);
 Matrix zeros(Device& dev, int64_t rows, int64_t cols, DType dtype = DType::f32);
+// A uint8 matrix with every element v, uploaded in bounded pieces (no host copy of the whole).
+Matrix filled_u8(Device& dev, int64_t rows, int64_t cols, uint8_t v);
 // values: rows×cols dense column-major.
 Matrix from_host(Device& dev, int64_t rows, int64_t cols, const float* values);
 Matrix from_host_u8(Device& dev, int64_t rows, int64_t cols, const uint8_t* values);

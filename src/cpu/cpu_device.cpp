@@ -4,7 +4,11 @@
 #include "cpu/cpu_device.hpp"
 
 #include <cblas.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <chrono>
@@ -20,10 +24,14 @@ namespace vela::cpu {
 
 namespace {
 
+// Buffers of at least this many bytes are mapped pages committed up front
+// (see commit()); smaller ones come from malloc.
+constexpr size_t kMapped = size_t(1) << 20;
+
 class CpuBuffer final : public Buffer {
 public:
-    CpuBuffer(Device* dev, DType dtype, size_t count, void* data, std::atomic<uint64_t>& used)
-        : Buffer(dev, dtype, count), data_(data), used_(used) {
+    CpuBuffer(Device* dev, DType dtype, size_t count, void* data, size_t mapped, std::atomic<uint64_t>& used)
+        : Buffer(dev, dtype, count), data_(data), mapped_(mapped), used_(used) {
         used_ += bytes();
     }
     ~CpuBuffer() override { release(); }
@@ -31,33 +39,129 @@ public:
 
 protected:
     void free_storage() override {
-        std::free(data_);
+        if (mapped_)
+            munmap(data_, mapped_);
+        else
+            std::free(data_);
         data_ = nullptr;
         used_ -= bytes();
     }
 
 private:
     void* data_;
+    size_t mapped_;  // the mapping's length; 0 for malloc'd memory
     std::atomic<uint64_t>& used_;
 };
+
+// A number from a one-line file such as /sys/fs/cgroup/memory.max; false for
+// "max", a missing file or anything unreadable.
+bool read_number(const char* path, uint64_t& out) {
+    std::ifstream f(path);
+    unsigned long long v = 0;
+    if (!(f >> v)) return false;
+    out = v;
+    return true;
+}
+
+// The value (in bytes) of `key` in a "key value [kB]" file (/proc/meminfo, memory.stat, /proc/self/status).
+bool read_field(const char* path, const char* key, uint64_t& out) {
+    std::ifstream f(path);
+    unsigned long long v;
+    std::string line;
+    size_t n = std::strlen(key);
+    while (std::getline(f, line)) {
+        if (line.compare(0, n, key) != 0 || line.size() <= n || (line[n] != ':' && line[n] != ' ')) continue;
+        v = std::strtoull(line.c_str() + n + 1, nullptr, 10);
+        out = line.find("kB") != std::string::npos ? v * 1024 : v;
+        return true;
+    }
+    return false;
+}
+
+// "N MiB available (source)" for an error message.
+std::string limits_note(uint64_t avail, const char* which) {
+    return format("%.1f MiB available (%s)", double(avail) / double(1 << 20), which);
+}
+
+// Commits the pages of a fresh mapping now, so that exhaustion is an error
+// here and not the OOM killer at the first touch later (overcommit lets an
+// untouched mapping succeed on paper). MADV_POPULATE_WRITE (Linux 5.14) fails
+// with ENOMEM instead of faulting; MAP_POPULATE would ignore the failure. On
+// older kernels (EINVAL) the checks of available_memory() before allocating
+// are the guard. Committed pages also count in MemAvailable and the cgroup,
+// so the next allocation's check sees them: a loop of lazily faulted buffers
+// would pass every check and be killed later.
+bool commit(void* p, size_t len) {
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+    if (madvise(p, len, MADV_POPULATE_WRITE) == 0) return true;
+    return errno == EINVAL;
+}
+
+}  // namespace
+
+MemoryLimit available_memory() {
+    MemoryLimit m{UINT64_MAX, "no limit found"};
+    uint64_t v = 0;
+    if (read_field("/proc/meminfo", "MemAvailable", v) && v < m.bytes) m = {v, "MemAvailable in /proc/meminfo"};
+    // The cgroup's headroom, counting its inactive page cache as free (the kernel reclaims it first).
+    uint64_t max = 0, cur = 0, cache = 0;
+    if (read_number("/sys/fs/cgroup/memory.max", max) && read_number("/sys/fs/cgroup/memory.current", cur)) {
+        read_field("/sys/fs/cgroup/memory.stat", "inactive_file", cache);
+        uint64_t room = max > cur ? max - cur + std::min(cache, cur) : std::min(cache, cur);
+        if (room < m.bytes) m = {room, "the cgroup's memory.max"};
+    } else if (read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes", max) &&
+               read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes", cur)) {
+        read_field("/sys/fs/cgroup/memory/memory.stat", "total_inactive_file", cache);
+        uint64_t room = max > cur ? max - cur + std::min(cache, cur) : std::min(cache, cur);
+        if (room < m.bytes) m = {room, "the cgroup's memory.limit_in_bytes"};
+    }
+    // The address-space limit (ulimit -v, prlimit --as) less what is mapped already.
+    struct rlimit rl {};
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && read_field("/proc/self/status", "VmSize", v)) {
+        uint64_t room = rl.rlim_cur > v ? rl.rlim_cur - v : 0;
+        if (room < m.bytes) m = {room, "RLIMIT_AS (ulimit -v) less the address space in use"};
+    }
+    return m;
+}
+
+namespace {
 
 class CpuDevice final : public Device {
 public:
     std::string name() const override { return "cpu"; }
 
+    // Large requests are checked against what is available now (not the
+    // machine's RAM), then mapped and committed; either step failing is an
+    // error and nothing is kept. Small ones come from malloc, whose failure is clean.
     std::shared_ptr<Buffer> alloc(DType dtype, size_t count) override {
         size_t bytes = count * dtype_size(dtype);
+        auto out_of_memory = [&](const std::string& why) {
+            fail("out of memory on cpu: %zu %s elements (%.1f MiB) requested, %s; %.1f MiB in live matrices", count,
+                 dtype_name(dtype), double(bytes) / double(1 << 20), why.c_str(),
+                 double(used_.load()) / double(1 << 20));
+        };
+        if (bytes >= kMapped) {
+            MemoryLimit limit = available_memory();
+            if (bytes > limit.bytes) out_of_memory(limits_note(limit.bytes, limit.source));
+            size_t len = (bytes + 4095) / 4096 * 4096;
+            void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p == MAP_FAILED) out_of_memory(format("mmap failed: %s", std::strerror(errno)));
+            if (!commit(p, len)) {
+                int e = errno;
+                munmap(p, len);
+                out_of_memory(format("committing its pages failed: %s", std::strerror(e)));
+            }
+            return std::make_shared<CpuBuffer>(this, dtype, count, p, len, used_);
+        }
         void* p = nullptr;
-        // More than the machine's RAM would only succeed on paper (overcommit) and fail later.
-        if (uint64_t ram = physical_memory(); ram && bytes > ram)
-            fail("cpu: out of memory: %zu %s elements need %.1f GiB, the machine has %.1f GiB", count, dtype_name(dtype),
-                 double(bytes) / double(1 << 30), double(ram) / double(1 << 30));
         if (bytes > 0) {
             // 64-byte aligned (a cache line, an AVX-512 vector), size rounded up as aligned_alloc requires.
             p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-            if (!p) fail("cpu: out of memory allocating %zu bytes (%zu %s elements)", bytes, count, dtype_name(dtype));
+            if (!p) out_of_memory("malloc failed");
         }
-        return std::make_shared<CpuBuffer>(this, dtype, count, p, used_);
+        return std::make_shared<CpuBuffer>(this, dtype, count, p, 0, used_);
     }
 
     void upload(const Matrix& dst, const void* host) override { transfer(dst, const_cast<void*>(host), true); }

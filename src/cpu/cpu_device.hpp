@@ -21,6 +21,15 @@ std::string blas_version();  // "0.3.21"
 std::string blas_config();   // OpenBLAS's build line: version, kernel (Haswell, ...), threads
 uint64_t physical_memory();
 
+// What this process may still allocate: the least of MemAvailable, the
+// cgroup's headroom (v2 memory.max, else v1) and RLIMIT_AS less the address
+// space in use; `source` names the one that decided.
+struct MemoryLimit {
+    uint64_t bytes;
+    const char* source;
+};
+MemoryLimit available_memory();
+
 // Registers "cpu" with the device registry (src/cpu/backend.cpp).
 void register_backend();
 

@@ -73,8 +73,9 @@ T* scratch(lua_State* L, size_t count) {
 
 // A device argument: a "vela.Device" userdata or a spec string ("cpu",
 // "vulkan:0", "vulkan:llvmpipe").
-Device& check_device(lua_State* L, int arg);
-Device* test_device(lua_State* L, int arg);  // nullptr when absent or nil; errors on a bad spec
+// fn (optional) names the called function in an unknown-spec error.
+Device& check_device(lua_State* L, int arg, const char* fn = nullptr);
+Device* test_device(lua_State* L, int arg, const char* fn = nullptr);  // nullptr when absent or nil; errors on a bad spec
 // Pushes the one userdata that stands for `dev` in this Lua state, so that
 // device() == m:device() holds.
 void push_device(lua_State* L, Device& dev);

@@ -13,9 +13,11 @@
 namespace vela::lua {
 
 // Trailing constructor options in any order: a dtype name ("float32",
-// "uint8"), a device, or a device spec string; nil is skipped.
+// "uint8"), a device, or a device spec string; nil is skipped. Each at most
+// once: zeros(2, 2, "uint8", "float32") is an error, not "the last one wins".
 static void check_options(lua_State* L, int from, const char* fn, bool allow_dtype, DType* dtype, Device** dev) {
     int top = lua_gettop(L);
+    int dtype_at = 0, device_at = 0;
     for (int i = from; i <= top; i++) {
         int t = lua_type(L, i);
         if (t == LUA_TNIL) continue;
@@ -23,6 +25,10 @@ static void check_options(lua_State* L, int from, const char* fn, bool allow_dty
             const char* s = lua_tostring(L, i);
             if (std::strcmp(s, "float32") == 0 || std::strcmp(s, "uint8") == 0) {
                 if (!allow_dtype) luaL_error(L, "%s: dtype is always float32 here, got '%s'", fn, s);
+                if (dtype_at)
+                    luaL_error(L, "%s: two dtypes given, '%s' (argument %d) and '%s' (argument %d); give one", fn,
+                               lua_tostring(L, dtype_at), dtype_at, s, i);
+                dtype_at = i;
                 *dtype = s[0] == 'f' ? DType::f32 : DType::u8;
                 continue;
             }
@@ -32,12 +38,17 @@ static void check_options(lua_State* L, int from, const char* fn, bool allow_dty
                 luaL_error(L, "%s: dtype must be \"float32\" or \"uint8\", got '%s'", fn, s);
         }
         if (t == LUA_TSTRING || t == LUA_TUSERDATA) {
-            *dev = &check_device(L, i);
+            Device* d = &check_device(L, i, fn);
+            if (device_at)
+                luaL_error(L, "%s: two devices given, %s (argument %d) and %s (argument %d); give one", fn,
+                           (*dev)->name().c_str(), device_at, d->name().c_str(), i);
+            device_at = i;
+            *dev = d;
             continue;
         }
         luaL_typeerror(L, i, allow_dtype ? "dtype or device" : "device");
     }
-    if (!*dev) *dev = &guarded(L, []() -> Device& { return current_device(); });
+    if (!*dev) *dev = &guarded(L, fn, []() -> Device& { return current_device(); });
 }
 
 // Reads a table's entry k (1-based) as a number; `where` names it in errors.
@@ -58,8 +69,9 @@ static uint8_t to_u8(lua_State* L, lua_Number x, const char* fn, const char* whe
 }
 
 // Uploads rows×cols column-major host values (float32 or uint8) as a new matrix.
-static void push_from_host(lua_State* L, Device& dev, int64_t rows, int64_t cols, DType dtype, const void* host) {
-    Matrix m = guarded(L, [&] {
+static void push_from_host(lua_State* L, const char* fn, Device& dev, int64_t rows, int64_t cols, DType dtype,
+                           const void* host) {
+    Matrix m = guarded(L, fn, [&] {
         if (dtype == DType::u8) return from_host_u8(dev, rows, cols, static_cast<const uint8_t*>(host));
         return from_host(dev, rows, cols, static_cast<const float*>(host));
     });
@@ -92,7 +104,7 @@ static int l_matrix(lua_State* L) {
                 std::snprintf(where, sizeof where, "values[%lld]", (long long)k + 1);
                 host[k] = to_u8(L, table_number(L, 3, k + 1, "matrix", where), "matrix", where);
             }
-            push_from_host(L, *dev, rows, cols, dtype, host);
+            push_from_host(L, "matrix", *dev, rows, cols, dtype, host);
         } else {
             float* host = scratch<float>(L, size_t(n));
             for (int64_t k = 0; k < n; k++) {
@@ -105,27 +117,25 @@ static int l_matrix(lua_State* L) {
                 std::snprintf(where, sizeof where, "values[%lld]", (long long)k + 1);
                 table_number(L, 3, k + 1, "matrix", where);  // raises the error
             }
-            push_from_host(L, *dev, rows, cols, dtype, host);
+            push_from_host(L, "matrix", *dev, rows, cols, dtype, host);
         }
         return 1;
     }
     if (vt == LUA_TNUMBER && dtype == DType::u8) {
         uint8_t v = to_u8(L, lua_tonumber(L, 3), "matrix", "the fill value");
-        uint8_t* host = scratch<uint8_t>(L, size_t(n));
-        std::memset(host, v, size_t(n));
-        push_from_host(L, *dev, rows, cols, dtype, host);
+        push_matrix(L, guarded(L, "matrix", [&] { return filled_u8(*dev, rows, cols, v); }));
         return 1;
     }
     if (vt == LUA_TNUMBER) {
         float v = float(lua_tonumber(L, 3));
-        push_matrix(L, guarded(L, [&] {
+        push_matrix(L, guarded(L, "matrix", [&] {
                         Matrix m = empty(*dev, rows, cols);
                         fill(m, v);
                         return m;
                     }));
         return 1;
     }
-    push_matrix(L, guarded(L, [&] { return zeros(*dev, rows, cols, dtype); }));
+    push_matrix(L, guarded(L, "matrix", [&] { return zeros(*dev, rows, cols, dtype); }));
     return 1;
 }
 
@@ -139,16 +149,14 @@ static int l_filled(lua_State* L) {
     Device* dev = nullptr;
     check_options(L, 3, fn, true, &dtype, &dev);
     if (value == 0) {
-        push_matrix(L, guarded(L, [&] { return zeros(*dev, rows, cols, dtype); }));
+        push_matrix(L, guarded(L, fn, [&] { return zeros(*dev, rows, cols, dtype); }));
         return 1;
     }
     if (dtype == DType::u8) {
-        uint8_t* host = scratch<uint8_t>(L, size_t(rows * cols));
-        std::memset(host, 1, size_t(rows * cols));
-        push_from_host(L, *dev, rows, cols, dtype, host);
+        push_matrix(L, guarded(L, fn, [&] { return filled_u8(*dev, rows, cols, 1); }));
         return 1;
     }
-    push_matrix(L, guarded(L, [&] {
+    push_matrix(L, guarded(L, fn, [&] {
                     Matrix m = empty(*dev, rows, cols);
                     fill(m, 1.0f);
                     return m;
@@ -166,7 +174,7 @@ static int l_random(lua_State* L) {
         check_nargs(L, 2);
         uint64_t seed = lua_isnoneornil(L, 2) ? 0 : check_seed(L, 2, fn);
         bool given = !lua_isnoneornil(L, 2);
-        guarded(L, [&] { random(dist, given ? seed : next_seed(), *x); });
+        guarded(L, fn, [&] { random(dist, given ? seed : next_seed(), *x); });
         lua_settop(L, 1);
         return 1;
     }
@@ -178,7 +186,7 @@ static int l_random(lua_State* L) {
     DType dtype = DType::f32;
     Device* dev = nullptr;
     check_options(L, given ? 4 : 3, fn, false, &dtype, &dev);
-    push_matrix(L, guarded(L, [&] {
+    push_matrix(L, guarded(L, fn, [&] {
                     Matrix m = empty(*dev, rows, cols);
                     random(dist, given ? seed : next_seed(), m);
                     return m;
@@ -231,7 +239,7 @@ static int l_from(lua_State* L) {
         }
         if (nested) lua_pop(L, 1);
     }
-    push_from_host(L, *dev, rows, cols, dtype, host8 ? static_cast<const void*>(host8) : host);
+    push_from_host(L, "from", *dev, rows, cols, dtype, host8 ? static_cast<const void*>(host8) : host);
     return 1;
 }
 

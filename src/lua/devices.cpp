@@ -42,19 +42,19 @@ void push_device(lua_State* L, Device& dev) {
     lua_remove(L, -2);
 }
 
-Device* test_device(lua_State* L, int arg) {
+Device* test_device(lua_State* L, int arg, const char* fn) {
     if (lua_isnoneornil(L, arg)) return nullptr;
     if (auto* ld = static_cast<LDevice*>(luaL_testudata(L, arg, kDeviceType))) return ld->dev;
     if (lua_type(L, arg) == LUA_TSTRING) {
         const char* spec = lua_tostring(L, arg);
-        return &guarded(L, [&]() -> Device& { return get_device(spec); });
+        return &guarded(L, fn, [&]() -> Device& { return get_device(spec); });
     }
     luaL_typeerror(L, arg, "device or device name");
     return nullptr;
 }
 
-Device& check_device(lua_State* L, int arg) {
-    Device* d = test_device(L, arg);
+Device& check_device(lua_State* L, int arg, const char* fn) {
+    Device* d = test_device(L, arg, fn);
     if (!d) luaL_typeerror(L, arg, "device or device name");
     return *d;
 }

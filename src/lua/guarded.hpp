@@ -8,6 +8,7 @@
 #include <cstring>
 #include <lua.hpp>
 #include <new>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -32,10 +33,33 @@ inline void copy_message(char (&out)[1024], const char* a, const char* b = "") {
     std::memcpy(out + n, b, m);
     out[n + m] = '\0';
 }
+
+// A message as the user should read it when they called `fn`: kept when it
+// already starts with "fn:"; a leading core name ("cols: …", "copy: …",
+// "matrix: …" from an op the binding used) is replaced by fn; anything else
+// ("vulkan:0: out of device memory …", "interrupted") gets "fn: " in front.
+inline void name_message(char (&msg)[1024], const char* fn) {
+    size_t n = std::strlen(fn);
+    if (std::strncmp(msg, fn, n) == 0 && msg[n] == ':') return;
+    const char* rest = msg;
+    const char* colon = std::strstr(msg, ": ");
+    if (colon && colon > msg) {
+        bool word = true;
+        for (const char* c = msg; c < colon; ++c)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+                word = false;
+        if (word) rest = colon + 2;
+    }
+    char out[1024];
+    std::snprintf(out, sizeof out, "%s: %s", fn, rest);
+    std::memcpy(msg, out, sizeof out);
+}
 }  // namespace detail
 
+// fn: the function the user called ("zeros", "m:columns", "-m"), named in
+// every message (see detail::name_message); nullptr keeps the core's words.
 template <class F>
-auto guarded(lua_State* L, F&& f) -> decltype(f()) {
+auto guarded(lua_State* L, const char* fn, F&& f) -> decltype(f()) {
     char msg[1024];
     try {
         return f();
@@ -56,7 +80,13 @@ auto guarded(lua_State* L, F&& f) -> decltype(f()) {
     } catch (const std::exception& e) {
         detail::copy_message(msg, "internal error: ", e.what());
     }
+    if (fn) detail::name_message(msg, fn);
     raise(L, msg);
+}
+
+template <class F>
+auto guarded(lua_State* L, F&& f) -> decltype(f()) {
+    return guarded(L, static_cast<const char*>(nullptr), std::forward<F>(f));
 }
 
 }  // namespace vela::lua

@@ -81,25 +81,31 @@ static int m_t(lua_State* L) {
 }
 
 // m:view(i, j, rows, cols): the rows×cols block whose first element is (i, j).
+// The bounds are compared without arithmetic that could overflow on the
+// user's numbers (math.maxinteger is an integer like any other), and the
+// message shows the arguments as given.
 static int m_view(lua_State* L) {
     check_method_nargs(L, 4);
     Matrix& m = check_matrix(L, 1);
     lua_Integer i = luaL_checkinteger(L, 2), j = luaL_checkinteger(L, 3);
-    int64_t r = check_size(L, 4, "view", "rows"), c = check_size(L, 5, "view", "cols");
-    if (i < 1 || j < 1 || i - 1 + r > m.rows || j - 1 + c > m.cols)
-        luaL_error(L, "view: a %I×%I view at (%I, %I) does not fit in a %I×%I matrix (indices are 1-based)",
+    int64_t r = check_size(L, 4, "m:view", "rows"), c = check_size(L, 5, "m:view", "cols");
+    bool fits = i >= 1 && j >= 1 && i - 1 <= m.rows && j - 1 <= m.cols && r <= m.rows - (i - 1) &&
+                c <= m.cols - (j - 1);
+    if (!fits)
+        luaL_error(L, "m:view: a %I×%I view at (%I, %I) does not fit in a %I×%I matrix (indices are 1-based)",
                    lua_Integer(r), lua_Integer(c), i, j, lua_Integer(m.rows), lua_Integer(m.cols));
-    push_matrix(L, guarded(L, [&] { return view(m, i - 1, j - 1, r, c); }));
+    push_matrix(L, guarded(L, "m:view", [&] { return view(m, i - 1, j - 1, r, c); }));
     return 1;
 }
 
 // m:row(i), m:col(j): one row or column as a view.
 template <bool is_row>
 static int m_line(lua_State* L) {
+    const char* fn = is_row ? "m:row" : "m:col";
     check_method_nargs(L, 1);
     Matrix& m = check_matrix(L, 1);
-    int64_t k = check_index(L, 2, is_row ? "row" : "col", is_row ? "row" : "column", is_row ? m.rows : m.cols);
-    push_matrix(L, guarded(L, [&] { return is_row ? row(m, k) : col(m, k); }));
+    int64_t k = check_index(L, 2, fn, is_row ? "row" : "column", is_row ? m.rows : m.cols);
+    push_matrix(L, guarded(L, fn, [&] { return is_row ? row(m, k) : col(m, k); }));
     return 1;
 }
 
@@ -108,10 +114,15 @@ static int m_columns(lua_State* L) {
     check_method_nargs(L, 2);
     Matrix& m = check_matrix(L, 1);
     lua_Integer j = luaL_checkinteger(L, 2);
-    int64_t n = check_size(L, 3, "columns", "n");
-    if (j < 1 || j - 1 + n > m.cols)
-        luaL_error(L, "columns: columns %I..%I are out of range 1..%I", j, j + n - 1, lua_Integer(m.cols));
-    push_matrix(L, guarded(L, [&] { return columns(m, j - 1, n); }));
+    int64_t n = check_size(L, 3, "m:columns", "n");
+    if (j < 1 || j - 1 > m.cols || n > m.cols - (j - 1)) {
+        lua_Integer last;
+        if (__builtin_add_overflow(j, lua_Integer(n) - 1, &last))
+            luaL_error(L, "m:columns: %I columns from column %I are out of range 1..%I", lua_Integer(n), j,
+                       lua_Integer(m.cols));
+        luaL_error(L, "m:columns: columns %I..%I are out of range 1..%I", j, last, lua_Integer(m.cols));
+    }
+    push_matrix(L, guarded(L, "m:columns", [&] { return columns(m, j - 1, n); }));
     return 1;
 }
 
@@ -120,8 +131,8 @@ static int m_columns(lua_State* L) {
 static int element_index(lua_State* L, const Matrix& m, const char* fn, int nindices, int64_t* i, int64_t* j) {
     if (nindices == 1) {
         if (!m.is_vector())
-            luaL_error(L, "%s: one index needs a vector, this matrix is %I×%I (use m:%s(i, j%s))", fn,
-                       lua_Integer(m.rows), lua_Integer(m.cols), fn, fn[0] == 's' ? ", v" : "");
+            luaL_error(L, "%s: one index needs a vector, this matrix is %I×%I (use %s(i, j%s))", fn,
+                       lua_Integer(m.rows), lua_Integer(m.cols), fn, fn[2] == 's' ? ", v" : "");
         int64_t k = check_index(L, 2, fn, "index", m.size());
         *i = m.cols == 1 ? k : 0;
         *j = m.cols == 1 ? 0 : k;
@@ -136,8 +147,8 @@ static int m_get(lua_State* L) {
     check_method_nargs(L, 2);
     Matrix& m = check_matrix(L, 1);
     int64_t i, j;
-    element_index(L, m, "get", lua_gettop(L) == 2 ? 1 : 2, &i, &j);
-    lua_pushnumber(L, guarded(L, [&] { return get(m, i, j); }));
+    element_index(L, m, "m:get", lua_gettop(L) == 2 ? 1 : 2, &i, &j);
+    lua_pushnumber(L, guarded(L, "m:get", [&] { return get(m, i, j); }));
     return 1;
 }
 
@@ -145,9 +156,9 @@ static int m_set(lua_State* L) {
     check_method_nargs(L, 3);
     Matrix& m = check_matrix(L, 1);
     int64_t i, j;
-    int varg = element_index(L, m, "set", lua_gettop(L) == 3 ? 1 : 2, &i, &j);
+    int varg = element_index(L, m, "m:set", lua_gettop(L) == 3 ? 1 : 2, &i, &j);
     float v = check_float(L, varg);
-    guarded(L, [&] { set(m, i, j, v); });
+    guarded(L, "m:set", [&] { set(m, i, j, v); });
     lua_settop(L, 1);
     return 1;
 }
@@ -169,20 +180,21 @@ static Matrix& check_storage(lua_State* L, int arg, const char* fn) {
 
 static int m_dtype(lua_State* L) {
     check_method_nargs(L, 0);
-    lua_pushstring(L, dtype_name(check_storage(L, 1, "dtype").dtype()));
+    lua_pushstring(L, dtype_name(check_storage(L, 1, "m:dtype").dtype()));
     return 1;
 }
 
 static int m_device(lua_State* L) {
     check_method_nargs(L, 0);
-    push_device(L, check_storage(L, 1, "device").device());
+    push_device(L, check_storage(L, 1, "m:device").device());
     return 1;
 }
 
 // Downloads the view's logical elements, dense column-major, into Lua-owned memory.
-static float* download(lua_State* L, const Matrix& m) {
+static float* download(lua_State* L, const Matrix& m, const char* fn) {
+    guarded(L, fn, [&] { check_live(fn, "m", m); });
     float* host = scratch<float>(L, size_t(m.size()));
-    guarded(L, [&] {
+    guarded(L, fn, [&] {
         std::vector<float> v = to_host(m);
         if (!v.empty()) std::memcpy(host, v.data(), v.size() * sizeof(float));
     });
@@ -193,7 +205,7 @@ static float* download(lua_State* L, const Matrix& m) {
 static int m_totable(lua_State* L) {
     check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
-    const float* host = download(L, m);
+    const float* host = download(L, m, "m:totable");
     lua_createtable(L, int(m.rows), 0);
     for (int64_t i = 0; i < m.rows; i++) {
         lua_createtable(L, int(m.cols), 0);
@@ -209,15 +221,18 @@ static int m_totable(lua_State* L) {
 static int m_copy(lua_State* L) {
     check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
-    push_matrix(L, guarded(L, [&] { return clone(m); }));
+    push_matrix(L, guarded(L, "m:copy", [&] {
+                    check_live("m:copy", "m", m);
+                    return clone(m);
+                }));
     return 1;
 }
 
 static int m_raw(lua_State* L) {
     check_method_nargs(L, 0);
     Matrix& m = check_matrix(L, 1);
-    push_matrix(L, guarded(L, [&] {
-                    check_live("raw", "m", m);
+    push_matrix(L, guarded(L, "m:raw", [&] {
+                    check_live("m:raw", "m", m);
                     return empty(m.device(), m.rows, m.cols, m.dtype());
                 }));
     return 1;
@@ -226,17 +241,36 @@ static int m_raw(lua_State* L) {
 static int m_to(lua_State* L) {
     check_method_nargs(L, 1);
     Matrix& m = check_matrix(L, 1);
-    Device& dev = check_device(L, 2);
-    push_matrix(L, guarded(L, [&] { return to_device(m, dev); }));
+    // A dtype is not a device: say so rather than "device: unknown 'uint8'".
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        const char* s = lua_tostring(L, 2);
+        if (std::strcmp(s, "uint8") == 0 || std::strcmp(s, "float32") == 0 || std::strncmp(s, "float", 5) == 0 ||
+            std::strncmp(s, "int", 3) == 0 || std::strncmp(s, "uint", 4) == 0 || std::strcmp(s, "double") == 0)
+            luaL_error(L, "m:to: '%s' is a dtype, not a device; m:to(dev) moves a matrix to a device and keeps its "
+                       "dtype (copy(x, y) converts uint8 to float32)", s);
+    }
+    Device& dev = check_device(L, 2, "m:to");
+    push_matrix(L, guarded(L, "m:to", [&] {
+                    check_live("m:to", "m", m);
+                    return to_device(m, dev);
+                }));
     return 1;
 }
 
 // m:release() and <close>: free the buffer now (every view of it sees it released).
 static int m_release(lua_State* L) {
     Matrix& m = check_matrix(L, 1);
+    check_method_nargs(L, 0);
     guarded(L, [&] {
         if (m.buf) m.buf->release();
     });
+    return 0;
+}
+
+// <close>: Lua passes the value and the error object.
+static int m_close(lua_State* L) {
+    Matrix& m = check_matrix(L, 1);
+    if (m.buf) m.buf->release();
     return 0;
 }
 
@@ -272,8 +306,9 @@ static Matrix& operand(lua_State* L, int arg, const char* op) {
 static int elementwise(lua_State* L, Binary op, const char* symbol, const char* name) {
     Matrix& a = operand(L, 1, symbol);
     Matrix& b = operand(L, 2, symbol);
-    push_matrix(L, guarded(L, [&] {
+    push_matrix(L, guarded(L, name, [&] {
                     check_live(name, "a", a);
+                    check_live(name, "b", b);
                     Matrix c = empty(a.device(), a.rows, a.cols);
                     binary(op, a, b, c);
                     return c;
@@ -282,14 +317,16 @@ static int elementwise(lua_State* L, Binary op, const char* symbol, const char* 
 }
 
 static int m_add(lua_State* L) {
-    return elementwise(L, Binary::add, "+", "add");
+    return elementwise(L, Binary::add, "+", "matrix +");
 }
 
 static int m_sub(lua_State* L) {
-    return elementwise(L, Binary::sub, "-", "sub");
+    return elementwise(L, Binary::sub, "-", "matrix -");
 }
 
-static Matrix scaled(const Matrix& a, float s) {
+static Matrix scaled(const char* fn, const Matrix& a, float s) {
+    check_live(fn, "the matrix", a);
+    if (a.dtype() != DType::f32) fail("%s: the matrix is %s but must be float32", fn, dtype_name(a.dtype()));
     Matrix c = clone(a);
     scal(s, c);
     return c;
@@ -297,7 +334,7 @@ static Matrix scaled(const Matrix& a, float s) {
 
 static int m_unm(lua_State* L) {
     Matrix& a = check_matrix(L, 1);
-    push_matrix(L, guarded(L, [&] { return scaled(a, -1.0f); }));
+    push_matrix(L, guarded(L, "matrix unary -", [&] { return scaled("matrix unary -", a, -1.0f); }));
     return 1;
 }
 
@@ -306,9 +343,9 @@ static int m_mul(lua_State* L) {
     Matrix* a = test_matrix(L, 1);
     Matrix* b = test_matrix(L, 2);
     if (a && b) {
-        push_matrix(L, guarded(L, [&] {
-                        check_live("mm", "a", *a);
-                        check_live("mm", "b", *b);
+        push_matrix(L, guarded(L, "matrix *", [&] {
+                        check_live("matrix *", "a", *a);
+                        check_live("matrix *", "b", *b);
                         if (a->cols != b->rows)
                             fail("matrix *: a is %s but b is %s (a's columns must equal b's rows)",
                                  a->shape_str().c_str(), b->shape_str().c_str());
@@ -324,7 +361,7 @@ static int m_mul(lua_State* L) {
                    kind(L, 2));
     float s = float(lua_tonumber(L, num));
     Matrix& m = a ? *a : *b;
-    push_matrix(L, guarded(L, [&] { return scaled(m, s); }));
+    push_matrix(L, guarded(L, "matrix *", [&] { return scaled("matrix *", m, s); }));
     return 1;
 }
 
@@ -379,7 +416,7 @@ static const luaL_Reg methods[] = {
 // clang-format off
 static const luaL_Reg metamethods[] = {
     {"__gc", m_gc},
-    {"__close", m_release},
+    {"__close", m_close},
     {"__len", m_len},
     {"__tostring", matrix_tostring},
     {"__add", m_add},

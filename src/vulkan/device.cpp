@@ -59,6 +59,7 @@ VulkanDevice::VulkanDevice(const PhysicalInfo& phys, std::string name, bool forc
       memory_(*gpu_, name_, force_staging),
       pipelines_(*gpu_),
       stream_(*gpu_, pipelines_, memory_, phys.caps, name_) {
+    memory_.set_reclaim([this] { return stream_.reclaim(); });
     wg_ = std::min<uint32_t>(256, floor_pow2(std::min(phys.caps.max_workgroup_invocations,
                                                        phys.caps.max_workgroup_size[0])));
 }

@@ -1,6 +1,7 @@
 #include "vulkan/memory.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/error.hpp"
 
@@ -35,6 +36,22 @@ bool find_type(const VkPhysicalDeviceMemoryProperties& mp, VkMemoryPropertyFlags
             return true;
         }
     return false;
+}
+
+// VELA_VK_HEAP_LIMIT: a heap budget smaller than the device's, in bytes with an
+// optional K, M or G suffix ("512M"): tests exhaust memory with it quickly.
+VkDeviceSize heap_limit_from_env() {
+    const char* e = std::getenv("VELA_VK_HEAP_LIMIT");
+    if (!e || !*e) return 0;
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(e, &end, 10);
+    switch (end && *end ? *end : ' ') {
+        case 'k': case 'K': v <<= 10; break;
+        case 'm': case 'M': v <<= 20; break;
+        case 'g': case 'G': v <<= 30; break;
+        default: break;
+    }
+    return VkDeviceSize(v);
 }
 
 }  // namespace
@@ -78,21 +95,28 @@ Memory::Memory(Gpu& gpu, std::string device_name, bool force_staging) : gpu_(gpu
     auto p2 = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
     p2.pNext = &m3;
     vkGetPhysicalDeviceProperties2(gpu.phys.handle, &p2);
-    VkDeviceSize heap = mp.memoryHeaps[device_.heap].size;
+    heap_limit_ = heap_limit_from_env();
+    VkDeviceSize heap = heap_size(device_);
     max_alloc_ = m3.maxMemoryAllocationSize;
     block_size_ = std::min<VkDeviceSize>({256 * kMiB, m3.maxMemoryAllocationSize, std::max(heap / 8, 16 * kMiB)});
 }
 
 Memory::~Memory() = default;
 
+VkDeviceSize Memory::heap_size(const PoolState& p) const {
+    VkDeviceSize heap = gpu_.phys.memory.memoryHeaps[p.heap].size;
+    return heap_limit_ && heap_limit_ < heap ? heap_limit_ : heap;
+}
+
 Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated) {
-    const auto& mp = gpu_.phys.memory;
-    VkDeviceSize heap = mp.memoryHeaps[p.heap].size;
+    VkDeviceSize heap = heap_size(p);
     // Check what the driver may not: lavapipe would happily malloc past its advertised heap.
     if (p.reserved + size > heap)
-        fail("%s: out of device memory: %.1f MiB more requested, %.1f MiB of the %.1f MiB heap already reserved "
-             "(%.1f MiB in live matrices); release matrices with m:release() and retry",
-             name_.c_str(), double(size) / kMiB, double(p.reserved) / kMiB, double(heap) / kMiB, double(used_) / kMiB);
+        fail("%s: out of device memory: %.1f MiB more requested, %.1f MiB of the %.1f MiB heap%s already reserved "
+             "(%.1f MiB in %llu live allocations); release matrices with m:release() and retry",
+             name_.c_str(), double(size) / kMiB, double(p.reserved) / kMiB, double(heap) / kMiB,
+             heap_limit_ && heap == heap_limit_ ? " (VELA_VK_HEAP_LIMIT)" : "", double(used_) / kMiB,
+             (unsigned long long)live_);
 
     auto b = std::make_unique<Block>();
     b->size = size;
@@ -122,9 +146,9 @@ Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated) {
     VkDeviceMemory mem = VK_NULL_HANDLE;
     VkResult r = vkAllocateMemory(dev, &ai, nullptr, &mem);
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
-        fail("%s: vkAllocateMemory: %s allocating %.1f MiB (%.1f MiB in live matrices); release matrices with "
-             "m:release() and retry",
-             name_.c_str(), result_name(r), double(size) / kMiB, double(used_) / kMiB);
+        fail("%s: out of device memory: vkAllocateMemory: %s allocating %.1f MiB (%.1f MiB in %llu live "
+             "allocations); release matrices with m:release() and retry",
+             name_.c_str(), result_name(r), double(size) / kMiB, double(used_) / kMiB, (unsigned long long)live_);
     check(r, "vkAllocateMemory");
     b->memory = OwnedMemory(dev, mem);
     check(vkBindBufferMemory(dev, buf, mem, 0), "vkBindBufferMemory");
@@ -151,14 +175,37 @@ void Memory::drop_block(PoolState& p, Block* b) {
     p.blocks.erase(it);  // the owned buffer and memory go with it
 }
 
+void Memory::trim(PoolState& p) {
+    for (size_t i = p.blocks.size(); i-- > 0;)
+        if (!p.blocks[i]->dedicated && p.blocks[i]->used == 0) drop_block(p, p.blocks[i].get());
+}
+
 Allocation Memory::alloc(VkDeviceSize bytes, Pool pool) {
     PoolState& p = pool == Pool::host && separate_host_ ? host_ : device_;
     VkDeviceSize size = round_up(std::max<VkDeviceSize>(bytes, 1), kAlign);
-    Block* found = nullptr;
-    VkDeviceSize at = 0;
     if (size > max_alloc_)
         fail("%s: a buffer of %.1f MiB is over the device's maxMemoryAllocationSize (%.1f MiB)", name_.c_str(),
              double(size) / kMiB, double(max_alloc_) / kMiB);
+    try {
+        return try_alloc(size, p);
+    } catch (const Interrupted&) {
+        throw;
+    } catch (const Error&) {
+        // Released matrices whose last kernels are still queued hold their
+        // memory until that work is done: wait for it, free it, give empty
+        // blocks back, and try once more (the error below is the last word).
+        bool freed = reclaim_ && reclaim_();
+        VkDeviceSize before = reserved_;
+        trim(device_);
+        if (separate_host_) trim(host_);
+        if (!freed && reserved_ == before) throw;
+    }
+    return try_alloc(size, p);
+}
+
+Allocation Memory::try_alloc(VkDeviceSize size, PoolState& p) {
+    Block* found = nullptr;
+    VkDeviceSize at = 0;
     if (size > block_size_ / 2) {
         found = new_block(p, size, true);
         at = 0;
@@ -182,6 +229,7 @@ Allocation Memory::alloc(VkDeviceSize bytes, Pool pool) {
     if (len > size) found->free_ranges[at + size] = len - size;
     found->used += size;
     used_ += size;
+    ++live_;
 
     Allocation a;
     a.block = found;
@@ -197,6 +245,7 @@ void Memory::free(const Allocation& a) {
     if (!b) return;
     PoolState& p = b->pool == Pool::host && separate_host_ ? host_ : device_;
     used_ -= a.size;
+    --live_;
     b->used -= a.size;
     if (b->dedicated) {
         drop_block(p, b);
@@ -230,7 +279,7 @@ MemoryInfo Memory::info() const {
     MemoryInfo m;
     m.used = used_;
     m.reserved = reserved_;
-    m.total = gpu_.phys.memory.memoryHeaps[device_.heap].size;
+    m.total = heap_size(device_);
     return m;
 }
 

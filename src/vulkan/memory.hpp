@@ -8,6 +8,7 @@
 #pragma once
 #include <vulkan/vulkan.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <vector>
@@ -40,7 +41,11 @@ public:
     Memory& operator=(const Memory&) = delete;
 
     // Throws vela::Error on exhaustion; the allocator stays consistent and usable.
+    // Before failing it calls the reclaim hook (the stream waits for the work
+    // still using released memory and frees it), gives empty blocks back and
+    // tries once more.
     Allocation alloc(VkDeviceSize bytes, Pool pool);
+    void set_reclaim(std::function<bool()> reclaim) { reclaim_ = std::move(reclaim); }
     void free(const Allocation& a);
 
     bool device_mapped() const { return mapped_; }
@@ -54,6 +59,9 @@ private:
         VkDeviceSize reserved = 0;
         std::vector<std::unique_ptr<Block>> blocks;
     };
+    Allocation try_alloc(VkDeviceSize size, PoolState& p);
+    void trim(PoolState& p);  // gives every empty shared block back to the driver
+    VkDeviceSize heap_size(const PoolState& p) const;  // the heap, or VELA_VK_HEAP_LIMIT when smaller
     Block* new_block(PoolState& p, VkDeviceSize size, bool dedicated);
     void drop_block(PoolState& p, Block* b);
 
@@ -64,6 +72,9 @@ private:
     bool separate_host_ = false;  // host pool differs from the device pool
     VkDeviceSize block_size_ = 0, max_alloc_ = 0;
     uint64_t used_ = 0, reserved_ = 0;
+    uint64_t live_ = 0;              // allocations not yet freed
+    VkDeviceSize heap_limit_ = 0;    // VELA_VK_HEAP_LIMIT in bytes; 0: none
+    std::function<bool()> reclaim_;
 };
 
 }  // namespace vela::vk

@@ -483,6 +483,12 @@ void Stream::retire(const Allocation& a, uint64_t last_use) {
         retired_.emplace_back(last_use, a);
 }
 
+bool Stream::reclaim() {
+    if (retired_.empty()) return false;
+    sync();
+    return true;
+}
+
 void Stream::profile_begin() {
     flush();  // the next command buffer starts with a reset query pool
     times_.clear();

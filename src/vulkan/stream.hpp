@@ -67,6 +67,9 @@ public:
 
     // Return an allocation to the allocator once the work up to `last_use` is done.
     void retire(const Allocation& a, uint64_t last_use);
+    // Waits for the work that still uses retired allocations and frees them;
+    // false when nothing was retired (the allocator's last try before failing).
+    bool reclaim();
 
     const DeviceStats& stats() const { return stats_; }
     void count_transfer(bool upload, uint64_t bytes) {

@@ -42,12 +42,38 @@ function data.read_set(images_path, labels_path, classes, dev)
   return {images = images, labels = labels, n = images.cols, classes = classes}
 end
 
+-- Both sets, all or nothing: the images must be 28×28 (MNIST's layout, read
+-- from the IDX header), and a failure in any file releases what was read.
 local function load_pair(dir, classes, what, dev)
+  local made = {}
   local function set(prefix)
-    return data.read_set(find(dir, prefix .. "-images-idx3-ubyte", what),
-                         find(dir, prefix .. "-labels-idx1-ubyte", what), classes, dev)
+    local images = find(dir, prefix .. "-images-idx3-ubyte", what)
+    local labels = find(dir, prefix .. "-labels-idx1-ubyte", what)
+    local s = data.read_set(images, labels, classes, dev)
+    made[#made + 1], made[#made + 2] = s.images, s.labels
+    -- A raw file's header gives rows and columns; a .gz one is checked by its pixel count.
+    local f = not images:match("%.gz$") and io.open(images, "rb")
+    local head = f and f:read(16)
+    if f then f:close() end
+    if head and #head == 16 then
+      local _, _, r, c = string.unpack(">I4I4I4I4", head)
+      if r ~= 28 or c ~= 28 then
+        error(fmt("%s: '%s' holds %d×%d images; %s images are 28×28", what, images, r, c, what), 0)
+      end
+    end
+    if s.images.rows ~= 28 * 28 then
+      error(fmt("%s: '%s' holds images of %d pixels; %s images are 28×28 = 784", what, images, s.images.rows, what), 0)
+    end
+    return s
   end
-  return {train = set("train"), test = set("t10k")}
+  local ok, res = pcall(function() return {train = set("train"), test = set("t10k")} end)
+  if not ok then
+    for i = #made, 1, -1 do pcall(made[i].release, made[i]) end
+    local msg = tostring(res):gsub("^[^:]*:%d+: ", "")
+    if not msg:find("^" .. what:gsub("%.", "%%.") .. ":") then msg = what .. ": " .. msg end
+    error(msg, 3)
+  end
+  return res
 end
 
 -- The default directory of a data set: $VELA_DATA/name, else data/name under

@@ -25,17 +25,30 @@ local function alloc(dev, rows, cols) return vela.zeros(rows, cols, "float32", d
 -- Devices are compared by identity: there is one userdata per device.
 local same_device = rawequal
 
--- A device from a spec ("vulkan:0") without making it the current device
--- (vela.device(spec) selects as it finds).
-local function resolve_device(dev)
-  if type(dev) ~= "string" then return dev end
-  local prev = vela.device()
-  local d = vela.device(dev)
-  vela.device(prev)
+local function dev_name(d) return d:name() end
+local matrix_mt = getmetatable(vela.zeros(0, 0, "float32", "cpu"))
+
+-- A device argument (a device or a spec such as "cpu") as a device, without
+-- changing the current device: device(spec) selects, so the current one is
+-- put back. Errors name `fn`.
+local function resolve(dev, fn)
+  if type(dev) ~= "string" then
+    if dev == nil or not pcall(dev_name, dev) then
+      error(fmt("%s: expected a device or a device name, got %s", fn, type(dev)), 3)
+    end
+    return dev
+  end
+  local cur = vela.device()
+  local ok, d = pcall(vela.device, dev)
+  vela.device(cur)
+  if not ok then error(fmt("%s: %s", fn, (tostring(d):gsub("^[^:]*:%d+: ", ""):gsub("^device: ", ""))), 3) end
   return d
 end
 
-local function dev_name(d) return d:name() end
+-- Releases the matrices in list `made` (a step that failed half way gives back what it allocated).
+local function release_all(made)
+  for i = #made, 1, -1 do pcall(made[i].release, made[i]) end
+end
 
 -- A ones vector of length n on dev, kept per (device, n): the bias gradient
 -- is δ·1, the row sums of δ, done by mv.
@@ -114,8 +127,7 @@ function nn.linear(inputs, outputs, activation, opts)
   elseif init == "xavier" then scale = math.sqrt(2 / (inputs + outputs))
   else error(fmt("nn.linear: unknown init '%s' (expected he or xavier)", tostring(init)), 2) end
 
-  local dev = opts.device or vela.device()
-  dev = resolve_device(dev)
+  local dev = opts.device and resolve(opts.device, "nn.linear") or vela.device()
   local self = setmetatable({inputs = inputs, outputs = outputs, activation = activation, init = init}, Linear)
   self.w = alloc(dev, outputs, inputs)
   if opts.seed then vela.randn(self.w, opts.seed) else vela.randn(self.w) end
@@ -148,7 +160,13 @@ end
 -- the hot path compares one reference).
 function Linear:_check(x, index)
   if rawequal(x, self._checked) then return end
-  local name = index and fmt("layer %d, %s", index, tostring(self)) or tostring(self)
+  local name = index and fmt("net:forward: layer %d, %s", index, tostring(self)) or fmt("layer:forward: %s", tostring(self))
+  if getmetatable(x) ~= matrix_mt then
+    error(fmt("%s: input is %s, expected a matrix", name, type(x)), 0)
+  end
+  if x.cols == 0 then
+    error(fmt("%s: input is %d×0, an empty batch (one sample per column, at least one)", name, x.rows), 0)
+  end
   if x.rows ~= self.inputs then
     error(fmt("%s: input is %d×%d but the layer takes %d rows (one sample per column)",
       name, x.rows, x.cols, self.inputs), 0)
@@ -209,15 +227,53 @@ end
 
 function Linear:params() return self._params end
 
-function Linear:to(dev)
-  dev = resolve_device(dev)
-  self.w, self.b = self.w:to(dev), self.b:to(dev)
-  for _, st in pairs(self.state) do
-    for k, m in pairs(st) do
-      if type(m) ~= "number" then st[k] = m:to(dev) end
-    end
+-- The layer as it would be on dev, in a new table; every matrix it made is
+-- appended to `made`. self is not touched.
+local function moved(self, dev, made)
+  local n = setmetatable({}, Linear)
+  for k, v in pairs(self) do n[k] = v end
+  local function to(m)
+    local c = m:to(dev)
+    made[#made + 1] = c
+    return c
   end
-  self:_setup(dev)
+  n.w, n.b = to(self.w), to(self.b)
+  local state = {}
+  for name, st in pairs(self.state) do
+    local c = {}
+    for k, m in pairs(st) do c[k] = type(m) == "number" and m or to(m) end
+    state[name] = c
+  end
+  n.state = state
+  n:_setup(dev)
+  made[#made + 1] = n.dw
+  made[#made + 1] = n.db
+  return n
+end
+
+-- Replaces every field of layer l by those of n (a moved copy).
+local function adopt(l, n)
+  for k in pairs(l) do if n[k] == nil then l[k] = nil end end
+  for k, v in pairs(n) do l[k] = v end
+end
+
+-- Moves a list of layers to dev, all or nothing: every copy is made first;
+-- on an error the copies are released and the layers are as they were.
+local function move_layers(layers, dev, fn)
+  local made, copies = {}, {}
+  local ok, err = pcall(function()
+    for i, l in ipairs(layers) do copies[i] = moved(l, dev, made) end
+  end)
+  if not ok then
+    release_all(made)
+    error(fmt("%s: %s (nothing was moved)", fn, tostring(err):gsub("^[^:]*:%d+: ", "")), 3)
+  end
+  for i, l in ipairs(layers) do adopt(l, copies[i]) end
+end
+
+function Linear:to(dev)
+  dev = resolve(dev, "layer:to")
+  move_layers({self}, dev, "layer:to")
   return self
 end
 
@@ -283,7 +339,8 @@ function Sequential:params() return self._params end
 -- Moves parameters, gradients and optimizer state to dev; buffers are made
 -- afresh there. The net object stays the same, so code holding it carries on.
 function Sequential:to(dev)
-  for _, l in ipairs(self.layers) do l:to(dev) end
+  dev = resolve(dev, "net:to")
+  move_layers(self.layers, dev, "net:to")
   self:_collect()
   return self
 end
@@ -578,51 +635,79 @@ end
 -- nn.load(path [, dev]) → a sequential net on dev (default: the current
 -- device); for a checkpoint of nn.save also the optimizer and the extra table.
 function nn.load(path, dev)
+  if type(path) ~= "string" then error(fmt("nn.load: path must be a string, got %s", type(path)), 2) end
   local f, err = io.open(path, "rb")
   if not f then error("nn.load: " .. err, 2) end
-  local s = f:read("a")
+  local s, rerr = f:read("a")
   f:close()
-  dev = resolve_device(dev)
+  if not s then error(fmt("nn.load: cannot read '%s': %s", path, tostring(rerr or "a directory?")), 2) end
+  dev = dev and resolve(dev, "nn.load") or vela.device()
   if s:sub(1, 4) == "PK\3\4" then
     local ok, net, opt, extra = pcall(load_checkpoint, path, dev)
     if not ok then error(net, 2) end
     return net, opt, extra
   end
-  local function bad(what, ...) error(fmt("nn.load: '%s' " .. what, path, ...), 3) end
-  if #s < 16 or s:sub(1, 8) ~= MAGIC then bad("is not a vela net or checkpoint (no VELANN magic, not a .npz)") end
-  local version, nlayers, pos = string.unpack("<I4I4", s, 9)
-  if version ~= VERSION then bad("has format version %d; this vela reads version %d", version, VERSION) end
-  if nlayers < 1 or nlayers > 1000 then bad("declares %d layers", nlayers) end
-  dev = dev or vela.device()
-  local layers = {}
-  for i = 1, nlayers do
-    if pos + 16 > #s + 1 then bad("is truncated in layer %d's header", i) end
-    local kind, inputs, outputs, act
-    kind, inputs, outputs, act, pos = string.unpack("<I4I4I4I4", s, pos)
-    if kind ~= 1 then bad("layer %d has unknown kind %d (1 = linear)", i, kind) end
-    if not act_of_code[act] then bad("layer %d has unknown activation code %d", i, act) end
-    if inputs < 1 or outputs < 1 or inputs * outputs > (1 << 31) then bad("layer %d has bad size %d→%d", i, inputs, outputs) end
-    local nw, nb = inputs * outputs, outputs
-    if pos + 4 * (nw + nb) > #s + 1 then bad("is truncated in layer %d's parameters", i) end
-    local l = nn.linear(inputs, outputs, act_of_code[act], {device = dev, seed = 1})
-    local function read(m, count)
-      local vals = {}
-      local k = 0
-      while k < count do
-        local c = math.min(4096, count - k)
-        local chunk = {string.unpack(string.rep("<f", c), s, pos)}
-        pos = chunk[c + 1]
-        for t = 1, c do vals[k + t] = chunk[t] end
-        k = k + c
+  local function bad(what, ...) error(fmt("nn.load: '%s' " .. what, path, ...), 0) end
+  -- Everything the file declares is checked before anything is allocated;
+  -- a failure while making the layers releases those already made.
+  local made = {}
+  local ok, res = pcall(function()
+    if #s < 16 or s:sub(1, 8) ~= MAGIC then bad("is not a vela net or checkpoint (no VELANN magic, not a .npz)") end
+    local version, nlayers, pos = string.unpack("<I4I4", s, 9)
+    if version ~= VERSION then bad("has format version %d; this vela reads version %d", version, VERSION) end
+    if nlayers < 1 or nlayers > 1000 then bad("declares %d layers", nlayers) end
+    local specs, p = {}, pos
+    for i = 1, nlayers do
+      if p + 16 > #s + 1 then bad("is truncated in layer %d's header", i) end
+      local kind, inputs, outputs, act
+      kind, inputs, outputs, act, p = string.unpack("<I4I4I4I4", s, p)
+      if kind ~= 1 then bad("layer %d has unknown kind %d (1 = linear)", i, kind) end
+      if not act_of_code[act] then bad("layer %d has unknown activation code %d", i, act) end
+      -- Each size alone first: two 32-bit sizes multiplied may exceed 2^63.
+      if inputs < 1 or outputs < 1 or inputs > (1 << 31) or outputs > (1 << 31) or inputs * outputs > (1 << 31) then
+        bad("layer %d has bad size %d→%d", i, inputs, outputs)
       end
-      vela.copy(vela.matrix(m.rows, m.cols, vals, "float32", dev), m)
+      if i > 1 and inputs ~= specs[i - 1].outputs then
+        bad("layer %d takes %d inputs but layer %d gives %d outputs", i, inputs, i - 1, specs[i - 1].outputs)
+      end
+      local nw, nb = inputs * outputs, outputs
+      if p + 4 * (nw + nb) > #s + 1 then bad("is truncated in layer %d's parameters", i) end
+      specs[i] = {inputs = inputs, outputs = outputs, act = act_of_code[act], at = p}
+      p = p + 4 * (nw + nb)
     end
-    read(l.w, nw)
-    read(l.b, nb)
-    layers[i] = l
+    if s:sub(p, p + 7) ~= TRAILER or p + 8 ~= #s + 1 then bad("is truncated or has trailing bytes (no end marker where expected)") end
+    local layers = {}
+    for i, sp in ipairs(specs) do
+      local l = nn.linear(sp.inputs, sp.outputs, sp.act, {device = dev, seed = 1})
+      made[#made + 1] = l.w; made[#made + 1] = l.b; made[#made + 1] = l.dw; made[#made + 1] = l.db
+      pos = sp.at
+      local function read(m, count)
+        local vals = {}
+        local k = 0
+        while k < count do
+          local c = math.min(4096, count - k)
+          local chunk = {string.unpack(string.rep("<f", c), s, pos)}
+          pos = chunk[c + 1]
+          for t = 1, c do vals[k + t] = chunk[t] end
+          k = k + c
+        end
+        local tmp = vela.matrix(m.rows, m.cols, vals, "float32", dev)
+        vela.copy(tmp, m)
+        tmp:release()
+      end
+      read(l.w, sp.inputs * sp.outputs)
+      read(l.b, sp.outputs)
+      layers[i] = l
+    end
+    return nn.sequential(layers)
+  end)
+  if not ok then
+    release_all(made)
+    local msg = tostring(res):gsub("^[^:]*:%d+: ", "")
+    if not msg:find("^nn%.load:") then msg = "nn.load: " .. msg end
+    error(msg, 2)
   end
-  if s:sub(pos, pos + 7) ~= TRAILER or pos + 8 ~= #s + 1 then bad("is truncated or has trailing bytes (no end marker where expected)") end
-  return nn.sequential(layers)
+  return res
 end
 
 -- ---------------------------------------------------------------------------

@@ -9,13 +9,66 @@ local vela = require "vela"
 
 local optim = {}
 local axpy, axpby = vela.axpy, vela.axpby
+local fmt = string.format
 
-local function like(p) return vela.fill(p:raw(), 0) end
+local matrix_mt = getmetatable(vela.zeros(0, 0, "float32", "cpu"))
 
+local function is_matrix(m) return getmetatable(m) == matrix_mt end
+
+-- A step is all or nothing: every parameter, gradient and state matrix is
+-- checked before any is changed (kernels on checked operands do not fail),
+-- and new state is made for all parameters before it is kept.
 local function check_params(name, params)
   if type(params) ~= "table" then error(name .. ":step: expected net:params() (a list of {param, grad})", 3) end
-  if params.params then return params:params() end
+  if params.params then params = params:params() end
+  for i = 1, #params do
+    local p = params[i]
+    local what = fmt("%s:step: parameter %d (%s)", name, i, type(p) == "table" and tostring(p.name or i) or "?")
+    if type(p) ~= "table" or not is_matrix(p[1]) or not is_matrix(p[2]) or type(p[3]) ~= "table" then
+      error(what .. " is not a {param, grad, state} triple", 3)
+    end
+    local w, g = p[1], p[2]
+    if w.released or g.released then error(what .. ": a released matrix", 3) end
+    if w.rows ~= g.rows or w.cols ~= g.cols then
+      error(fmt("%s: the parameter is %d×%d but its gradient is %d×%d", what, w.rows, w.cols, g.rows, g.cols), 3)
+    end
+    if not rawequal(w:device(), g:device()) then
+      error(fmt("%s: the parameter is on %s but its gradient is on %s", what, w:device():name(), g:device():name()), 3)
+    end
+    if w:dtype() ~= "float32" or g:dtype() ~= "float32" then error(what .. ": parameters must be float32", 3) end
+    for k, m in pairs(p[3]) do
+      if is_matrix(m) and (m.released or m.rows ~= w.rows or m.cols ~= w.cols or not rawequal(m:device(), w:device())) then
+        error(fmt("%s: its state '%s' is released, or not of the parameter's shape and device", what, tostring(k)), 3)
+      end
+    end
+  end
   return params
+end
+
+-- Makes the missing state of every parameter (names: the state fields, each
+-- a zero matrix like the parameter), all or nothing.
+local function make_state(name, params, key, names)
+  local made, pending = {}, {}
+  local ok, err = pcall(function()
+    for i = 1, #params do
+      local st = params[i][3]
+      if not st[key] then
+        local new = {}
+        for _, n in ipairs(names) do
+          new[n] = vela.fill(params[i][1]:raw(), 0)
+          made[#made + 1] = new[n]
+        end
+        pending[i] = new
+      end
+    end
+  end)
+  if not ok then
+    for _, m in ipairs(made) do pcall(m.release, m) end
+    error(fmt("%s:step: %s (no parameter was changed)", name, tostring(err):gsub("^[^:]*:%d+: ", "")), 3)
+  end
+  for i, new in pairs(pending) do
+    for n, m in pairs(new) do params[i][3][n] = m end
+  end
 end
 
 -- optim.sgd{lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false}
@@ -51,6 +104,7 @@ function SGD:step(params)
   params = check_params("optim.sgd", params)
   self.steps = (self.steps or 0) + 1
   local lr, mu, wd = self.lr, self.momentum, self.weight_decay
+  if mu ~= 0 then make_state("optim.sgd", params, "v", {"v"}) end
   for i = 1, #params do
     local p = params[i]
     local w, g, st = p[1], p[2], p[3]
@@ -59,7 +113,6 @@ function SGD:step(params)
       axpy(-lr, g, w)
     else
       local v = st.v
-      if not v then v = like(w); st.v = v end
       axpby(1, g, mu, v)             -- v ← g + μ·v
       if self.nesterov then
         axpy(-lr, g, w)
@@ -102,11 +155,11 @@ function Adam:step(params)
   params = check_params("optim.adam", params)
   self.steps = (self.steps or 0) + 1
   local b1, b2 = self.beta1, self.beta2
+  make_state("optim.adam", params, "m", {"m", "v", "tmp"})
   for i = 1, #params do
     local p = params[i]
     local w, g, st = p[1], p[2], p[3]
-    if not st.m then st.m, st.v, st.tmp, st.t = like(w), like(w), like(w), 0 end
-    st.t = st.t + 1
+    st.t = (st.t or 0) + 1
     local c1, c2 = 1 - b1 ^ st.t, 1 - b2 ^ st.t
     local m, v, tmp = st.m, st.v, st.tmp
     axpby(1 - b1, g, b1, m)                              -- m ← β₁m + (1−β₁)g

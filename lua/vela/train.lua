@@ -34,6 +34,35 @@ local function counter(dev, cap)
                        loss = alloc(dev, 1, cap), cap = cap, views = {}}, Counter)
 end
 
+-- Per-batch mean losses between two reads (nn.fit): slot k holds the mean
+-- loss of the k-th batch since the last read, written on the device by one
+-- mv with a ones vector, so a non-finite loss is traced to its batch when
+-- the reads find one, without a host wait per batch.
+function Counter:track(every)
+  self.every = every
+  self.batch_means = alloc(self.acc:device(), 1, every)
+  self.ones = vela.fill(alloc(self.acc:device(), self.cap, 1), 1)
+  self.slots, self.ones_n = {}, {}
+end
+
+function Counter:record(k, loss)
+  local n = loss.cols
+  local slot = self.slots[k]
+  if not slot then slot = self.batch_means:view(1, k, 1, 1); self.slots[k] = slot end
+  local ones = self.ones_n[n]
+  if not ones then ones = self.ones:view(1, 1, n, 1); self.ones_n[n] = ones end
+  vela.mv(1 / n, loss, ones, 0, slot)
+end
+
+-- The first batch (1-based, since the last read) whose mean loss is not finite, and that loss.
+function Counter:first_bad(count)
+  local means = self.batch_means:to("cpu"):totable()[1]
+  for k = 1, count do
+    local v = means[k]
+    if v ~= v or v == math.huge or v == -math.huge then return k, v end
+  end
+end
+
 function Counter:add(z, y, loss)
   local n = z.cols
   local b = self.buf:get(n)
@@ -191,6 +220,7 @@ function training.fit(net, train, opts)
   local loader = data.loader(train, batch, {seed = opts.seed or 1})
   local dev = train.images:device()
   local count = counter(dev, batch)
+  count:track(every)
   net.optimizer = opt
   local hist = setmetatable({loss = {}, train_accuracy = {}, test_accuracy = {}, seconds = {},
                              examples_per_s = {}, batch_loss = {}, lr = {}, cpu_seconds = {}, first = first,
@@ -210,10 +240,18 @@ function training.fit(net, train, opts)
       net:backward(lossfn:backward())
       opt:step(net:params())
       count:add(z, y, loss)
+      count:record(b - read_batches, loss)
       seen = seen + n
       if b % every == 0 or b == nb then
         local correct, l = count:read()          -- the one host wait per `every` batches
         local k = b - read_batches
+        if l ~= l or l == math.huge or l == -math.huge then
+          local first, v = count:first_bad(k)
+          if progress then out:write("\n"); out:flush() end
+          error(fmt("nn.fit: the loss of epoch %d, batch %d is %s (a label outside 1..%d, or a diverging "
+            .. "learning rate); training stopped after batch %d", epoch, read_batches + (first or k),
+            (v or l) ~= (v or l) and "nan" or tostring(v or l), z.rows, b), 2)
+        end
         correct_sum, loss_sum, read_batches = correct_sum + correct, loss_sum + l, b
         shown_loss, shown_acc = l / k, correct / (seen - seen_at_read)
         seen_at_read = seen

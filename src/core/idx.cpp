@@ -39,7 +39,15 @@ struct GzFile {
                 const char* msg = gzerror(f, &code);
                 fail("read_idx: '%s' is corrupt: %s", path.c_str(), msg ? msg : "read error");
             }
-            if (r == 0) break;
+            if (r == 0) {
+                // A gzip stream cut short reads as a plain end of data; zlib says so in gzerror.
+                int code = 0;
+                const char* msg = gzerror(f, &code);
+                if (code == Z_BUF_ERROR || code == Z_DATA_ERROR)
+                    fail("read_idx: '%s' is a truncated or corrupt gzip file (zlib: %s)", path.c_str(),
+                         msg ? msg : "unexpected end of file");
+                break;
+            }
             got += size_t(r);
         }
         return got;
@@ -66,7 +74,9 @@ const char* idx_type_name(unsigned t) {
 
 int64_t Idx::sample_size() const {
     int64_t s = 1;
-    for (size_t i = 1; i < dims.size(); i++) s *= dims[i];
+    for (size_t i = 1; i < dims.size(); i++)
+        if (__builtin_mul_overflow(s, dims[i], &s) || s > (int64_t(1) << 40))
+            fail("read_idx: one sample of %zu dimensions is larger than 2^40 elements", dims.size() - 1);
     return s;
 }
 
@@ -93,11 +103,16 @@ Idx read_idx(const std::string& path) {
     if (got < size_t(4 * ndims))
         fail("read_idx: '%s' is truncated: the header declares %d dimensions but ends after %zu of their %d bytes",
              p, ndims, got, 4 * ndims);
-    uint64_t total = 1;
+    // The product of the sample dimensions is checked apart from the count:
+    // a count of 0 must not let 2^31 × 2^31 × 2^31 through as a 0-byte file.
+    uint64_t total = 1, sample = 1;
     for (int i = 0; i < ndims; i++) {
         uint32_t d = be32(hdr + 4 * i);
         if (d > (1u << 31)) fail("read_idx: '%s': dimension %d is %u, too large", p, i + 1, unsigned(d));
         idx.dims.push_back(int64_t(d));
+        if (i > 0) sample *= d;
+        if (sample > (uint64_t(1) << 40))
+            fail("read_idx: '%s': dimensions 2..%d describe samples of more than 2^40 bytes", p, i + 1);
         total *= d;
         if (total > (uint64_t(1) << 40)) fail("read_idx: '%s': the dimensions describe more than 1 TiB", p);
     }

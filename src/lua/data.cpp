@@ -18,17 +18,18 @@ namespace vela::lua {
 namespace {
 
 // The optional device argument: a device or a spec string; the current device when absent.
-Device& target_device(lua_State* L, int arg) {
-    Device* d = test_device(L, arg);
-    return d ? *d : current_device();
+Device& target_device(lua_State* L, int arg, const char* fn) {
+    Device* d = test_device(L, arg, fn);
+    return d ? *d : guarded(L, fn, []() -> Device& { return current_device(); });
 }
 
 // read_idx(path [, dev]) -> uint8 (sample size)×n matrix
 int l_read_idx(lua_State* L) {
     // C++ objects live only inside guarded(): a Lua error longjmps past this frame.
+    check_nargs(L, 2);
     const char* path = luaL_checkstring(L, 1);
-    Device& dev = target_device(L, 2);
-    Matrix m = guarded(L, [&] { return idx_to_matrix(read_idx(path), dev); });
+    Device& dev = target_device(L, 2, "read_idx");
+    Matrix m = guarded(L, "read_idx", [&] { return idx_to_matrix(read_idx(path), dev); });
     push_matrix(L, std::move(m));
     return 1;
 }
@@ -38,8 +39,9 @@ int l_read_labels(lua_State* L) {
     const char* path = luaL_checkstring(L, 1);
     lua_Integer classes = luaL_checkinteger(L, 2);
     luaL_argcheck(L, classes >= 1 && classes <= 256, 2, "classes must be in 1..256");
-    Device& dev = target_device(L, 3);
-    Matrix m = guarded(L, [&] { return read_idx_labels(path, int(classes), dev); });
+    check_nargs(L, 3);
+    Device& dev = target_device(L, 3, "read_labels");
+    Matrix m = guarded(L, "read_labels", [&] { return read_idx_labels(path, int(classes), dev); });
     push_matrix(L, std::move(m));
     return 1;
 }
@@ -58,8 +60,9 @@ int l_permutation(lua_State* L) {
     lua_Integer n = luaL_checkinteger(L, 1);
     luaL_argcheck(L, n >= 0 && n <= (lua_Integer(1) << 24), 1, "n must be in 0..2^24 (exact in float32)");
     uint64_t state = uint64_t(luaL_checkinteger(L, 2));
-    Device& dev = target_device(L, 3);
-    Matrix m = guarded(L, [&] {
+    check_nargs(L, 3);
+    Device& dev = target_device(L, 3, "permutation");
+    Matrix m = guarded(L, "permutation", [&] {
         std::vector<float> idx(static_cast<size_t>(n));
         std::iota(idx.begin(), idx.end(), 1.0f);
         for (size_t i = idx.size(); i > 1; i--) {

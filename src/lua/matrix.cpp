@@ -382,6 +382,10 @@ static int m_index(lua_State* L) {
         lua_pushinteger(L, m.cols);
         return 1;
     }
+    if (k && len == 8 && std::memcmp(k, "released", 8) == 0) {
+        lua_pushboolean(L, !m.buf || m.buf->released());
+        return 1;
+    }
     if (k && len >= 2 && k[0] == '_' && k[1] == '_') return 0;  // metamethods are not fields
     lua_pushvalue(L, 2);
     lua_rawget(L, lua_upvalueindex(1));
@@ -455,7 +459,7 @@ static void document() {
         "\"cpu\", \"vulkan:0\"). torch x:to(dev).");
     doc("Matrix:release", "m:release()",
         "Frees the device memory now (also for every view of it); later use is an "
-        "error. `local m <close> = ...` releases at the end of the scope.");
+        "error, and m.released is true. `local m <close> = ...` releases at the end of the scope.");
 }
 
 void open_matrix(lua_State* L) {

@@ -24,11 +24,12 @@ local function idx(magic, dims, payload)
   for _, d in ipairs(dims) do s = s .. string.pack(">I4", d) end
   return s .. payload
 end
--- n 2×2 images whose pixels all equal the image's number (1..n), labels given.
-local function tiny_set(name, n, labels)
+-- n r×c images (28×28 unless given) whose pixels all equal the image's number (1..n), labels given.
+local function tiny_set(name, n, labels, r, c)
+  r, c = r or 28, c or 28
   local px = {}
-  for j = 1, n do px[j] = string.rep(string.char(j), 4) end
-  write(name .. "-images-idx3-ubyte", idx(0x803, {n, 2, 2}, table.concat(px)))
+  for j = 1, n do px[j] = string.rep(string.char(j), r * c) end
+  write(name .. "-images-idx3-ubyte", idx(0x803, {n, r, c}, table.concat(px)))
   write(name .. "-labels-idx1-ubyte", idx(0x801, {#labels}, string.char(table.unpack(labels))))
 end
 
@@ -77,6 +78,33 @@ t.test("bad data sets are clear errors", function()
   t.raises(function() data.mnist(dir) end, "truncated", "holds 1")
   -- missing
   t.raises(function() data.mnist(dir .. "/nowhere") end, "data.mnist", "train-images-idx3-ubyte", "scripts/get-data")
+  -- images that are not 28×28 (the pixel count 783 is not 784 either), raw and gzipped, on every device
+  tiny_set("t10k", 2, {1, 0}, 27, 29)
+  for _, d in ipairs(devices()) do
+    t.raises(function() data.mnist(dir, d.id) end, "data.mnist:", "27×29 images", "28×28")
+    t.raises(function() data.fashion_mnist(dir, d.id) end, "data.fashion_mnist:", "27×29")
+  end
+  if os.execute("gzip -f " .. dir .. "/t10k-images-idx3-ubyte") then
+    t.raises(function() data.mnist(dir) end, "data.mnist:", "783 pixels", "28×28")
+    -- a truncated .gz says so (not "0 bytes, shorter than the 4-byte magic")
+    local f = io.open(dir .. "/t10k-images-idx3-ubyte.gz", "rb")
+    local z = f:read("a"); f:close()
+    write("t10k-images-idx3-ubyte.gz", z:sub(1, 12))
+    t.raises(function() data.mnist(dir) end, "truncated or corrupt gzip")
+    t.raises(function() read_idx(dir .. "/t10k-images-idx3-ubyte.gz") end, "read_idx:", "truncated or corrupt gzip")
+    os.remove(dir .. "/t10k-images-idx3-ubyte.gz")
+  end
+end)
+
+t.test("IDX headers whose sizes overflow are errors, not wrapped numbers", function()
+  -- 20 bytes: 0 samples of 2^31 × 2^31 × 2^31 (the product overflows 64 bits; the count hides it)
+  write("bad20.idx", idx(0x804, {0, 2^31, 2^31, 2^31}, ""))
+  local f = io.open(dir .. "/bad20.idx", "rb"); t.near(#f:read("a"), 20, 0); f:close()
+  for _, d in ipairs(devices()) do
+    t.raises(function() read_idx(dir .. "/bad20.idx", d.id) end, "read_idx:", "more than 2^40")
+  end
+  write("big.idx", idx(0x803, {1, 2^31, 2^31}, ""))
+  t.raises(function() read_idx(dir .. "/big.idx") end, "read_idx:", "more than 2^40")
 end)
 
 for _, id in ipairs(ids) do

@@ -107,6 +107,14 @@ void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) {
     }
     float* xb = fbase(x);
     float* yb = fbase(y);
+    // OpenBLAS skips x when α = 0, so 0·NaN and 0·Inf in x left y as it was
+    // here but gave NaN on Vulkan (found by tests/fuzz): α = 0 reads x, as IEEE says.
+    if (alpha == 0.0f) {
+        runs(x, &y, true, [&](int64_t n, int64_t, int64_t xo, int64_t xi, int64_t yo, int64_t yi) {
+            for (int64_t k = 0; k < n; ++k) yb[yo + k * yi] = alpha * xb[xo + k * xi] + beta * yb[yo + k * yi];
+        });
+        return;
+    }
     runs(x, &y, true, [&](int64_t n, int64_t, int64_t xo, int64_t xi, int64_t yo, int64_t yi) {
         chunked(n, xi, yi, [&](int cn, int64_t dx, int64_t dy) {
             if (beta == 1.0f)
@@ -119,6 +127,15 @@ void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) {
 
 void scal(float alpha, const Matrix& x) {
     float* xb = fbase(x);
+    // OpenBLAS's sscal writes zeros for α = 0 and for α = NaN without reading x,
+    // so 0·NaN, 0·Inf and NaN·x came out 0 here but NaN on Vulkan (found by
+    // tests/fuzz): those two cases multiply element by element, as IEEE says.
+    if (alpha == 0.0f || alpha != alpha) {
+        runs(x, nullptr, true, [&](int64_t n, int64_t, int64_t xo, int64_t xi, int64_t, int64_t) {
+            for (int64_t k = 0; k < n; ++k) xb[xo + k * xi] *= alpha;
+        });
+        return;
+    }
     runs(x, nullptr, true, [&](int64_t n, int64_t, int64_t xo, int64_t xi, int64_t, int64_t) {
         chunked(n, xi, 0, [&](int cn, int64_t dx, int64_t) { cblas_sscal(cn, alpha, xb + xo + dx, int(xi)); });
     });

@@ -1,0 +1,672 @@
+-- A seeded random-API fuzzer: calls vela's documented surface with valid and
+-- invalid arguments (views, aliasing, released matrices, matrices on another
+-- device, NaN/Inf/huge numbers), keeps a host model of every buffer and
+-- checks, after each call:
+--   * a call the model says is valid succeeds and leaves the values the model computes;
+--   * a call the model says is invalid fails with a message naming the function,
+--     and changes nothing (every matrix is compared with the model regularly);
+--   * no error is a Lua runtime error in our code or an "internal error";
+--   * no matrix changes shape.
+-- Crashes, sanitizer reports and hangs end the process (CTest sees them).
+--
+--   build/vela tests/fuzz/fuzz.lua                     20,000 calls per device, a new seed
+--   VELA_FUZZ_SEED=123 build/vela tests/fuzz/fuzz.lua  replay a seed
+--   VELA_FUZZ_CALLS=500000 build/vela tests/fuzz/fuzz.lua   a longer run
+--   VELA_FUZZ_DEVICES=cpu,vulkan:0                     which devices (default: every usable one)
+--   VELA_FUZZ_SELFTEST=1                               corrupts the model once: the run must fail
+--                                                      (CTest's fuzz.selftest: the checks can fail)
+local vela = require "vela"
+
+local seed = tonumber(os.getenv("VELA_FUZZ_SEED") or "") or
+  (os.time() * 1000003 + math.floor(os.clock() * 1e6)) % 2147483647
+local calls = tonumber(os.getenv("VELA_FUZZ_CALLS") or "") or 20000
+local fmt = string.format
+
+local ids = {}
+local want = os.getenv("VELA_FUZZ_DEVICES")
+for _, d in ipairs(vela.devices()) do
+  if d.usable and (not want or ("," .. want .. ","):find("," .. d.id .. ",", 1, true)) then ids[#ids + 1] = d.id end
+end
+print(fmt("fuzz: seed %d, %d calls per device on %s (replay: VELA_FUZZ_SEED=%d)", seed, calls,
+  table.concat(ids, ", "), seed))
+io.stdout:flush()
+
+math.randomseed(seed)
+local R = math.random
+local function pick(t) return t[R(#t)] end
+
+local function f32(x) return (string.unpack("<f", string.pack("<f", x))) end
+local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
+
+-- ---------------------------------------------------------------------------
+-- The model: a base buffer is a host store (dense column-major of the base
+-- matrix); an entry is a view on a base: logical (i, j) (0-based) lives at
+-- base row r0 + (tr and j or i), column c0 + (tr and i or j).
+-- ---------------------------------------------------------------------------
+
+local entries = {}       -- every matrix the fuzzer holds
+local findings = {}
+local stats = {calls = 0, ok = 0, errors = 0, garbage = 0, checks = 0}
+local current_call = ""
+
+local function finding(msg)
+  findings[#findings + 1] = msg
+  io.stderr:write(fmt("FINDING (seed %d, call %d: %s): %s\n", seed, stats.calls, current_call, msg))
+  if #findings >= 20 then
+    io.stderr:write("fuzz: too many findings, stopping\n")
+    os.exit(1)
+  end
+end
+
+local function cell(e, i, j)
+  local r = e.r0 + (e.tr and j or i)
+  local c = e.c0 + (e.tr and i or j)
+  return r + c * e.base.rows + 1
+end
+
+local function model_get(e, i, j) return e.base.store[cell(e, i, j)] end
+local function model_set(e, i, j, v) e.base.store[cell(e, i, j)] = v end
+
+local selftest = os.getenv("VELA_FUZZ_SELFTEST") == "1"
+
+local function new_entry(m, dev, dtype, values)
+  local base = {rows = m.rows, cols = m.cols, store = {}, released = false, dev = dev, dtype = dtype}
+  for k = 1, m.rows * m.cols do base.store[k] = values and values[k] or 0 end
+  if selftest and m.rows * m.cols > 0 then
+    base.store[1] = base.store[1] + 1  -- a wrong value the next check must find
+    selftest = false
+  end
+  local e = {m = m, base = base, rows = m.rows, cols = m.cols, r0 = 0, c0 = 0, tr = false}
+  entries[#entries + 1] = e
+  return e
+end
+
+local function derive(e, m, i, j, rows, cols, transpose)
+  local d = {m = m, base = e.base, rows = rows, cols = cols, tr = e.tr}
+  if transpose then
+    d.r0, d.c0, d.tr = e.r0, e.c0, not e.tr
+  else
+    d.r0 = e.r0 + (e.tr and j or i)
+    d.c0 = e.c0 + (e.tr and i or j)
+  end
+  entries[#entries + 1] = d
+  return d
+end
+
+local function live(e) return not e.base.released end
+
+-- Values read back from the device, column-major logical order.
+local function actual(e)
+  local t = e.m:totable()
+  local out = {}
+  for i = 1, e.rows do
+    local row = t[i]
+    for j = 1, e.cols do out[(i - 1) + (j - 1) * e.rows + 1] = row[j] end
+  end
+  return out
+end
+
+local function same(a, b, tol)
+  if a ~= a then return b ~= b end
+  if b ~= b then return false end
+  if a == b then return true end
+  if not finite(a) or not finite(b) then return false end
+  return math.abs(a - b) <= (tol or 1e-5) * math.max(1, math.abs(b))
+end
+
+-- Compares an entry with the model (shape and every value).
+local function check(e, what, tol)
+  if not live(e) then return end
+  stats.checks = stats.checks + 1
+  if e.m.rows ~= e.rows or e.m.cols ~= e.cols then
+    finding(fmt("%s: shape changed from %d×%d to %d×%d", what, e.rows, e.cols, e.m.rows, e.m.cols))
+    return
+  end
+  local ok, got = pcall(actual, e)
+  if not ok then
+    finding(fmt("%s: reading a live matrix failed: %s", what, tostring(got)))
+    return
+  end
+  for j = 0, e.cols - 1 do
+    for i = 0, e.rows - 1 do
+      local want_v, got_v = model_get(e, i, j), got[i + j * e.rows + 1]
+      if not same(got_v, want_v, tol) then
+        finding(fmt("%s: element (%d, %d) of a %d×%d %s matrix on %s is %.9g, the model says %.9g", what, i + 1,
+          j + 1, e.rows, e.cols, e.base.dtype, e.base.dev, got_v, want_v))
+        -- resynchronise, so one finding is not reported at every later check
+        for jj = 0, e.cols - 1 do for ii = 0, e.rows - 1 do model_set(e, ii, jj, got[ii + jj * e.rows + 1]) end end
+        return
+      end
+    end
+  end
+end
+
+-- After a call that may have written `e` in a way the model does not
+-- compute (a garbage call that succeeded), take the device's values.
+local function resync(e)
+  if not live(e) or e.rows * e.cols == 0 then return end
+  local ok, got = pcall(actual, e)
+  if not ok then return end
+  for j = 0, e.cols - 1 do for i = 0, e.rows - 1 do model_set(e, i, j, got[i + j * e.rows + 1]) end end
+end
+
+-- ---------------------------------------------------------------------------
+-- Random inputs
+-- ---------------------------------------------------------------------------
+
+local special = {0 / 0, math.huge, -math.huge, 1e38, -1e38, 3.5e38, 1e-40, -0.0, 2 ^ 24 + 1}
+local function number()
+  local r = R()
+  if r < 0.05 then return pick(special) end
+  if r < 0.5 then return R(-4, 4) end
+  return (R() - 0.5) * 8
+end
+
+local weird_ints = {0, -1, -7, math.maxinteger, math.mininteger, 2 ^ 31, 2 ^ 31 - 1, 2 ^ 53, 1e300, 0.5, -0.0,
+  0 / 0, math.huge, -math.huge, 2 ^ 63}
+-- An index for a dimension of extent n: mostly valid, sometimes not.
+local function index(n)
+  if R() < 0.85 and n > 0 then return R(1, n) end
+  return pick(weird_ints)
+end
+
+local function size()
+  local r = R()
+  if r < 0.1 then return 0 end
+  if r < 0.9 then return R(1, 5) end
+  return R(6, 12)
+end
+
+local function any_entry(filter)
+  if #entries == 0 then return nil end
+  for _ = 1, 8 do
+    local e = entries[R(#entries)]
+    if not filter or filter(e) then return e end
+  end
+  return nil
+end
+
+local function f32_entry() return any_entry(function(e) return e.base.dtype == "float32" end) end
+
+-- ---------------------------------------------------------------------------
+-- Calls
+-- ---------------------------------------------------------------------------
+
+-- Runs fn; `valid` says whether it must succeed (true), must fail (false)
+-- or may do either ("either"). names: strings one of which the message must contain.
+local function attempt(names, valid, fn)
+  stats.calls = stats.calls + 1
+  local ok, res = pcall(fn)
+  if ok then
+    stats.ok = stats.ok + 1
+    if valid == false then finding(fmt("succeeded, but the model says it must fail")) end
+    return true, res
+  end
+  stats.errors = stats.errors + 1
+  local msg = tostring(res)
+  if valid == true then finding("failed, but the model says it must succeed: " .. msg) end
+  if msg:find("internal error", 1, true) or msg:find("attempt to ", 1, true) or msg:find("stack overflow", 1, true) then
+    finding("an error that is a bug, not a message: " .. msg)
+  end
+  local named = false
+  for _, n in ipairs(names) do if msg:find(n, 1, true) then named = true end end
+  if not named then finding(fmt("the error does not name %s: %s", table.concat(names, " or "), msg)) end
+  return false, msg
+end
+
+local dev_ids
+
+local function other_dev(dev)
+  if #dev_ids < 2 then return dev end
+  local o = pick(dev_ids)
+  return o
+end
+
+-- Vector orientation rule of the level-1 kernels: equal shapes, or two vectors of one length.
+local function compatible(x, y)
+  if x.rows == y.rows and x.cols == y.cols then return true, false end
+  local xv, yv = x.rows == 1 or x.cols == 1, y.rows == 1 or y.cols == 1
+  if xv and yv and x.rows * x.cols == y.rows * y.cols then return true, true end
+  return false
+end
+
+-- Logical element k (0-based, column-major; vectors read in order) of e.
+local function elem(e, k)
+  if e.rows == 1 then return model_get(e, 0, k) end
+  if e.cols == 1 then return model_get(e, k, 0) end
+  return model_get(e, k % e.rows, k // e.rows)
+end
+local function set_elem(e, k, v)
+  if e.rows == 1 then return model_set(e, 0, k, v) end
+  if e.cols == 1 then return model_set(e, k, 0, v) end
+  return model_set(e, k % e.rows, k // e.rows, v)
+end
+
+-- The base cells of an entry, and whether two entries overlap / are the same elements in order.
+local function cells(e)
+  local s = {}
+  for j = 0, e.cols - 1 do for i = 0, e.rows - 1 do s[cell(e, i, j)] = true end end
+  return s
+end
+local function overlap(a, b)
+  if a.base ~= b.base then return false end
+  local s = cells(a)
+  for k in pairs(cells(b)) do if s[k] then return true end end
+  return false
+end
+local function same_elements(a, b)
+  if a.base ~= b.base or a.rows * a.cols ~= b.rows * b.cols then return false end
+  local n = a.rows * a.cols
+  for k = 0, n - 1 do
+    local ca, cb
+    if a.rows == 1 or a.cols == 1 then ca = cell(a, a.cols == 1 and k or 0, a.cols == 1 and 0 or k)
+    else ca = cell(a, k % a.rows, k // a.rows) end
+    if b.rows == 1 or b.cols == 1 then cb = cell(b, b.cols == 1 and k or 0, b.cols == 1 and 0 or k)
+    else cb = cell(b, k % b.rows, k // b.rows) end
+    if ca ~= cb then return false end
+  end
+  return (a.rows == b.rows and a.cols == b.cols) or ((a.rows == 1 or a.cols == 1) and (b.rows == 1 or b.cols == 1))
+end
+
+-- Callers that name the function at the call site, as a user at the prompt
+-- does: Lua's "bad argument #1 to 'axpy'" takes the name from there.
+local callers, method_callers = {}, {}
+local function caller(name)
+  local c = callers[name]
+  if not c then
+    c = assert(load(fmt("local vela, a = ... return vela.%s(table.unpack(a, 1, a.n))", name)))
+    callers[name] = c
+  end
+  return function(...) return c(vela, table.pack(...)) end
+end
+local function method_caller(name)
+  local c = method_callers[name]
+  if not c then
+    c = assert(load(fmt("local m, a = ... return m:%s(table.unpack(a, 1, a.n))", name)))
+    method_callers[name] = c
+  end
+  return c
+end
+
+-- Sizes (numbers or numeric strings, as Lua converts them) whose product would
+-- really allocate much: left out, the limits are tested by tests/lua/test_faults.lua.
+local function too_big(a, b)
+  a, b = tonumber(a), tonumber(b)
+  if not a or not b then return false end
+  local p = math.abs(a) * math.abs(b)
+  return p > 2 ^ 20 and p < 2 ^ 41
+end
+
+local ops = {}
+
+-- constructors
+ops[#ops + 1] = function(dev)
+  local r, c = size(), size()
+  local kind = R(5)
+  local dtype = R() < 0.2 and "uint8" or "float32"
+  if kind == 1 then
+    current_call = fmt("zeros(%d, %d, %q, %q)", r, c, dtype, dev)
+    local ok, m = attempt({"zeros"}, true, function() return vela.zeros(r, c, dtype, dev) end)
+    if ok then new_entry(m, dev, dtype) end
+  elseif kind == 2 then
+    current_call = fmt("ones(%d, %d, %q, %q)", r, c, dtype, dev)
+    local ok, m = attempt({"ones"}, true, function() return vela.ones(r, c, dtype, dev) end)
+    if ok then local v = {} for k = 1, r * c do v[k] = 1 end new_entry(m, dev, dtype, v) end
+  elseif kind == 3 then
+    local v = {}
+    for k = 1, r * c do v[k] = dtype == "uint8" and R(0, 255) or f32(number()) end
+    current_call = fmt("matrix(%d, %d, {…}, %q, %q)", r, c, dtype, dev)
+    local ok, m = attempt({"matrix"}, true, function() return vela.matrix(r, c, v, dtype, dev) end)
+    if ok then new_entry(m, dev, dtype, v) end
+  elseif kind == 4 then
+    current_call = fmt("rand(%d, %d, seed, %q)", r, c, dev)
+    local ok, m = attempt({"rand"}, true, function() return vela.rand(r, c, R(0, 1000), dev) end)
+    if ok then
+      local e = new_entry(m, dev, "float32")
+      resync(e)
+      for k = 1, r * c do
+        local x = e.base.store[k]
+        if not (x >= 0 and x < 1) then finding(fmt("rand gave %.9g, outside [0, 1)", x)) end
+      end
+    end
+  else
+    -- invalid sizes and options
+    local args = {pick{r, -1, 2.5, 0 / 0, math.maxinteger, 1e9, "2"}, pick{c, -3, 1e9, math.huge}, pick{"uint8", "float32", "float64", dev, "nope", 7}, pick{nil, "float32", dev, "uint8"}}
+    local fn = pick{"zeros", "ones", "matrix", "rand", "randn"}
+    current_call = fmt("%s(%s, %s, %s, %s)", fn, tostring(args[1]), tostring(args[2]), tostring(args[3]), tostring(args[4]))
+    -- Refuse sizes that would really allocate a lot (a few in (2^22, 2^34) elements).
+    if too_big(args[1], args[2]) then return end
+    local ok, m = attempt({fn}, "either", function() return caller(fn)(args[1], args[2], args[3], args[4]) end)
+    if ok and m then pcall(m.release, m) end
+  end
+end
+
+-- views
+ops[#ops + 1] = function()
+  local e = any_entry()
+  if not e then return end
+  local kind = R(5)
+  local m = e.m
+  if kind == 1 then
+    local i, j = index(e.rows + 1), index(e.cols + 1)
+    local r, c = R(0, e.rows), R(0, e.cols)
+    if R() < 0.1 then r = pick(weird_ints) end
+    local valid = math.type(i) == "integer" and math.type(j) == "integer" and math.type(r) == "integer" and
+      math.type(c) == "integer" and i >= 1 and j >= 1 and r >= 0 and c >= 0 and i - 1 <= e.rows and
+      j - 1 <= e.cols and r <= e.rows - (i - 1) and c <= e.cols - (j - 1) and (i <= e.rows or r == 0) and (j <= e.cols or c == 0) and live(e)
+    if math.type(i) == "float" or math.type(j) == "float" or math.type(r) == "float" then valid = "either" end
+    if not live(e) then valid = false end
+    current_call = fmt("m:view(%s, %s, %s, %s) of %d×%d", tostring(i), tostring(j), tostring(r), tostring(c), e.rows, e.cols)
+    local ok, v = attempt({"view"}, valid, function() return m:view(i, j, r, c) end)
+    if ok and v then
+      if v.rows ~= r or v.cols ~= c then finding("m:view gave the wrong shape") return end
+      check(derive(e, v, i - 1, j - 1, r, c), "m:view")
+    end
+  elseif kind == 2 or kind == 3 then
+    local is_row = kind == 2
+    local n = is_row and e.rows or e.cols
+    local k = index(n)
+    local valid = math.type(k) == "integer" and k >= 1 and k <= n and live(e)
+    if math.type(k) == "float" and k == math.floor(k) and k >= 1 and k <= n then valid = live(e) end
+    current_call = fmt("m:%s(%s) of %d×%d", is_row and "row" or "col", tostring(k), e.rows, e.cols)
+    local ok, v = attempt({is_row and "row" or "col"}, valid, function() if is_row then return m:row(k) end return m:col(k) end)
+    if ok and v then
+      local d = is_row and derive(e, v, k - 1, 0, 1, e.cols) or derive(e, v, 0, k - 1, e.rows, 1)
+      check(d, "m:row/col")
+    end
+  elseif kind == 4 then
+    local j, n = index(e.cols + 1), R(0, e.cols)
+    if R() < 0.1 then n = pick(weird_ints) end
+    local valid = math.type(j) == "integer" and math.type(n) == "integer" and j >= 1 and n >= 0 and
+      j - 1 <= e.cols and n <= e.cols - (j - 1) and (j <= e.cols or n == 0) and live(e)
+    if math.type(j) == "float" or math.type(n) == "float" then valid = "either" end
+    if not live(e) then valid = false end
+    current_call = fmt("m:columns(%s, %s) of %d×%d", tostring(j), tostring(n), e.rows, e.cols)
+    local ok, v = attempt({"columns"}, valid, function() return m:columns(j, n) end)
+    if ok and v then check(derive(e, v, 0, j - 1, e.rows, n), "m:columns") end
+  else
+    current_call = "m:t()"
+    local ok, v = attempt({"t"}, true, function() return m:t() end)
+    if ok then check(derive(e, v, 0, 0, e.cols, e.rows, true), "m:t") end
+  end
+end
+
+-- get / set
+ops[#ops + 1] = function()
+  local e = any_entry()
+  if not e then return end
+  local i, j = index(e.rows), index(e.cols)
+  local valid = math.type(i) == "integer" and math.type(j) == "integer" and i >= 1 and j >= 1 and i <= e.rows and
+    j <= e.cols and live(e)
+  if (math.type(i) == "float" or math.type(j) == "float") and live(e) then valid = "either" end
+  if R() < 0.5 then
+    current_call = fmt("m:get(%s, %s) of %d×%d", tostring(i), tostring(j), e.rows, e.cols)
+    local ok, v = attempt({"get"}, valid, function() return e.m:get(i, j) end)
+    if ok and valid == true and not same(v, model_get(e, i - 1, j - 1)) then
+      finding(fmt("m:get(%d, %d) is %.9g, the model says %.9g", i, j, v, model_get(e, i - 1, j - 1)))
+    end
+  else
+    local v = e.base.dtype == "uint8" and R(0, 255) or number()
+    if e.base.dtype == "uint8" and R() < 0.2 then v = pick{-1, 256, 0.5, 0 / 0}; valid = false end
+    if not live(e) then valid = false end
+    current_call = fmt("m:set(%s, %s, %s) of %d×%d %s", tostring(i), tostring(j), tostring(v), e.rows, e.cols, e.base.dtype)
+    local ok = attempt({"set"}, valid, function() return e.m:set(i, j, v) end)
+    if ok then
+      if valid == true then model_set(e, i - 1, j - 1, f32(v)) else resync(e) end
+      check(e, "m:set")
+    end
+  end
+end
+
+-- fill, scal
+ops[#ops + 1] = function()
+  local e = any_entry()
+  if not e then return end
+  local v = number()
+  local valid = live(e) and e.base.dtype == "float32"
+  if R() < 0.5 then
+    current_call = fmt("fill(x, %s), x %d×%d %s", tostring(v), e.rows, e.cols, e.base.dtype)
+    local ok = attempt({"fill"}, valid, function() vela.fill(e.m, v) end)
+    if ok then
+      for j = 0, e.cols - 1 do for i = 0, e.rows - 1 do model_set(e, i, j, f32(v)) end end
+      check(e, "fill")
+    end
+  else
+    current_call = fmt("scal(%s, x), x %d×%d %s", tostring(v), e.rows, e.cols, e.base.dtype)
+    local before = {}
+    for j = 0, e.cols - 1 do for i = 0, e.rows - 1 do before[#before + 1] = {i, j, model_get(e, i, j)} end end
+    local ok = attempt({"scal"}, valid, function() vela.scal(v, e.m) end)
+    if ok then
+      for _, b in ipairs(before) do model_set(e, b[1], b[2], f32(f32(v) * b[3])) end
+      check(e, "scal")
+    end
+  end
+end
+
+-- axpy, copy: two operands, any pair (shapes, devices, dtypes, aliasing, released)
+ops[#ops + 1] = function()
+  local x, y = any_entry(), any_entry()
+  if not x or not y then return end
+  if R() < 0.3 then
+    -- a pair that usually fits: y a fresh view or copy of x's shape on x's device
+    local ok, m = pcall(vela.zeros, x.rows, x.cols, "float32", x.base.dev)
+    if ok then y = new_entry(m, x.base.dev, "float32") end
+  end
+  local fits, _ = compatible(x, y)
+  local alias = overlap(x, y)
+  local in_place = alias and same_elements(x, y)
+  local base_ok = live(x) and live(y) and x.base.dev == y.base.dev and fits
+  if R() < 0.5 then
+    local a = number()
+    local valid = base_ok and x.base.dtype == "float32" and y.base.dtype == "float32" and (not alias or in_place)
+    current_call = fmt("axpy(%s, x %d×%d, y %d×%d)", tostring(a), x.rows, x.cols, y.rows, y.cols)
+    local xs = {}
+    for k = 0, x.rows * x.cols - 1 do xs[k] = elem(x, k) end
+    local ok = attempt({"axpy"}, valid, function() vela.axpy(a, x.m, y.m) end)
+    if ok then
+      for k = 0, y.rows * y.cols - 1 do set_elem(y, k, f32(f32(a) * xs[k] + elem(y, k))) end
+      check(y, "axpy")
+      check(x, "axpy's x")
+    end
+  else
+    local dt_ok = (x.base.dtype == y.base.dtype) or (x.base.dtype == "uint8" and y.base.dtype == "float32")
+    local valid = base_ok and dt_ok and (not alias or in_place)
+    current_call = fmt("copy(x %d×%d %s, y %d×%d %s)", x.rows, x.cols, x.base.dtype, y.rows, y.cols, y.base.dtype)
+    local xs = {}
+    for k = 0, x.rows * x.cols - 1 do xs[k] = elem(x, k) end
+    local ok = attempt({"copy"}, valid, function() vela.copy(x.m, y.m) end)
+    if ok then
+      for k = 0, y.rows * y.cols - 1 do set_elem(y, k, xs[k]) end
+      check(y, "copy")
+    end
+  end
+end
+
+-- reductions
+ops[#ops + 1] = function()
+  local e = f32_entry()
+  if not e then return end
+  local fn = pick{"sum", "asum", "nrm2"}
+  current_call = fmt("%s(x %d×%d)", fn, e.rows, e.cols)
+  local ok, v = attempt({fn}, live(e), function() return vela[fn](e.m) end)
+  if ok then
+    local s, mag = 0, 0
+    for j = 0, e.cols - 1 do
+      for i = 0, e.rows - 1 do
+        local x = model_get(e, i, j)
+        if fn == "sum" then s = s + x elseif fn == "asum" then s = s + math.abs(x) else s = s + x * x end
+        mag = mag + math.abs(x)
+      end
+    end
+    if fn == "nrm2" then s = math.sqrt(s) end
+    if finite(s) and finite(mag) and mag < 1e30 then
+      if math.abs(v - s) > 1e-4 * math.max(1, mag) and not (v ~= v and s ~= s) then
+        finding(fmt("%s is %.9g, the model says %.9g", fn, v, s))
+      end
+    end
+  end
+end
+
+-- copies and moves: m:copy(), m:to(dev), operators
+ops[#ops + 1] = function()
+  local e = any_entry()
+  if not e then return end
+  local kind = R(5)
+  local function adopt(m, values_of, dev, dtype)
+    local n = new_entry(m, dev, dtype)
+    for j = 0, e.cols - 1 do for i = 0, e.rows - 1 do model_set(n, i, j, values_of(i, j)) end end
+    return n
+  end
+  if kind == 1 then
+    current_call = "m:copy()"
+    local ok, m = attempt({"copy"}, live(e), function() return e.m:copy() end)
+    if ok then check(adopt(m, function(i, j) return model_get(e, i, j) end, e.base.dev, e.base.dtype), "m:copy") end
+  elseif kind == 2 then
+    local dev = other_dev(e.base.dev)
+    current_call = fmt("m:to(%q) from %s", dev, e.base.dev)
+    local ok, m = attempt({"to"}, live(e), function() return e.m:to(dev) end)
+    if ok then check(adopt(m, function(i, j) return model_get(e, i, j) end, dev, e.base.dtype), "m:to") end
+  elseif kind == 3 then
+    current_call = "-m"
+    local ok, m = attempt({"matrix unary -"}, live(e) and e.base.dtype == "float32", function() return -e.m end)
+    if ok then check(adopt(m, function(i, j) return -model_get(e, i, j) end, e.base.dev, "float32"), "-m") end
+  elseif kind == 4 then
+    local s = number()
+    current_call = fmt("%s * m", tostring(s))
+    local ok, m = attempt({"matrix *"}, live(e) and e.base.dtype == "float32", function() return s * e.m end)
+    if ok then check(adopt(m, function(i, j) return f32(f32(s) * model_get(e, i, j)) end, e.base.dev, "float32"), "s * m") end
+  else
+    local b = any_entry()
+    if not b then return end
+    local valid = live(e) and live(b) and e.base.dev == b.base.dev and compatible(e, b) and
+      e.base.dtype == "float32" and b.base.dtype == "float32"
+    if valid and (e.rows ~= b.rows or e.cols ~= b.cols) then valid = "either" end  -- vectors in two orientations
+    if live(e) and live(b) and e.base.dev == b.base.dev and compatible(e, b) and (e.base.dtype ~= "float32" or b.base.dtype ~= "float32") then valid = "either" end
+    current_call = fmt("a + b, %d×%d and %d×%d", e.rows, e.cols, b.rows, b.cols)
+    local ok, m = attempt({"matrix +"}, valid, function() return e.m + b.m end)
+    if ok and valid == true then
+      check(adopt(m, function(i, j) return f32(model_get(e, i, j) + model_get(b, i, j)) end, e.base.dev, "float32"), "a + b")
+    elseif ok then
+      pcall(m.release, m)
+    end
+  end
+end
+
+-- release (sometimes), and checks of random entries
+ops[#ops + 1] = function()
+  local e = any_entry()
+  if not e then return end
+  if R() < 0.15 then
+    current_call = "m:release()"
+    attempt({"release"}, true, function() e.m:release() end)
+    e.base.released = true
+  else
+    current_call = "check"
+    check(e, "a check of a held matrix")
+  end
+end
+
+-- garbage: any function or method with random arguments
+local function garbage_value(dev)
+  local r = R(12)
+  if r <= 4 then
+    local e = any_entry()
+    return e and e.m or 1
+  end
+  if r == 5 then return pick(weird_ints) end
+  if r == 6 then return number() end
+  if r == 7 then return pick{"cpu", "vulkan:0", "uint8", "float32", "relu", "", "x", dev} end
+  if r == 8 then return {} end
+  if r == 9 then return pick{true, false} end
+  if r == 10 then return R(0, 6) end
+  return nil
+end
+
+local skip = {help = true, doc = true, who = true, mem = true, devices = true, device = true, threads = true,
+  bench = true, compare = true, profile = true, time = true, stats = true, sync = true}
+local functions, methods = {}, {}
+for k, v in pairs(vela) do
+  if type(v) == "function" and not skip[k] then functions[#functions + 1] = k end
+end
+table.sort(functions)
+for k, v in pairs(getmetatable(vela.zeros(0, 0, "float32", "cpu"))) do
+  if type(v) == "function" and not k:find("^__") then methods[#methods + 1] = k end
+end
+table.sort(methods)
+
+ops[#ops + 1] = function(dev)
+  stats.garbage = stats.garbage + 1
+  local n = R(0, 6)
+  local args = {}
+  for k = 1, n do args[k] = garbage_value(dev) end
+  local name, fn, self
+  if R() < 0.6 then
+    name = pick(functions)
+    fn = caller(name)
+  else
+    name = pick(methods)
+    local e = any_entry()
+    if not e then return end
+    self = e.m
+    local c = method_caller(name)
+    fn = function(...) return c(self, table.pack(...)) end
+  end
+  -- Sizes that would really allocate much: left out (the limits are tested elsewhere).
+  if too_big(args[1], args[2]) or too_big(args[2], args[3]) then return end
+  if name == "permutation" and type(args[1]) == "number" and args[1] > 1e5 then return end
+  local parts = {}
+  for k = 1, n do parts[k] = tostring(args[k]):gsub("0x%x+", "…") end
+  current_call = fmt("%s%s(%s)", self and "m:" or "", name, table.concat(parts, ", "))
+  local ok, res = attempt({name}, "either", function() return fn(table.unpack(args, 1, n)) end)
+  -- What the call may have written: every matrix argument (and self), from the device;
+  -- a release the model did not make (m:release() called at random) is noted.
+  for _, e in ipairs(entries) do
+    if live(e) and e.m.released then e.base.released = true end
+    for k = 1, n do if rawequal(args[k], e.m) then resync(e) end end
+    if rawequal(self, e.m) then resync(e) end
+  end
+  -- A result is left to the collector: it may be a view of a held matrix.
+end
+
+-- ---------------------------------------------------------------------------
+-- The run
+-- ---------------------------------------------------------------------------
+
+dev_ids = ids
+local weights = {6, 10, 10, 6, 12, 4, 8, 6, 10}
+local total_w = 0
+for _, w in ipairs(weights) do total_w = total_w + w end
+
+local t_start = os.time()
+local clock = vela.clock or os.clock
+for _, dev in ipairs(ids) do
+  local t0 = clock()
+  local c0 = stats.calls
+  local e0, g0 = stats.errors, stats.garbage
+  entries = {}
+  while stats.calls - c0 < calls do
+    local r, k = R(total_w), 1
+    while r > weights[k] do r = r - weights[k]; k = k + 1 end
+    local tc = clock()
+    ops[k](dev)
+    if os.getenv("VELA_FUZZ_SLOW") and clock() - tc > 0.05 then
+      io.stderr:write(fmt("slow call (%.2f s): %s\n", clock() - tc, current_call))
+    end
+    -- keep the pool small: drop old entries (and their matrices when no entry shares the base)
+    if #entries > 60 then
+      local keep = {}
+      for i = 21, #entries do keep[#keep + 1] = entries[i] end
+      for i = 1, 20 do check(entries[i], "an entry retired from the pool") end
+      entries = keep
+      collectgarbage()
+    end
+  end
+  for _, e in ipairs(entries) do check(e, "the final check") end
+  print(fmt("fuzz: %s: %d calls (%d errors, %d garbage calls), %.1f s", dev, stats.calls - c0, stats.errors - e0,
+    stats.garbage - g0, clock() - t0))
+  io.stdout:flush()
+end
+local _ = t_start
+print(fmt("fuzz: seed %d: %d calls, %d errors, %d value checks, %d findings", seed, stats.calls, stats.errors,
+  stats.checks, #findings))
+os.exit(#findings == 0 and 0 or 1)

@@ -33,8 +33,17 @@ end
 
 -- One IDX images/labels pair as a set, the counts checked against each other.
 function data.read_set(images_path, labels_path, classes, dev)
-  local images = vela.read_idx(images_path, dev)
-  local labels = vela.read_labels(labels_path, #classes, dev)
+  if type(images_path) ~= "string" or type(labels_path) ~= "string" or type(classes) ~= "table" then
+    error(fmt("data.read_set: expected (images_path, labels_path, classes [, dev]), got %s, %s, %s",
+      type(images_path), type(labels_path), type(classes)), 2)
+  end
+  local ok, images = pcall(vela.read_idx, images_path, dev)
+  if not ok then error("data.read_set: " .. tostring(images):gsub("^[^:]*:%d+: ", ""), 2) end
+  local ok2, labels = pcall(vela.read_labels, labels_path, #classes, dev)
+  if not ok2 then
+    images:release()
+    error("data.read_set: " .. tostring(labels):gsub("^[^:]*:%d+: ", ""), 2)
+  end
   if images.cols ~= labels.cols then
     error(fmt("data: '%s' holds %d images but '%s' holds %d labels", images_path, images.cols,
       labels_path, labels.cols), 0)
@@ -98,6 +107,12 @@ end
 
 -- The first n samples from `first` on (1-based), as views: no copy.
 function data.subset(set, first, n)
+  if type(set) ~= "table" or not set.images or not set.labels then
+    error(fmt("data.subset: expected a set {images =, labels =, n =}, got %s", type(set)), 2)
+  end
+  if math.type(first) ~= "integer" or math.type(n) ~= "integer" then
+    error(fmt("data.subset: first and n must be integers, got %s and %s", tostring(first), tostring(n)), 2)
+  end
   if first < 1 or n < 0 or first + n - 1 > set.n then
     error(fmt("data.subset: samples %d..%d are outside the set of %d", first, first + n - 1, set.n), 2)
   end
@@ -240,7 +255,11 @@ end
 function data.image_lines(images, i)
   local set
   if type(images) == "table" then set, images = images, images.images end
+  if getmetatable(images) ~= getmetatable(vela.zeros(0, 0, "float32", "cpu")) then
+    error(fmt("data.show: images must be a matrix or a set {images =}, got %s", type(images)), 2)
+  end
   i = i or 1
+  if math.type(i) ~= "integer" then error(fmt("data.show: i must be an integer, got %s", tostring(i)), 2) end
   if i < 1 or i > images.cols then
     error(fmt("data.show: image %d is outside 1..%d", i, images.cols), 3)
   end

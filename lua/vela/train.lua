@@ -23,6 +23,20 @@ end
 
 local clock = vela.clock or os.clock
 
+-- The arguments every entry point shares, checked before anything runs.
+local function check_net_set(fn, net, set, what)
+  if type(net) ~= "table" or type(net.forward) ~= "function" then
+    error(fmt("%s: net must be a net (nn.sequential{...}), got %s", fn, type(net)), 3)
+  end
+  if what == "images" then
+    if type(set) ~= "table" or not (set.images or getmetatable(set) == getmetatable(vela.zeros(0, 0, "float32", "cpu"))) then
+      error(fmt("%s: images must be a matrix or a set {images =, n =}, got %s", fn, type(set)), 3)
+    end
+  elseif type(set) ~= "table" or set.images == nil or set.labels == nil then
+    error(fmt("%s: expected a set {images =, labels =, n =}, got %s", fn, type(set)), 3)
+  end
+end
+
 -- Counts correct predictions of one batch on the device, without a host
 -- wait: pred ← argmax(z); c ← 1/(1 + 10⁶·(pred − y)²), 1 where right and
 -- at most 10⁻⁶ where wrong; acc ← acc + c. The sum rounds to the count.
@@ -105,6 +119,7 @@ end
 -- nn.evaluate(net, set [, {batch = 1000, loss = nn.softmax_xent()}]) →
 -- accuracy in [0, 1], and the mean loss when a loss is given.
 function training.evaluate(net, set, opts)
+  check_net_set("nn.evaluate", net, set)
   opts = opts or {}
   local t = eval_tools(set, opts.batch or 1000)
   local lossfn = opts.loss
@@ -121,6 +136,7 @@ end
 -- nn.predict(net, images [, batch]) → float 1×n of predicted class indices
 -- on the device (images: a matrix or a set).
 function training.predict(net, images, batch)
+  check_net_set("nn.predict", net, images, "images")
   local set = images.images and images or {images = images, n = images.cols}
   local data = require "vela.data"
   batch = math.min(batch or 1000, set.n)
@@ -138,6 +154,7 @@ end
 -- printed form is the table with each class's accuracy (it prints nothing
 -- itself: the prompt shows it once; a script says print(nn.confusion(...))).
 function training.confusion(net, set)
+  check_net_set("nn.confusion", net, set)
   local k = net.outputs
   local pred = training.predict(net, set):to("cpu"):totable()[1]
   local truth = set.labels:to("cpu"):totable()[1]
@@ -198,6 +215,8 @@ end
 --   threads), examples_per_s = {…}, batch_loss = {…}} per epoch
 --   (batch_loss: the mean loss of each stretch of `every` batches).
 function training.fit(net, train, opts)
+  check_net_set("nn.fit", net, train)
+  if opts ~= nil and type(opts) ~= "table" then error(fmt("nn.fit: opts must be a table, got %s", type(opts)), 2) end
   opts = opts or {}
   local optim = require "vela.optim"
   local data = require "vela.data"

@@ -108,13 +108,16 @@ VkDeviceSize Memory::heap_size(const PoolState& p) const {
     return heap_limit_ && heap_limit_ < heap ? heap_limit_ : heap;
 }
 
-Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated) {
+Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDeviceSize request) {
     VkDeviceSize heap = heap_size(p);
     // Check what the driver may not: lavapipe would happily malloc past its advertised heap.
+    std::string need = dedicated ? format("%.1f MiB requested", double(request) / kMiB)
+                                 : format("%.1f MiB requested (a new %.1f MiB block)", double(request) / kMiB,
+                                          double(size) / kMiB);
     if (p.reserved + size > heap)
-        fail("%s: out of device memory: %.1f MiB more requested, %.1f MiB of the %.1f MiB heap%s already reserved "
+        fail("%s: out of device memory: %s, %.1f MiB of the %.1f MiB heap%s already reserved "
              "(%.1f MiB in %llu live allocations); release matrices with m:release() and retry",
-             name_.c_str(), double(size) / kMiB, double(p.reserved) / kMiB, double(heap) / kMiB,
+             name_.c_str(), need.c_str(), double(p.reserved) / kMiB, double(heap) / kMiB,
              heap_limit_ && heap == heap_limit_ ? " (VELA_VK_HEAP_LIMIT)" : "", double(used_) / kMiB,
              (unsigned long long)live_);
 
@@ -207,7 +210,7 @@ Allocation Memory::try_alloc(VkDeviceSize size, PoolState& p) {
     Block* found = nullptr;
     VkDeviceSize at = 0;
     if (size > block_size_ / 2) {
-        found = new_block(p, size, true);
+        found = new_block(p, size, true, size);
         at = 0;
     } else {
         for (auto& b : p.blocks) {
@@ -220,7 +223,7 @@ Allocation Memory::try_alloc(VkDeviceSize size, PoolState& p) {
                 }
             if (found) break;
         }
-        if (!found) found = new_block(p, block_size_, false);
+        if (!found) found = new_block(p, block_size_, false, size);
     }
     // Take [at, at+size) out of the free range starting at `at`.
     auto it = found->free_ranges.find(at);

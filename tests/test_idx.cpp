@@ -153,6 +153,24 @@ TEST_CASE("idx: bad files are clear errors naming the file", "[idx]") {
     zbytes.resize(zbytes.size() - 10);
     std::string p = t.write("cut.gz", zbytes);
     CHECK_THROWS_WITH(vela::read_idx(p), Catch::Contains(p));
+    // Cut inside the gzip header: said to be truncated or corrupt, not "0 bytes, shorter than the magic".
+    zbytes.resize(12);
+    require_error(t.write("cut_header.gz", zbytes), {"truncated or corrupt gzip"});
+}
+
+TEST_CASE("idx: sizes in the header never overflow", "[idx]") {
+    TempDir t;
+    // 20 bytes: 0 samples of 2^31 × 2^31 × 2^31; the zero count must not hide the sample size.
+    std::vector<uint8_t> bytes = idx_bytes({0, 1u << 31, 1u << 31, 1u << 31}, {});
+    REQUIRE(bytes.size() == 20);
+    require_error(t.write("bad20", bytes), {"more than 2^40"});
+    require_error(t.write("wide", idx_bytes({1, 1u << 31, 1u << 31}, {})), {"more than 2^40"});
+    // sample_size() itself is checked, for an Idx made by hand.
+    vela::Idx idx;
+    idx.dims = {0, int64_t(1) << 31, int64_t(1) << 31, int64_t(1) << 31};
+    CHECK_THROWS_WITH(idx.sample_size(), Catch::Contains("larger than 2^40"));
+    idx.dims = {5, 28, 28};
+    CHECK(idx.sample_size() == 784);
 }
 
 TEST_CASE("idx: the MNIST files made by scripts/get-data", "[idx][data]") {

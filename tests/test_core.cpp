@@ -228,7 +228,7 @@ TEST_CASE("ops: sizes, indices and views are checked", "[ops]") {
     CHECK_ERROR(zeros(d, 2, -1), "matrix: cols is -1 (must be ≥ 0)");
     CHECK_ERROR(empty(d, int64_t(1) << 30, int64_t(1) << 20),
                 "matrix: 1073741824×1048576 is too large (at most 2^40 elements)");
-    CHECK(error_of([&] { empty(d, int64_t(1) << 39, 1); }).rfind("cpu: out of memory", 0) == 0);
+    CHECK(error_of([&] { empty(d, int64_t(1) << 39, 1); }).find("out of memory on cpu") != std::string::npos);
     Matrix m = zeros(d, 4, 3);
     CHECK_ERROR(get(m, 4, 0), "get: index (5, 1) is out of range for a 4×3 matrix (rows 1..4, columns 1..3)");
     CHECK_ERROR(set(m, 0, -1, 1), "set: index (1, 0) is out of range for a 4×3 matrix (rows 1..4, columns 1..3)");

@@ -51,6 +51,27 @@ double VulkanDevice::reduce(Reduce op, const Matrix& x, const Matrix* y) {
     const float* part = reinterpret_cast<const float*>(buffer(out).alloc.mapped);
     double s = 0;
     for (uint32_t g = 0; g < groups; ++g) s += part[g];
+    if (op == Reduce::nrm2 && (std::isinf(s) || s < 1e-30)) {
+        // The float32 squares overflowed (|x| above 1.8e19 gave inf where the cpu's
+        // BLAS gives the norm; found by tests/fuzz) or underflowed: the norm of
+        // x / max|x|, times max|x|, as BLAS scales. max|x| of the scaled copy is 1,
+        // so its sum of squares is in [1, n] and this path is not taken again.
+        int64_t k = imax(x);
+        float big = 0;
+        download(x.view(k % std::max<int64_t>(x.rows, 1), k / std::max<int64_t>(x.rows, 1), 1, 1), &big);
+        big = std::fabs(big);
+        if (big == 0 || !std::isfinite(big)) return big;
+        Matrix t;
+        t.buf = alloc(DType::f32, size_t(x.size()));
+        t.rows = x.rows;
+        t.cols = x.cols;
+        t.ld = std::max<int64_t>(x.rows, 1);
+        copy(x, t);
+        scal(1.0f / big, t);
+        double r = double(big) * reduce(Reduce::nrm2, t, nullptr);
+        t.buf->release();
+        return r;
+    }
     return op == Reduce::nrm2 ? std::sqrt(s) : s;
 }
 

@@ -175,6 +175,26 @@ t.test("nn.load: header sizes that overflow are errors, not wrapped numbers", fu
   t.raises(function() nn.load(path) end, "nn.load:", "bad size 2147483648→2147483648")
 end)
 
+-- Found by tests/fuzz: the devices disagreed on these.
+for _, id in ipairs(ids) do
+  t.test(id .. ": nrm2 of huge and tiny values, and α = 0 or NaN, follow IEEE and BLAS on every device", function()
+    t.near(nrm2(matrix(1, 1, {4.5e27}, id)), 4.5e27, 1e-6)
+    t.near(nrm2(matrix(3, 1, {3e20, 4e20, 0}, id)), 5e20, 1e-6)
+    t.near(nrm2(matrix(2, 1, {3e-25, 4e-25}, id)) * 1e25, 5, 1e-6)
+    local x = matrix(3, 1, {0 / 0, 1 / 0, 1}, id)
+    local y = ones(3, 1, id)
+    axpy(0, x, y)                    -- 0·NaN and 0·Inf are NaN; 0·1 + 1 = 1
+    local v = y:totable()
+    assert(v[1][1] ~= v[1][1] and v[2][1] ~= v[2][1], "axpy(0, x, y) skipped x's NaN and Inf")
+    t.near(v[3][1], 1, 0)
+    local z = matrix(2, 1, {0 / 0, 5}, id)
+    scal(0, z)
+    v = z:totable()
+    assert(v[1][1] ~= v[1][1], "scal(0, x) wrote 0 over a NaN")
+    t.near(v[2][1], 0, 0)
+  end)
+end
+
 -- ---------------------------------------------------------------------------
 -- 3. all or nothing, 4. the current device stays
 -- ---------------------------------------------------------------------------

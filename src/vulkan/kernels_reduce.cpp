@@ -67,8 +67,14 @@ double VulkanDevice::reduce(Reduce op, const Matrix& x, const Matrix* y) {
         t.cols = x.cols;
         t.ld = std::max<int64_t>(x.rows, 1);
         copy(x, t);
-        scal(1.0f / big, t);
-        double r = double(big) * reduce(Reduce::nrm2, t, nullptr);
+        // By a power of two (exact), in two steps where 1/max|x| is beyond float32 (a denormal max|x|).
+        double f = std::ldexp(1.0, -std::ilogb(big));
+        if (f > 0x1p100) {
+            scal(0x1p100f, t);
+            f /= 0x1p100;
+        }
+        scal(float(f), t);
+        double r = reduce(Reduce::nrm2, t, nullptr) / std::ldexp(1.0, -std::ilogb(big));
         t.buf->release();
         return r;
     }

@@ -74,16 +74,18 @@ local function model_set(e, i, j, v, wild)
 end
 
 local selftest = os.getenv("VELA_FUZZ_SELFTEST") == "1"
+local check  -- defined below
 
 local function new_entry(m, dev, dtype, values)
   local base = {rows = m.rows, cols = m.cols, store = {}, wild = {}, released = false, dev = dev, dtype = dtype}
   for k = 1, m.rows * m.cols do base.store[k] = values and values[k] or 0 end
-  if selftest and m.rows * m.cols > 0 then
-    base.store[1] = base.store[1] + 1  -- a wrong value the next check must find
-    selftest = false
-  end
   local e = {m = m, base = base, rows = m.rows, cols = m.cols, r0 = 0, c0 = 0, tr = false}
   entries[#entries + 1] = e
+  if selftest and m.rows * m.cols > 0 and not values then
+    base.store[1] = base.store[1] + 1  -- a wrong value the check must find
+    selftest = false
+    check(e, "the self-test's corrupted model")
+  end
   return e
 end
 
@@ -121,7 +123,7 @@ local function same(a, b, tol)
 end
 
 -- Compares an entry with the model (shape and every value).
-local function check(e, what, tol)
+check = function(e, what, tol)
   if not live(e) then return end
   stats.checks = stats.checks + 1
   if e.m.rows ~= e.rows or e.m.cols ~= e.cols then

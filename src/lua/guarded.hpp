@@ -34,6 +34,16 @@ inline void copy_message(char (&out)[1024], const char* a, const char* b = "") {
     out[n + m] = '\0';
 }
 
+// True when msg starts with "word: " (a function's name, as every core message does).
+inline bool starts_with_word(const char* msg) {
+    const char* colon = std::strstr(msg, ": ");
+    if (!colon || colon == msg) return false;
+    for (const char* c = msg; c < colon; ++c)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+            return false;
+    return true;
+}
+
 // A message as the user should read it when they called `fn`: kept when it
 // already starts with "fn:"; a leading core name ("cols: …", "copy: …",
 // "matrix: …" from an op the binding used) is replaced by fn; anything else
@@ -41,15 +51,7 @@ inline void copy_message(char (&out)[1024], const char* a, const char* b = "") {
 inline void name_message(char (&msg)[1024], const char* fn) {
     size_t n = std::strlen(fn);
     if (std::strncmp(msg, fn, n) == 0 && msg[n] == ':') return;
-    const char* rest = msg;
-    const char* colon = std::strstr(msg, ": ");
-    if (colon && colon > msg) {
-        bool word = true;
-        for (const char* c = msg; c < colon; ++c)
-            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
-                word = false;
-        if (word) rest = colon + 2;
-    }
+    const char* rest = starts_with_word(msg) ? std::strstr(msg, ": ") + 2 : msg;
     char out[1024];
     std::snprintf(out, sizeof out, "%s: %s", fn, rest);
     std::memcpy(msg, out, sizeof out);
@@ -80,7 +82,16 @@ auto guarded(lua_State* L, const char* fn, F&& f) -> decltype(f()) {
     } catch (const std::exception& e) {
         detail::copy_message(msg, "internal error: ", e.what());
     }
-    if (fn) detail::name_message(msg, fn);
+    if (fn) {
+        detail::name_message(msg, fn);
+    } else {
+        // No name given: a message that does not start with a function's name
+        // ("vulkan:0: out of device memory …" from an allocation inside a
+        // kernel) gets the name the user called, as Lua knows it.
+        lua_Debug ar;
+        if (!detail::starts_with_word(msg) && lua_getstack(L, 0, &ar) && lua_getinfo(L, "n", &ar) && ar.name)
+            detail::name_message(msg, ar.name);
+    }
     raise(L, msg);
 }
 

@@ -9,7 +9,7 @@
 --   * no matrix changes shape.
 -- Crashes, sanitizer reports and hangs end the process (CTest sees them).
 --
---   build/vela tests/fuzz/fuzz.lua                     20,000 calls per device, a new seed
+--   build/vela tests/fuzz/fuzz.lua                     50,000 calls per device, a new seed
 --   VELA_FUZZ_SEED=123 build/vela tests/fuzz/fuzz.lua  replay a seed
 --   VELA_FUZZ_CALLS=500000 build/vela tests/fuzz/fuzz.lua   a longer run
 --   VELA_FUZZ_DEVICES=cpu,vulkan:0                     which devices (default: every usable one)
@@ -19,7 +19,7 @@ local vela = require "vela"
 
 local seed = tonumber(os.getenv("VELA_FUZZ_SEED") or "") or
   (os.time() * 1000003 + math.floor(os.clock() * 1e6)) % 2147483647
-local calls = tonumber(os.getenv("VELA_FUZZ_CALLS") or "") or 20000
+local calls = tonumber(os.getenv("VELA_FUZZ_CALLS") or "") or 50000
 local fmt = string.format
 
 local ids = {}

@@ -48,10 +48,12 @@ inline bool starts_with_word(const char* msg) {
 // already starts with "fn:"; a leading core name ("cols: …", "copy: …",
 // "matrix: …" from an op the binding used) is replaced by fn; anything else
 // ("vulkan:0: out of device memory …", "interrupted") gets "fn: " in front.
-inline void name_message(char (&msg)[1024], const char* fn) {
+// keep_word: the leading word is part of the message ("interrupted: dropped
+// …"), so fn goes in front of it instead of replacing it.
+inline void name_message(char (&msg)[1024], const char* fn, bool keep_word = false) {
     size_t n = std::strlen(fn);
     if (std::strncmp(msg, fn, n) == 0 && msg[n] == ':') return;
-    const char* rest = starts_with_word(msg) ? std::strstr(msg, ": ") + 2 : msg;
+    const char* rest = !keep_word && starts_with_word(msg) ? std::strstr(msg, ": ") + 2 : msg;
     char out[1024];
     std::snprintf(out, sizeof out, "%s: %s", fn, rest);
     std::memcpy(msg, out, sizeof out);
@@ -63,9 +65,11 @@ inline void name_message(char (&msg)[1024], const char* fn) {
 template <class F>
 auto guarded(lua_State* L, const char* fn, F&& f) -> decltype(f()) {
     char msg[1024];
+    bool interrupted = false;
     try {
         return f();
     } catch (const vela::Interrupted& e) {
+        interrupted = true;
         // The wait took the Ctrl-C: the shell's pending "interrupted!" hook
         // would replace this message (which may say what was dropped).
         lua_sethook(L, nullptr, 0, 0);
@@ -83,7 +87,7 @@ auto guarded(lua_State* L, const char* fn, F&& f) -> decltype(f()) {
         detail::copy_message(msg, "internal error: ", e.what());
     }
     if (fn) {
-        detail::name_message(msg, fn);
+        detail::name_message(msg, fn, interrupted);
     } else {
         // No name given: a message that does not start with a function's name
         // ("vulkan:0: out of device memory …" from an allocation inside a

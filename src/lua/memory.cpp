@@ -159,21 +159,6 @@ bool field_is_matrix(lua_State* L, int idx, const char* k) {
     return ok;
 }
 
-int tostring_k(lua_State* L) {
-    luaL_tolstring(L, 1, nullptr);
-    return 1;
-}
-
-// tostring in protected mode: a failing __tostring shows as "?".
-std::string tostring_of(lua_State* L, int idx) {
-    idx = lua_absindex(L, idx);
-    lua_pushcfunction(L, tostring_k);
-    lua_pushvalue(L, idx);
-    std::string out = "?";
-    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) out = lua_tostring(L, -1);
-    lua_pop(L, 1);
-    return out;
-}
 
 uint64_t bytes_of(const std::unordered_set<const Buffer*>& bufs) {
     uint64_t b = 0;
@@ -213,7 +198,7 @@ std::string kind_of(lua_State* L, int idx) {
 
 std::string describe(lua_State* L, int idx, const std::string& kind) {
     if (kind == "network" || kind == "layer" || kind == "optimizer") {
-        std::string d = clip(tostring_of(L, idx), 56);
+        std::string d = clip(safe_tostring(L, idx), 56);
         if (kind == "network" && raw_field(L, idx, "nparams") == LUA_TFUNCTION) {
             lua_pushvalue(L, idx);
             if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_isinteger(L, -1))

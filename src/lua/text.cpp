@@ -96,4 +96,28 @@ void set_report(lua_State* L, const std::string& text) {
     lua_setmetatable(L, -2);
 }
 
+static int tostring_k(lua_State* L) {
+    luaL_tolstring(L, 1, nullptr);
+    return 1;
+}
+
+// luaL_tolstring in protected mode: a failing __tostring must not leave the
+// printer half done.
+std::string safe_tostring(lua_State* L, int idx) {
+    idx = lua_absindex(L, idx);
+    lua_pushcfunction(L, tostring_k);
+    lua_pushvalue(L, idx);
+    std::string s;
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
+        size_t n;
+        const char* p = lua_tolstring(L, -1, &n);
+        s = p ? std::string(p, n) : std::string("?");
+    } else {
+        const char* e = lua_tostring(L, -1);
+        s = std::string("<__tostring failed: ") + (e ? e : "?") + ">";
+    }
+    lua_pop(L, 1);
+    return s;
+}
+
 }  // namespace vela::lua

@@ -23,6 +23,11 @@ std::string format_seconds(double s, bool brief = false);
 // Writes s to stdout and flushes.
 void out(const std::string& s);
 
+// luaL_tolstring of the value at idx in protected mode, so a failing
+// __tostring cannot leave a report or the shell's printer half done: its
+// error shows as "<__tostring failed: ...>".
+std::string safe_tostring(lua_State* L, int idx);
+
 // Display width of UTF-8 text (×, µ, … count as one column).
 size_t width_of(const std::string& s);
 

@@ -9,9 +9,12 @@
 #include <vector>
 
 #include "lua/help.hpp"
+#include "lua/text.hpp"
 #include "repl/repl.hpp"
 
 namespace vela::repl {
+
+using vela::lua::safe_tostring;
 
 namespace {
 
@@ -19,29 +22,6 @@ constexpr int max_depth = 3;          // nested tables deeper than this show as 
 constexpr int max_entries = 40;       // entries shown per table
 constexpr size_t inline_width = 72;   // a table fits on one line up to this width
 
-int tostring_k(lua_State* L) {
-    luaL_tolstring(L, 1, nullptr);
-    return 1;
-}
-
-// luaL_tolstring in protected mode: a failing __tostring must not leave the
-// printer half done.
-std::string safe_tostring(lua_State* L, int idx) {
-    idx = lua_absindex(L, idx);
-    lua_pushcfunction(L, tostring_k);
-    lua_pushvalue(L, idx);
-    std::string s;
-    if (lua_pcall(L, 1, 1, 0) == LUA_OK) {
-        size_t n;
-        const char* p = lua_tolstring(L, -1, &n);
-        s = p ? std::string(p, n) : std::string("?");
-    } else {
-        const char* e = lua_tostring(L, -1);
-        s = std::string("<__tostring failed: ") + (e ? e : "?") + ">";
-    }
-    lua_pop(L, 1);
-    return s;
-}
 
 std::string quote(const std::string& s) {
     std::string out = "\"";

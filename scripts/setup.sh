@@ -19,6 +19,7 @@ packages=(
   cmake g++ make pkg-config git ca-certificates   # build
   liblua5.4-dev libedit-dev libopenblas-dev zlib1g-dev libzip-dev python3-numpy  # libraries; numpy reads what vela.save writes in the tests
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # Vulkan, lavapipe
+  libshaderc-dev                                  # kernels written at the prompt (in-process GLSL)
   catch2                                          # tests
   dataset-fashion-mnist                           # data: Fashion-MNIST
 )

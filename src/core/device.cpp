@@ -2,6 +2,11 @@
 // errors). The elementwise ones come from the op table, core/ops.def.
 #include "core/device.hpp"
 
+#include <mutex>
+#include <unordered_set>
+
+#include "core/error.hpp"
+
 namespace vela {
 
 KernelCall& current_call() {
@@ -86,6 +91,17 @@ bool parse_act(const std::string& s, Act& out) {
         return true;
     }
     return false;
+}
+
+const char* intern(const std::string& s) {
+    static std::mutex mu;
+    static auto* strings = new std::unordered_set<std::string>;  // never freed: pointers outlive statics
+    std::lock_guard<std::mutex> lock(mu);
+    return strings->insert(s).first->c_str();
+}
+
+void Device::run_user(const UserCall& call) {
+    fail("%s: %s: this device cannot run kernels written at the prompt", name().c_str(), call.kernel->name);
 }
 
 }  // namespace vela

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/matrix.hpp"
+#include "core/user_kernel.hpp"
 
 namespace vela {
 
@@ -153,6 +154,10 @@ public:
     // Counter-based Philox 4x32-10: element k of the view (column-major
     // logical order) gets a value that depends only on (seed, k); see core/philox.hpp.
     virtual void random(Dist dist, uint64_t seed, const Matrix& x) = 0;
+
+    // A kernel written at the prompt (core/user_kernel.hpp), its operands
+    // checked by the caller. Devices that cannot run SPIR-V throw, saying what to install.
+    virtual void run_user(const UserCall& call);
 
     // Introspection.
     virtual DeviceStats stats() const = 0;

@@ -56,6 +56,7 @@ public:
     void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) override;
     void add_bias(const Matrix& b, const Matrix& y) override;
     void random(Dist dist, uint64_t seed, const Matrix& x) override;
+    void run_user(const UserCall& call) override;  // kernels_user.cpp
 
     DeviceStats stats() const override { return stream_.stats(); }
     MemoryInfo memory() const override { return memory_.info(); }

@@ -22,14 +22,15 @@ size_t Pipelines::KeyHash::operator()(const Key& k) const {
     return h;
 }
 
+std::string cache_dir() {
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/vela";
+    if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/vela";
+    return "";
+}
+
 std::string Pipelines::cache_path() const {
-    std::string dir;
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-        dir = std::string(x) + "/vela";
-    else if (const char* home = std::getenv("HOME"); home && *home)
-        dir = std::string(home) + "/.cache/vela";
-    else
-        return "";
+    std::string dir = cache_dir();
+    if (dir.empty()) return "";
     const auto& p = gpu_.phys.props;
     return format("%s/pipelines-%04x-%04x-%08x.bin", dir.c_str(), p.vendorID, p.deviceID, p.driverVersion);
 }
@@ -103,6 +104,16 @@ VkShaderModule Pipelines::module(const std::string& shader) {
     VkShaderModule m = VK_NULL_HANDLE;
     check(vkCreateShaderModule(gpu_.device, &ci, nullptr, &m), "vkCreateShaderModule");
     return modules_.emplace(shader, OwnedShader(gpu_.device, m)).first->second;
+}
+
+void Pipelines::add_module(const std::string& shader, const std::vector<uint32_t>& spirv) {
+    if (modules_.count(shader)) return;
+    auto ci = make<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+    ci.codeSize = spirv.size() * 4;
+    ci.pCode = spirv.data();
+    VkShaderModule m = VK_NULL_HANDLE;
+    check(vkCreateShaderModule(gpu_.device, &ci, nullptr, &m), "vkCreateShaderModule");
+    modules_.emplace(shader, OwnedShader(gpu_.device, m));
 }
 
 VkPipeline Pipelines::get(const char* shader, const uint32_t* spec, uint32_t spec_count) {

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "vulkan/check.hpp"
 #include "vulkan/context.hpp"
@@ -17,6 +18,9 @@
 namespace vela::vk {
 
 constexpr uint32_t kPushBytes = 128;
+
+// vela's cache directory: $XDG_CACHE_HOME/vela, else ~/.cache/vela ("" when neither is set).
+std::string cache_dir();
 constexpr uint32_t kMaxSpec = 8;
 
 class Pipelines {
@@ -28,6 +32,9 @@ public:
 
     // Throws vela::Error for an unknown shader or a failed creation.
     VkPipeline get(const char* shader, const uint32_t* spec, uint32_t spec_count);
+    // Makes a module from SPIR-V compiled at run time (user kernels), found by
+    // `shader` afterwards; a no-op when that name is known already.
+    void add_module(const std::string& shader, const std::vector<uint32_t>& spirv);
     VkPipelineLayout layout() const { return layout_; }
     size_t count() const { return pipelines_.size(); }
     void save();

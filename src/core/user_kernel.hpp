@@ -1,0 +1,46 @@
+// Kernels written at the prompt: what the Lua layer (src/lua/user_kernels.cpp)
+// hands a Device to run. The GLSL is compiled to SPIR-V once, in-process, by
+// src/vulkan/user_kernel.cpp; every device that runs user kernels runs that
+// SPIR-V (the Vulkan devices directly, the cpu through a software driver).
+//
+// The push-constant block of every user kernel, in this order (std430):
+//   View m[0..matrices)   24 bytes each (shaders/common.glsl)
+//   uint n                invocations wanted; the grid is rounded up to whole workgroups
+//   32-bit scalars        float, int or uint, as declared
+// Specialization constant 0 is the workgroup size (chosen per device).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/matrix.hpp"
+
+namespace vela {
+
+constexpr uint32_t kUserViewBytes = 24;
+constexpr uint32_t kUserPushBytes = 128;  // the pipeline layout's push range (src/vulkan/pipelines.hpp)
+
+struct UserKernel {
+    const char* name = "";    // what profile, trace and errors call it (interned: lives for the process)
+    const char* module = "";  // the SPIR-V's id, "user:" + hash of the generated source (interned)
+    std::shared_ptr<const std::vector<uint32_t>> spirv;
+    // map kernels index elements in column-major order (dense views take the
+    // fast path: View::rows = 0); general kernels see every view with its
+    // rows, and its columns in View::pad.
+    bool elementwise = true;
+};
+
+// A string kept for the life of the process, one copy per distinct value:
+// kernel names and module ids are handed around as const char*.
+const char* intern(const std::string& s);
+
+struct UserCall {
+    const UserKernel* kernel = nullptr;
+    std::vector<Matrix> mats;   // in push order
+    std::vector<bool> written;  // per matrix: may the kernel write it
+    std::vector<uint32_t> scalars;  // bit patterns
+    uint64_t invocations = 0;
+};
+
+}  // namespace vela

@@ -1,0 +1,32 @@
+// In-process GLSL → SPIR-V for kernels written at the prompt, with libshaderc
+// (the library behind glslc; no subprocess). Results are cached in memory and
+// on disk in <cache_dir()>/kernels/ beside the pipeline cache, keyed by the
+// whole generated source and the compile options, so a second session skips
+// the compile; the VkPipelineCache beside it then keeps the driver's part per
+// device. A compile error names the kernel and shows the user's own line
+// numbers and lines, never the generated preamble's.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace vela::vk {
+
+struct CompiledKernel {
+    const char* module = "";  // interned id: "user:" + 16 hex digits of the source's hash
+    std::shared_ptr<const std::vector<uint32_t>> spirv;
+    enum From { compiled, memory, disk } from = compiled;
+    double ms = 0;  // wall time of this lookup or compile
+};
+
+// source: a whole compute shader in which the user's text follows a line
+// `#line 1 "user"` (and the generated text after it, `#line 1 "vela"`);
+// user_text: the user's text alone, quoted in errors; name: the kernel's name.
+// Throws vela::Error: "swish: GLSL compile error\n  line 2: ...\n    2 | ...".
+CompiledKernel compile_user(const std::string& name, const std::string& source, const std::string& user_text);
+
+// The directory of the on-disk cache ("" when there is none).
+std::string kernel_cache_dir();
+
+}  // namespace vela::vk

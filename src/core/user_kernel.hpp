@@ -44,3 +44,12 @@ struct UserCall {
 };
 
 }  // namespace vela
+
+namespace vela::vk {
+// Provided by src/vulkan (host_runner.cpp): runs a user kernel on host memory,
+// the cpu device's matrices, through a software Vulkan driver (lavapipe) that
+// imports that memory without a copy (VK_EXT_external_memory_host), and waits.
+// host[i] and bytes[i]: the start and size of the buffer holding call.mats[i].
+// Throws vela::Error saying what to install where no such driver exists.
+void run_on_host(const UserCall& call, void* const* host, const size_t* bytes);
+}  // namespace vela::vk

@@ -16,8 +16,10 @@
 #include <cstring>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/user_kernel.hpp"
 #include "cpu/cpu_kernels.hpp"
 
 namespace vela::cpu {
@@ -252,6 +254,19 @@ public:
     void random(Dist dist, uint64_t seed, const Matrix& x) override {
         Timed t(this, dist == Dist::normal ? "randn" : "rand");
         cpu::random(dist, seed, x);
+    }
+
+    // Kernels written at the prompt: their SPIR-V through a software Vulkan
+    // driver, on these buffers' own memory (src/vulkan/host_runner.cpp).
+    void run_user(const UserCall& call) override {
+        std::vector<void*> host;
+        std::vector<size_t> bytes;
+        for (const Matrix& m : call.mats) {
+            host.push_back(static_cast<CpuBuffer*>(m.buf.get())->data());
+            bytes.push_back(m.buf->bytes());
+        }
+        vk::run_on_host(call, host.data(), bytes.data());
+        ++dispatches_;
     }
 
     DeviceStats stats() const override {

@@ -249,7 +249,7 @@ Context::~Context() {
     if (instance_) vkDestroyInstance(instance_, nullptr);
 }
 
-Gpu::Gpu(const PhysicalInfo& p) : phys(p) {
+Gpu::Gpu(const PhysicalInfo& p, const std::vector<const char*>& extensions) : phys(p) {
     float priority = 1.0f;
     auto q = make<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
     q.queueFamilyIndex = p.queue_family;
@@ -275,8 +275,10 @@ Gpu::Gpu(const PhysicalInfo& p) : phys(p) {
     ci.pNext = &f2;
     ci.queueCreateInfoCount = 1;
     ci.pQueueCreateInfos = &q;
-    ci.enabledExtensionCount = p.conditional ? 1 : 0;
-    ci.ppEnabledExtensionNames = p.conditional ? &extension : nullptr;
+    std::vector<const char*> names(extensions);
+    if (p.conditional) names.push_back(extension);
+    ci.enabledExtensionCount = uint32_t(names.size());
+    ci.ppEnabledExtensionNames = names.empty() ? nullptr : names.data();
     check(vkCreateDevice(p.handle, &ci, nullptr, &device), "vkCreateDevice");
     pin_loaded_modules();  // a driver may load more objects for a device
     vkGetDeviceQueue(device, p.queue_family, 0, &queue);

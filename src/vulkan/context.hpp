@@ -37,7 +37,9 @@ struct PhysicalInfo {
 // device that owns it (after every buffer, pipeline and command buffer).
 class Gpu {
 public:
-    explicit Gpu(const PhysicalInfo& phys);
+    // extensions: device extensions to enable beyond vela's core set (the cpu's user-kernel runner
+    // asks for VK_EXT_external_memory_host); the caller has checked that they exist.
+    explicit Gpu(const PhysicalInfo& phys, const std::vector<const char*>& extensions = {});
     ~Gpu();
     Gpu(const Gpu&) = delete;
     Gpu& operator=(const Gpu&) = delete;

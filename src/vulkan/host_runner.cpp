@@ -1,0 +1,242 @@
+// User kernels on the cpu device: the same SPIR-V as on the Vulkan devices,
+// run by a software Vulkan driver (lavapipe) on the cpu matrices' own host
+// memory. Each buffer is imported with VK_EXT_external_memory_host: the
+// driver's alignment (minImportedHostPointerAlignment) is met by importing
+// the aligned range that contains the buffer and addressing it at an offset.
+// Nothing is copied. The cpu device is synchronous, so each call waits.
+//
+// This runner has its own logical device on the software driver (the
+// extension enabled), its own pipelines (with the on-disk pipeline cache) and
+// one command buffer; the vulkan:N device on the same driver is untouched.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/user_kernel.hpp"
+#include "vulkan/context.hpp"
+#include "vulkan/kernel.hpp"
+#include "vulkan/pipelines.hpp"
+
+namespace vela::vk {
+
+namespace {
+
+bool has_extension(VkPhysicalDevice pd, const char* name) {
+    uint32_t n = 0;
+    if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return false;
+    std::vector<VkExtensionProperties> ext(n);
+    if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, ext.data()) != VK_SUCCESS) return false;
+    for (auto& e : ext)
+        if (std::strcmp(e.extensionName, name) == 0) return true;
+    return false;
+}
+
+uint32_t floor_pow2(uint32_t v) {
+    uint32_t p = 1;
+    while (p * 2 <= v) p *= 2;
+    return p;
+}
+
+class HostRunner {
+public:
+    explicit HostRunner(const PhysicalInfo& p)
+        : gpu_(p, {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME}), pipelines_(gpu_) {
+        auto hp = make<VkPhysicalDeviceExternalMemoryHostPropertiesEXT>(
+            VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT);
+        auto p2 = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+        p2.pNext = &hp;
+        vkGetPhysicalDeviceProperties2(p.handle, &p2);
+        align_ = std::max<VkDeviceSize>(hp.minImportedHostPointerAlignment, 1);
+        host_props_ = reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+            vkGetDeviceProcAddr(gpu_.device, "vkGetMemoryHostPointerPropertiesEXT"));
+        if (!host_props_) fail("cpu: %s lists VK_EXT_external_memory_host but not its entry point", p.info.name.c_str());
+        wg_ = std::min<uint32_t>(256, floor_pow2(std::min(p.caps.max_workgroup_invocations, p.caps.max_workgroup_size[0])));
+        auto pi = make<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+        pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+        pi.queueFamilyIndex = p.queue_family;
+        VkCommandPool pool = VK_NULL_HANDLE;
+        check(vkCreateCommandPool(gpu_.device, &pi, nullptr, &pool), "vkCreateCommandPool");
+        pool_ = OwnedCommandPool(gpu_.device, pool);
+        auto ai = make<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+        ai.commandPool = pool_;
+        ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+        ai.commandBufferCount = 1;
+        check(vkAllocateCommandBuffers(gpu_.device, &ai, &cb_), "vkAllocateCommandBuffers");
+        auto fi = make<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+        VkFence fence = VK_NULL_HANDLE;
+        check(vkCreateFence(gpu_.device, &fi, nullptr, &fence), "vkCreateFence");
+        fence_ = OwnedFence(gpu_.device, fence);
+    }
+
+    void run(const UserCall& call, void* const* host, const size_t* bytes) {
+        const UserKernel& k = *call.kernel;
+        size_t nm = call.mats.size();
+        size_t push_bytes = nm * kUserViewBytes + 4 + call.scalars.size() * 4;
+        // Import each distinct buffer once: the aligned range around it.
+        std::vector<Import> imports;
+        imports.reserve(nm);
+        alignas(8) uint8_t push[kPushBytes] = {};
+        for (size_t i = 0; i < nm; ++i) {
+            Import* im = nullptr;
+            for (auto& x : imports)
+                if (x.host == host[i]) im = &x;
+            if (!im) {
+                imports.push_back(import(host[i], bytes[i], k.name));
+                im = &imports.back();
+            }
+            const Matrix& m = call.mats[i];
+            View v;
+            v.addr = im->address + uint64_t(m.offset) * 4;
+            v.rows = k.elementwise && m.contiguous() ? 0 : uint32_t(m.rows);
+            v.rstep = uint32_t(m.row_step());
+            v.cstep = uint32_t(m.col_step());
+            v.pad = k.elementwise ? 0 : uint32_t(m.cols);
+            std::memcpy(push + i * kUserViewBytes, &v, sizeof v);
+        }
+        uint32_t n = uint32_t(call.invocations);
+        std::memcpy(push + nm * kUserViewBytes, &n, 4);
+        if (!call.scalars.empty()) std::memcpy(push + nm * kUserViewBytes + 4, call.scalars.data(), call.scalars.size() * 4);
+
+        pipelines_.add_module(k.module, *k.spirv);
+        uint32_t spec[1] = {wg_};
+        VkPipeline pipeline = pipelines_.get(k.module, spec, 1);
+        uint32_t groups[3];
+        grid(call.invocations, groups);
+
+        check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
+        auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+        bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        check(vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
+        vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+        vkCmdPushConstants(cb_, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(push_bytes), push);
+        vkCmdDispatch(cb_, groups[0], groups[1], groups[2]);
+        // Make the shader's writes visible to the host that reads the memory next.
+        auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+        mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+        mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+        vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
+                             nullptr, 0, nullptr);
+        check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
+        auto si = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+        si.commandBufferCount = 1;
+        si.pCommandBuffers = &cb_;
+        check(vkQueueSubmit(gpu_.queue, 1, &si, fence_), "vkQueueSubmit");
+        VkFence f = fence_;
+        VkResult r = vkWaitForFences(gpu_.device, 1, &f, VK_TRUE, UINT64_MAX);
+        (void)vkResetFences(gpu_.device, 1, &f);
+        check(r, "vkWaitForFences");
+        ++runs_;
+    }
+
+private:
+    struct Import {
+        const void* host;
+        OwnedBuffer buffer;
+        OwnedMemory memory;
+        uint64_t address = 0;  // of `host` itself
+    };
+    // Imports [host, host + bytes) by the aligned range containing it.
+    Import import(void* host, size_t bytes, const char* name) {
+        uintptr_t p = reinterpret_cast<uintptr_t>(host);
+        uintptr_t start = p - p % align_;
+        uintptr_t end = p + std::max<size_t>(bytes, 4);
+        end += (align_ - end % align_) % align_;
+        VkDeviceSize size = end - start;
+        void* base = reinterpret_cast<void*>(start);
+
+        auto props = make<VkMemoryHostPointerPropertiesEXT>(VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT);
+        check(host_props_(gpu_.device, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, base, &props),
+              "vkGetMemoryHostPointerPropertiesEXT");
+        auto ext = make<VkExternalMemoryBufferCreateInfo>(VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO);
+        ext.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+        auto bci = make<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+        bci.pNext = &ext;
+        bci.size = size;
+        bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+        bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+        VkBuffer buf = VK_NULL_HANDLE;
+        check(vkCreateBuffer(gpu_.device, &bci, nullptr, &buf), "vkCreateBuffer");
+        Import out{host, OwnedBuffer(gpu_.device, buf), {}, 0};
+        VkMemoryRequirements req;
+        vkGetBufferMemoryRequirements(gpu_.device, buf, &req);
+        uint32_t bits = req.memoryTypeBits & props.memoryTypeBits;
+        uint32_t type = 0;
+        while (type < 32 && !(bits & (1u << type))) ++type;
+        if (type == 32) fail("cpu: %s: the software driver cannot import this host memory", name);
+        auto imp = make<VkImportMemoryHostPointerInfoEXT>(VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT);
+        imp.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+        imp.pHostPointer = base;
+        auto flags = make<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
+        flags.pNext = &imp;
+        flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+        auto mai = make<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+        mai.pNext = &flags;
+        mai.allocationSize = size;
+        mai.memoryTypeIndex = type;
+        VkDeviceMemory mem = VK_NULL_HANDLE;
+        check(vkAllocateMemory(gpu_.device, &mai, nullptr, &mem), "vkAllocateMemory (host pointer import)");
+        out.memory = OwnedMemory(gpu_.device, mem);
+        check(vkBindBufferMemory(gpu_.device, buf, mem, 0), "vkBindBufferMemory");
+        auto ai = make<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
+        ai.buffer = buf;
+        out.address = vkGetBufferDeviceAddress(gpu_.device, &ai) + (p - start);
+        return out;
+    }
+
+    void grid(uint64_t invocations, uint32_t out[3]) const {
+        const uint32_t* maxc = gpu_.phys.caps.max_workgroup_count;
+        uint64_t groups = (invocations + wg_ - 1) / wg_;
+        uint64_t x = std::min<uint64_t>(groups, maxc[0]);
+        uint64_t rest = x ? (groups + x - 1) / x : 0;
+        uint64_t y = std::min<uint64_t>(rest, maxc[1]);
+        uint64_t z = y ? (rest + y - 1) / y : 0;
+        if (z > maxc[2]) fail("cpu: %llu workgroups exceed the software driver's grid", (unsigned long long)groups);
+        out[0] = uint32_t(x);
+        out[1] = uint32_t(y);
+        out[2] = uint32_t(z);
+    }
+
+    Gpu gpu_;
+    Pipelines pipelines_;
+    OwnedCommandPool pool_;
+    VkCommandBuffer cb_ = VK_NULL_HANDLE;
+    OwnedFence fence_;
+    PFN_vkGetMemoryHostPointerPropertiesEXT host_props_ = nullptr;
+    VkDeviceSize align_ = 4096;
+    uint32_t wg_ = 64;
+    uint64_t runs_ = 0;
+};
+
+}  // namespace
+
+void run_on_host(const UserCall& call, void* const* host, const size_t* bytes) {
+    static std::unique_ptr<HostRunner> runner;  // made after the context, so destroyed before it
+    if (!runner) {
+        const PhysicalInfo* pick = nullptr;
+        bool software = false;
+        try {
+            for (const PhysicalInfo& p : Context::get().physical()) {
+                if (p.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU || !p.info.usable) continue;
+                software = true;
+                if (has_extension(p.handle, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+                    pick = &p;
+                    break;
+                }
+            }
+        } catch (const Error&) {
+            // no Vulkan loader: said below
+        }
+        if (!pick)
+            fail("cpu: %s: kernels written at the prompt run on the cpu through a software Vulkan driver, and %s "
+                 "(Debian: apt install mesa-vulkan-drivers, whose lavapipe 22.3 or later has it); or move the "
+                 "matrices to a Vulkan device with :to(\"vulkan:0\")",
+                 call.kernel->name,
+                 software ? "none here has VK_EXT_external_memory_host" : "none is installed");
+        runner = std::make_unique<HostRunner>(*pick);
+    }
+    runner->run(call, host, bytes);
+}
+
+}  // namespace vela::vk

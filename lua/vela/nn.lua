@@ -112,13 +112,30 @@ nn.Linear = Linear
 -- next seed of vela's sequence, see seed(n)), opts.device.
 -- Weights: W ~ N(0, 1)·s with s = √(2/inputs) (He) or √(2/(inputs+outputs))
 -- (Xavier/Glorot); b = 0. The same seed gives the same W on every device.
+--
+-- A user activation: opts.f and opts.df, kernels written at the prompt (map):
+-- f(z, a) writes a ← f(z) and df(z, d) writes d ← f′(z); the layer keeps z.
 function nn.linear(inputs, outputs, activation, opts)
   if type(activation) == "table" then activation, opts = nil, activation end
   opts = opts or {}
+  local custom
+  if opts.f ~= nil or opts.df ~= nil then
+    if activation ~= nil then
+      error(fmt("nn.linear: give an activation name or opts.f and opts.df, not both (got '%s' and f)",
+        tostring(activation)), 2)
+    end
+    if type(opts.f) ~= "function" or type(opts.df) ~= "function" then
+      error(fmt("nn.linear: opts.f and opts.df must both be kernels, f(z, a): a ← f(z) and df(z, d): d ← f′(z) " ..
+        "(e.g. map\"x / (1.0 + exp(-x))\"), got %s and %s", type(opts.f), type(opts.df)), 2)
+    end
+    local ok, info = pcall(vela.kernel_info, opts.f)
+    custom = {f = opts.f, df = opts.df, name = opts.name or (ok and info.name) or "custom"}
+    activation = custom.name
+  end
   activation = activation or "identity"
   assert(math.type(inputs) == "integer" and inputs > 0, "nn.linear: inputs must be a positive integer")
   assert(math.type(outputs) == "integer" and outputs > 0, "nn.linear: outputs must be a positive integer")
-  if not activations[activation] then
+  if not custom and not activations[activation] then
     error(fmt("nn.linear: unknown activation '%s' (expected one of %s)", tostring(activation), activation_list), 2)
   end
   local init = opts.init or (activation == "relu" and "he" or "xavier")
@@ -128,7 +145,8 @@ function nn.linear(inputs, outputs, activation, opts)
   else error(fmt("nn.linear: unknown init '%s' (expected he or xavier)", tostring(init)), 2) end
 
   local dev = opts.device and resolve(opts.device, "nn.linear") or vela.device()
-  local self = setmetatable({inputs = inputs, outputs = outputs, activation = activation, init = init}, Linear)
+  local self = setmetatable({inputs = inputs, outputs = outputs, activation = activation, init = init,
+    custom = custom}, Linear)
   self.w = alloc(dev, outputs, inputs)
   if opts.seed then vela.randn(self.w, opts.seed) else vela.randn(self.w) end
   vela.scal(scale, self.w)
@@ -145,7 +163,7 @@ function Linear:_setup(dev)
   self.state = self.state or {w = {}, b = {}}
   self.wt = self.w:t()
   local shapes = {a = self.outputs, delta = self.outputs, dx = self.inputs}
-  if from_z[self.activation] then shapes.z = self.outputs end
+  if from_z[self.activation] or self.custom then shapes.z = self.outputs end
   self.buf = buffers(dev, shapes)
   self.x, self.xt = nil, nil
   self._params = {{self.w, self.dw, self.state.w, name = "w"}, {self.b, self.db, self.state.b, name = "b"}}
@@ -187,7 +205,11 @@ function Linear:forward(x, index)
   local buf = self.buf:get(n)
   if not rawequal(x, self.x) then self.xt = x:t() end  -- xᵀ for dW, a view made once per input
   self.x, self.a, self.n = x, buf.a, n
-  if from_z[self.activation] then
+  if self.custom then
+    -- a user activation: z kept for its derivative, a ← f(z)
+    dense(self.w, x, self.b, buf.z, "identity")
+    self.custom.f(buf.z, buf.a)
+  elseif from_z[self.activation] then
     -- act′ needs z: keep it, then a ← act(z)
     dense(self.w, x, self.b, buf.z, "identity")
     vela[self.activation](buf.z, buf.a)
@@ -214,7 +236,11 @@ function Linear:backward(da, need_dx)
   local buf = self.buf:get(n)
   local delta = da
   local bw = backward[self.activation]
-  if bw then
+  if self.custom then
+    delta = buf.delta
+    self.custom.df(buf.z, delta)  -- δ ← f′(z)
+    vela.mul(delta, da, delta)     -- δ ← da ∘ f′(z)
+  elseif bw then
     delta = buf.delta
     bw(da, from_z[self.activation] and buf.z or self.a, delta)  -- δ ← da ∘ act′, one kernel
   end
@@ -471,6 +497,10 @@ function Sequential:save(path)
   local out = {MAGIC, string.pack("<I4I4", VERSION, #self.layers)}
   for _, l in ipairs(self.layers) do
     if getmetatable(l) ~= Linear then error("net:save: only linear layers can be saved", 2) end
+    if l.custom then
+      error(fmt("net:save: %s uses the kernel '%s' written at the prompt as its activation; only the op " ..
+        "table's activations (%s) can be saved", tostring(l), l.activation, activation_list), 2)
+    end
     out[#out + 1] = string.pack("<I4I4I4I4", 1, l.inputs, l.outputs, act_code[l.activation])
     out[#out + 1] = pack_matrix(l.w)
     out[#out + 1] = pack_matrix(l.b)
@@ -551,6 +581,10 @@ function nn.save(path, net, opt, extra)
   local files, meta = {}, {format = CHECKPOINT_VERSION, layers = {}, state = {}}
   for i, l in ipairs(net.layers) do
     if getmetatable(l) ~= Linear then error("nn.save: only linear layers can be saved", 2) end
+    if l.custom then
+      error(fmt("nn.save: %s uses the kernel '%s' written at the prompt as its activation; only the op " ..
+        "table's activations (%s) can be saved", tostring(l), l.activation, activation_list), 2)
+    end
     meta.layers[i] = {kind = "linear", inputs = l.inputs, outputs = l.outputs, activation = l.activation}
   end
   for _, p in ipairs(net:params()) do
@@ -755,8 +789,8 @@ end})
 
 -- help(nn.linear), ?nn.sequential: documentation for the shell's help.
 if vela.doc then
-  vela.doc("nn.linear", "nn.linear(inputs, outputs [, activation] [, {seed =, init = 'he'|'xavier', device =}])",
-    "A fully connected layer a = act(W·x + b); activation one of vela.activations (identity, relu, sigmoid, tanh, elu, gelu, leaky_relu, softplus). layer:forward(x), layer:backward(da [, need_dx]) (δ = da ∘ act′ in one kernel, <act>_backward).", nn.linear)
+  vela.doc("nn.linear", "nn.linear(inputs, outputs [, activation] [, {seed =, init = 'he'|'xavier', device =, f =, df =}])",
+    "A fully connected layer a = act(W·x + b); activation one of vela.activations (identity, relu, sigmoid, tanh, elu, gelu, leaky_relu, softplus), or your own: {f = swish, df = swish_prime}, kernels made by map (f(z, a): a ← f(z); df(z, d): d ← f′(z)). layer:forward(x), layer:backward(da [, need_dx]) (δ = da ∘ act′ in one kernel, <act>_backward).", nn.linear)
   vela.doc("nn.sequential", "nn.sequential{layer, ...}",
     "A net of layers in order: net:forward(x), net:backward(dout), net:params(), net:to(dev), net:save(path).", nn.sequential)
   vela.doc("nn.softmax_xent", "nn.softmax_xent()",

@@ -239,5 +239,39 @@ t.test("the disk cache serves a second process", function()
   assert(ms < 50)
 end)
 
+t.test("nn.linear with a user activation: forward and backward against float64", function()
+  local nn = require "vela.nn"
+  local sw = map("x / (1.0 + exp(-x))", {name = "swish_t"})
+  local swp = map("sigmoid(x) * (1.0 + x * (1.0 - sigmoid(x)))")
+  for _, id in ipairs(ids) do
+    local l = nn.linear(3, 2, {f = sw, df = swp, seed = 7, device = id})
+    assert(tostring(l) == "linear(3→2, swish_t)", tostring(l))
+    local x = from{{0.5, -1}, {2, 0.25}, {-0.75, 1.5}}:to(id)
+    local a = l:forward(x):totable()
+    local W, X, B = l.w:totable(), x:totable(), l.b:totable()
+    local da = from{{1, -2}, {0.5, 3}}:to(id)
+    l:backward(da, false)
+    local DA, DW = da:totable(), l.dw:totable()
+    local delta = {}
+    for i = 1, 2 do
+      delta[i] = {}
+      for j = 1, 2 do
+        local z = B[i][1]
+        for k = 1, 3 do z = z + W[i][k] * X[k][j] end
+        local s = 1 / (1 + math.exp(-z))
+        t.near(a[i][j], z * s, 1e-5, id .. " forward")
+        delta[i][j] = DA[i][j] * s * (1 + z * (1 - s))
+      end
+    end
+    for i = 1, 2 do
+      for k = 1, 3 do t.near(DW[i][k], delta[i][1] * X[k][1] + delta[i][2] * X[k][2], 1e-5, id .. " dW") end
+    end
+  end
+  t.raises(function() nn.linear(3, 2, {f = sw}) end, "opts.f and opts.df must both be kernels")
+  t.raises(function() nn.linear(3, 2, "relu", {f = sw, df = swp}) end, "not both")
+  local net = nn.sequential{nn.linear(3, 2, {f = sw, df = swp})}
+  t.raises(function() net:save(os.tmpname()) end, "written at the prompt")
+end)
+
 os.execute("rm -rf " .. cache)
 t.done()

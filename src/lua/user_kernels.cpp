@@ -165,12 +165,33 @@ std::string map_source(const Spec& s) {
     for (size_t i = 0; i < s.scalars.size(); ++i)
         g += (i || !s.mats.empty() ? ", " : "") + scalar_type(s.scalars[i].type) + " " + s.scalars[i].name;
     g += ") {\n    return float(\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela\"\n    );\n}\n";
-    g += "void main() {\n    uint k = id();\n    if (k >= p.n) return;\n";
-    g += format("    st(p.m%zu, k, vela_f(", s.mats.size());
-    for (size_t i = 0; i < s.mats.size(); ++i) g += format("%sld(p.m%zu, k)", i ? ", " : "", i);
-    for (size_t i = 0; i < s.scalars.size(); ++i)
-        g += (i || !s.mats.empty() ? ", p.s_" : "p.s_") + s.scalars[i].name;
-    g += "));\n}\n";
+    // VEC4 (set by the device when every view is one dense 16-byte aligned run):
+    // four elements per invocation, one 16-byte load per operand.
+    g += "layout(constant_id = 1) const uint VEC4 = 0;\n"
+         "layout(buffer_reference, buffer_reference_align = 16) buffer VelaV4 { vec4 v; };\n"
+         "vec4 vela_ld4(View v, uint k) { return VelaV4(v.addr + uint64_t(k) * 4ul).v; }\n"
+         "void vela_st4(View v, uint k, vec4 x) { VelaV4(v.addr + uint64_t(k) * 4ul).v = x; }\n";
+    std::string scal;
+    for (size_t i = 0; i < s.scalars.size(); ++i) scal += ", p.s_" + s.scalars[i].name;
+    auto call = [&](const char* load, const char* comp) {
+        std::string c = "vela_f(";
+        for (size_t i = 0; i < s.mats.size(); ++i) c += format("%s%s%zu%s", i ? ", " : "", load, i, comp);
+        return c + (s.mats.empty() && !scal.empty() ? scal.substr(2) : scal) + ")";
+    };
+    size_t o = s.mats.size();
+    g += "void main() {\n"
+         "    if (VEC4 != 0u) {\n"
+         "        uint k = id() * 4u;\n"
+         "        if (k >= p.n) return;\n"
+         "        if (p.n - k >= 4u) {\n";
+    for (size_t i = 0; i < o; ++i) g += format("            vec4 a%zu = vela_ld4(p.m%zu, k);\n", i, i);
+    g += format("            vela_st4(p.m%zu, k, vec4(%s, %s, %s, %s));\n", o, call("a", ".x").c_str(),
+                call("a", ".y").c_str(), call("a", ".z").c_str(), call("a", ".w").c_str());
+    g += "            return;\n        }\n";
+    g += format("        for (; k < p.n; ++k) st(p.m%zu, k, %s);\n", o, call("ld(p.m", ", k)").c_str());
+    g += "        return;\n    }\n";
+    g += "    uint k = id();\n    if (k >= p.n) return;\n";
+    g += format("    st(p.m%zu, k, %s);\n}\n", o, call("ld(p.m", ", k)").c_str());
     return g;
 }
 

@@ -78,6 +78,7 @@ public:
         std::vector<Import> imports;
         imports.reserve(nm);
         alignas(8) uint8_t push[kPushBytes] = {};
+        bool vec4 = k.elementwise;  // as VulkanDevice::run_user: dense 16-byte aligned runs, four per invocation
         for (size_t i = 0; i < nm; ++i) {
             Import* im = nullptr;
             for (auto& x : imports)
@@ -93,6 +94,7 @@ public:
             v.rstep = uint32_t(m.row_step());
             v.cstep = uint32_t(m.col_step());
             v.pad = k.elementwise ? 0 : uint32_t(m.cols);
+            vec4 = vec4 && m.contiguous() && v.addr % 16 == 0;
             std::memcpy(push + i * kUserViewBytes, &v, sizeof v);
         }
         uint32_t n = uint32_t(call.invocations);
@@ -100,10 +102,10 @@ public:
         if (!call.scalars.empty()) std::memcpy(push + nm * kUserViewBytes + 4, call.scalars.data(), call.scalars.size() * 4);
 
         pipelines_.add_module(k.module, *k.spirv);
-        uint32_t spec[1] = {wg_};
-        VkPipeline pipeline = pipelines_.get(k.module, spec, 1);
+        uint32_t spec[2] = {wg_, vec4};
+        VkPipeline pipeline = pipelines_.get(k.module, spec, k.elementwise ? 2 : 1);
         uint32_t groups[3];
-        grid(call.invocations, groups);
+        grid(vec4 ? (call.invocations + 3) / 4 : call.invocations, groups);
 
         check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
         auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);

@@ -23,9 +23,11 @@ void VulkanDevice::run_user(const UserCall& call) {
         fail("%s: %llu invocations; a kernel runs at most %llu", k.name, (unsigned long long)call.invocations,
              0xffffffffull - 4096);
     alignas(8) uint8_t push[kPushBytes] = {};
+    bool vec4 = k.elementwise;  // every operand one dense 16-byte aligned run: four elements per invocation
     for (size_t i = 0; i < nm; ++i) {
         const Matrix& m = call.mats[i];
         View v = view(m);
+        vec4 = vec4 && m.contiguous() && v.addr % 16 == 0;
         if (!k.elementwise) {
             v.rows = uint32_t(m.rows);
             v.pad = uint32_t(m.cols);
@@ -37,7 +39,8 @@ void VulkanDevice::run_user(const UserCall& call) {
     if (!call.scalars.empty()) std::memcpy(push + nm * kUserViewBytes + 4, call.scalars.data(), call.scalars.size() * 4);
 
     pipelines_.add_module(k.module, *k.spirv);
-    uint32_t spec[1] = {wg()};
+    uint32_t spec[2] = {wg(), vec4};
+    uint64_t invocations = vec4 ? (call.invocations + 3) / 4 : call.invocations;
     // The stream takes its operands as initializer lists; push constants bound
     // a kernel to five matrices. Every operand is read; map kernels write only
     // their last, general kernels may write any.
@@ -47,9 +50,9 @@ void VulkanDevice::run_user(const UserCall& call) {
     for (size_t i = 0; i + 1 < nm; ++i) all |= bool(call.written[i]);
     std::initializer_list<const Matrix*> last = {m[nm ? nm - 1 : 0]};  // lives as long as `last`
     auto go = [&](std::initializer_list<const Matrix*> ops) {
-        Dispatch d{.shader = k.module, .push = push, .push_size = uint32_t(bytes), .spec = spec, .spec_count = 1,
+        Dispatch d{.shader = k.module, .push = push, .push_size = uint32_t(bytes), .spec = spec, .spec_count = k.elementwise ? 2u : 1u,
                    .reads = ops, .writes = all || nm == 0 ? ops : last, .label = k.name};
-        grid(call.invocations, wg(), d.groups);
+        grid(invocations, wg(), d.groups);
         dispatch(d);
     };
     switch (nm) {

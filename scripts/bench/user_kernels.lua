@@ -7,7 +7,7 @@
 --
 --   build/vela scripts/bench/user_kernels.lua [--reps N] [--elems N] [--devices cpu,vulkan:0]
 local vela = require "vela"
-local native = vela.native
+local native = require "vela.bench_native"
 
 local opts = {reps = 5, elems = 16 * 1024 * 1024}
 local i = 1

@@ -5,7 +5,7 @@
 -- wait; the on-disk cache found by a second process.
 local t = dofile("tests/lua/t.lua")
 
-local ids = vela.native.devices()  -- "cpu" first, then every usable Vulkan device
+local ids = require("vela.bench_native").devices()  -- "cpu" first, then every usable Vulkan device
 assert(ids[1] == "cpu")
 
 -- A private cache directory, so the disk-cache test starts cold and leaves nothing behind.

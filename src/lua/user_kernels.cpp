@@ -164,7 +164,7 @@ std::string map_source(const Spec& s) {
     for (size_t i = 0; i < s.mats.size(); ++i) g += (i ? ", float " : "float ") + s.mats[i];
     for (size_t i = 0; i < s.scalars.size(); ++i)
         g += (i || !s.mats.empty() ? ", " : "") + scalar_type(s.scalars[i].type) + " " + s.scalars[i].name;
-    g += ") {\n    return float(\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela\"\n    );\n}\n";
+    g += ") {\n    return float(\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela-end\"\n    );\n}\n";
     // VEC4 (set by the device when every view is one dense 16-byte aligned run):
     // four elements per invocation, one 16-byte load per operand.
     g += "layout(constant_id = 1) const uint VEC4 = 0;\n"
@@ -208,7 +208,7 @@ std::string kernel_source(const Spec& s) {
          "}\n";
     for (const std::string& m : s.mats) g += "View " + m + ";\n";
     for (const Scalar& sc : s.scalars) g += scalar_type(sc.type) + " " + sc.name + ";\n";
-    g += "void vela_body() {\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela\"\n}\n";
+    g += "void vela_body() {\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela-end\"\n}\n";
     g += "void main() {\n    if (id() >= p.n) return;\n";
     for (size_t i = 0; i < s.mats.size(); ++i) g += format("    %s = p.m%zu;\n", s.mats[i].c_str(), i);
     for (const Scalar& sc : s.scalars) g += format("    %s = p.s_%s;\n", sc.name.c_str(), sc.name.c_str());

@@ -86,6 +86,12 @@ std::string explain(const std::string& name, const std::string& log, const std::
         if (file == kUserFile && line >= 1) {
             out += format("\n  line %d: %s", line, msg.c_str());
             if (size_t(line) <= lines.size()) out += format("\n    %d | %s", line, lines[line - 1].c_str());
+        } else if (file == "vela-end" && !lines.empty()) {
+            // found only after the user's text ended (an unclosed parenthesis, a missing ';')
+            int last = int(lines.size());
+            while (last > 1 && lines[size_t(last) - 1].find_first_not_of(" \t\r") == std::string::npos) --last;
+            out += format("\n  after line %d: %s", last, msg.c_str());
+            out += format("\n    %d | %s", last, lines[size_t(last) - 1].c_str());
         } else {
             out += "\n  " + msg + " (in the code vela wraps around yours)";
         }

@@ -21,7 +21,7 @@ struct CompiledKernel {
 };
 
 // source: a whole compute shader in which the user's text follows a line
-// `#line 1 "user"` (and the generated text after it, `#line 1 "vela"`);
+// `#line 1 "user"` (and the generated text after it, `#line 1 "vela-end"`: errors found there are reported after the user's last line);
 // user_text: the user's text alone, quoted in errors; name: the kernel's name.
 // Throws vela::Error: "swish: GLSL compile error\n  line 2: ...\n    2 | ...".
 CompiledKernel compile_user(const std::string& name, const std::string& source, const std::string& user_text);

@@ -199,6 +199,7 @@ t.test("compile errors name the kernel and the user's line", function()
   t.raises(function()
     kernel{args = {a = "matrix"}, size = 1, glsl = "float s = 0.0;\nfor (uint i = 1; i <= rows(a); ++i)\n  s += at(a, i);"}
   end, "kernel: GLSL compile error", "line 3:", "3 |   s += at(a, i);")
+  t.raises(function() map("x / (1.0 + exp(-x)") end, "GLSL compile error", "after line 1:", "1 | x / (1.0 + exp(-x)")
 end)
 
 t.test("constructor errors", function()

@@ -77,6 +77,7 @@ const std::vector<Area>& areas() {
         {"elementwise", elementwise},
         {"derivatives", derivatives},
         {"fused", {"softmax", "softmax_xent", "argmax", "gather_cols", "add_bias", "dense"}},
+        {"at the prompt", {"map", "kernel", "kernel_info"}},  // GLSL kernels written by the user (user_kernels.cpp)
         {"random", {"seed"}},
         {"devices", {"devices", "device", "sync", "threads", "stats", "mem", "who"}},
         {"measuring", {"time", "bench", "profile", "compare", "clock"}},

@@ -259,6 +259,7 @@ public:
     // Kernels written at the prompt: their SPIR-V through a software Vulkan
     // driver, on these buffers' own memory (src/vulkan/host_runner.cpp).
     void run_user(const UserCall& call) override {
+        Timed t(this, call.kernel->name);  // profile() names it like any kernel
         std::vector<void*> host;
         std::vector<size_t> bytes;
         for (const Matrix& m : call.mats) {
@@ -266,7 +267,6 @@ public:
             bytes.push_back(m.buf->bytes());
         }
         vk::run_on_host(call, host.data(), bytes.data());
-        ++dispatches_;
     }
 
     DeviceStats stats() const override {

@@ -27,6 +27,7 @@ namespace {
 constexpr const char* kSpecType = "vela.UserKernelSpec";
 constexpr int kMaxMats = int(kUserPushBytes / kUserViewBytes);  // 5
 constexpr int kMaxScalars = 30;
+constexpr uint64_t kMaxInvocations = 0xffffffffull - 4096;  // 32-bit indices; a rounded-up grid must not wrap
 
 struct Scalar {
     std::string name;
@@ -313,6 +314,9 @@ void check_operands(const Spec& s, const Matrix* const* m, int nm, const bool* w
         const char* an = arg_name(s, i, nm);
         check_live(kn, an, *m[i]);
         if (m[i]->dtype() != DType::f32) fail("%s: %s is %s but must be float32", kn, an, dtype_name(m[i]->dtype()));
+        if (m[i]->buf->count() > 0xffffffffull)  // shaders index elements with 32-bit integers
+            fail("%s: %s lives in a buffer of %zu elements; kernels written at the prompt address at most %llu", kn,
+                 an, m[i]->buf->count(), 0xffffffffull);
         if (&m[i]->device() != &m[0]->device()) {
             std::string d0 = m[0]->device().name(), di = m[i]->device().name();
             fail("%s: %s is on %s but %s is on %s (move one with :to(\"%s\") or :to(\"%s\"))", kn,
@@ -416,7 +420,10 @@ int call_kernel(lua_State* L) {
         }
         call.scalars.assign(bits, bits + s.scalars.size());
         call.invocations = s.elementwise ? uint64_t(m[nm - 1]->size()) : invocations;
-        m[0]->device().run_user(call);
+        if (call.invocations > kMaxInvocations)
+            fail("%s: %llu invocations; a kernel runs at most %llu", kn, (unsigned long long)call.invocations,
+                 (unsigned long long)kMaxInvocations);
+        if (call.invocations) m[0]->device().run_user(call);  // an empty matrix: nothing to run
     });
     lua_pushvalue(L, out);
     return 1;
@@ -580,7 +587,7 @@ int l_kernel(lua_State* L) {
     int st = lua_getfield(L, 1, "size");
     if (st != LUA_TFUNCTION && !lua_isinteger(L, -1))
         lfail(L, "kernel: size must be an integer or a function of the matrices returning one, got %s",
-              luaL_typename(L, -1));
+              st == LUA_TNUMBER ? lua_pushfstring(L, "%f", lua_tonumber(L, -1)) : luaL_typename(L, -1));
     int size = lua_gettop(L);
     for (lua_pushnil(L); lua_next(L, args); lua_pop(L, 1)) {
         if (lua_type(L, -2) != LUA_TSTRING) lfail(L, "kernel: args keys must be names, got %s", luaL_typename(L, -2));

@@ -19,9 +19,6 @@ void VulkanDevice::run_user(const UserCall& call) {
         fail("%s: %zu matrices and %zu scalars need %zu bytes of push constants; at most %u fit", k.name, nm,
              call.scalars.size(), bytes, std::min(kPushBytes, caps().max_push_constants));
     if (call.invocations == 0) return;
-    if (call.invocations > 0xffffffffull - 4096)
-        fail("%s: %llu invocations; a kernel runs at most %llu", k.name, (unsigned long long)call.invocations,
-             0xffffffffull - 4096);
     alignas(8) uint8_t push[kPushBytes] = {};
     bool vec4 = k.elementwise;  // every operand one dense 16-byte aligned run: four elements per invocation
     for (size_t i = 0; i < nm; ++i) {

@@ -500,6 +500,14 @@ void read_name_doc(lua_State* L, int idx, const char* fn, const char** name, con
     lua_pop(L, 1);
     if (*doc_text && !*name) lfail(L, "%s: doc needs a name too (name is what ?name and help look up)", fn);
     if (*name && !valid_name(*name)) lfail(L, "%s: name '%s' is not a Lua identifier", fn, *name);
+    if (*name) {  // help entries of built-ins stay theirs
+        int top = lua_gettop(L);
+        lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+        lua_getfield(L, -1, "vela");
+        bool builtin = lua_istable(L, -1) && lua_getfield(L, -1, *name) != LUA_TNIL;
+        if (builtin) lfail(L, "%s: '%s' is the name of a built-in (vela.%s); choose another name", fn, *name, *name);
+        lua_settop(L, top);
+    }
 }
 
 // map(expr [, {name =, doc =}])

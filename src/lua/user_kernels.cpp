@@ -168,10 +168,12 @@ std::string map_source(const Spec& s) {
     g += ") {\n    return float(\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela-end\"\n    );\n}\n";
     // VEC4 (set by the device when every view is one dense 16-byte aligned run):
     // four elements per invocation, one 16-byte load per operand.
+    // (indexing from the view's address, no address arithmetic here: this ports with
+    // common.glsl, whatever type it gives View::addr)
     g += "layout(constant_id = 1) const uint VEC4 = 0;\n"
-         "layout(buffer_reference, buffer_reference_align = 16) buffer VelaV4 { vec4 v; };\n"
-         "vec4 vela_ld4(View v, uint k) { return VelaV4(v.addr + uint64_t(k) * 4ul).v; }\n"
-         "void vela_st4(View v, uint k, vec4 x) { VelaV4(v.addr + uint64_t(k) * 4ul).v = x; }\n";
+         "layout(buffer_reference, buffer_reference_align = 16) buffer VelaV4 { vec4 v[]; };\n"
+         "vec4 vela_ld4(View v, uint k) { return VelaV4(v.addr).v[k >> 2]; }\n"
+         "void vela_st4(View v, uint k, vec4 x) { VelaV4(v.addr).v[k >> 2] = x; }\n";
     std::string scal;
     for (size_t i = 0; i < s.scalars.size(); ++i) scal += ", p.s_" + s.scalars[i].name;
     auto call = [&](const char* load, const char* comp) {

@@ -31,7 +31,7 @@ constexpr uint32_t kDiskMagic = 0x564c4b31;  // "VLK1"
 std::string options_tag() {
     unsigned v = 0, r = 0;
     shaderc_get_spv_version(&v, &r);
-    return format("shaderc spv%u.%u vulkan1.2 O0", v, r);
+    return format("shaderc spv%u.%u vulkan1.2 O", v, r);
 }
 
 uint64_t fnv1a(const std::string& s) {
@@ -189,9 +189,9 @@ CompiledKernel compile_user(const std::string& name, const std::string& source, 
         if (!c.compiler) fail("%s: libshaderc could not start a compiler", name.c_str());
         shaderc_compile_options_t o = shaderc_compile_options_initialize();
         shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
-        // No SPIR-V optimisation: the drivers optimise anyway, and it costs 5× the compile time
-        // (a small map kernel: about 10 ms instead of 47 on this machine) for no measured speed.
-        shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_zero);
+        // Optimised as glslc -O builds the built-in shaders: map("tanh(x)") on lavapipe runs at
+        // 78-85% of the built-in tanh this way, 65% unoptimised; a cold compile costs 6-16 ms instead of 2-11.
+        shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
         shaderc_compile_options_set_include_callbacks(o, resolve, release, nullptr);
         shaderc_compilation_result_t r = shaderc_compile_into_spv(c.compiler, source.data(), source.size(),
                                                                   shaderc_compute_shader, "vela", "main", o);

@@ -11,6 +11,8 @@
 
 namespace vela::vk {
 
+bool host_runner_open();  // host_runner.cpp
+
 namespace {
 
 // Constructed after the context (open() makes the context first), so destroyed before it.
@@ -22,7 +24,7 @@ std::vector<std::unique_ptr<VulkanDevice>>& opened() {
 bool any_open() {
     for (auto& d : opened())
         if (d) return true;
-    return false;
+    return host_runner_open();  // the cpu's user-kernel runner holds a device of the instance too
 }
 
 }  // namespace

@@ -211,10 +211,18 @@ private:
     uint64_t runs_ = 0;
 };
 
+std::unique_ptr<HostRunner>& runner_slot() {
+    static std::unique_ptr<HostRunner> runner;  // made after the context, so destroyed before it
+    return runner;
+}
+
 }  // namespace
 
+// While it exists the instance must stay (set_validation refuses to remake it).
+bool host_runner_open() { return runner_slot() != nullptr; }
+
 void run_on_host(const UserCall& call, void* const* host, const size_t* bytes) {
-    static std::unique_ptr<HostRunner> runner;  // made after the context, so destroyed before it
+    std::unique_ptr<HostRunner>& runner = runner_slot();
     if (!runner) {
         const PhysicalInfo* pick = nullptr;
         bool software = false;

@@ -25,6 +25,7 @@ namespace vela::lua {
 namespace {
 
 constexpr const char* kKernels = "vela.kernels";  // registry: kernel function value → its name
+constexpr const char* kUserKernels = "vela.kernels.user";  // the same for user kernels (weak keys)
 
 std::vector<std::string>& kernel_names() {
     static std::vector<std::string> names;
@@ -38,14 +39,20 @@ void refresh_kernels(lua_State* L);
 
 const char* kernel_name(lua_State* L) {
     if (!kernels_fresh) refresh_kernels(L);
-    if (lua_getfield(L, LUA_REGISTRYINDEX, kKernels) != LUA_TTABLE) {
-        lua_pop(L, 2);
-        return nullptr;
+    int fn = lua_gettop(L);
+    const char* name = nullptr;
+    // The built-in kernels, then the kernels written at the prompt (note_user_kernel);
+    // the names stay alive in those registry tables.
+    for (const char* table : {kKernels, kUserKernels}) {
+        if (lua_getfield(L, LUA_REGISTRYINDEX, table) == LUA_TTABLE) {
+            lua_pushvalue(L, fn);
+            lua_rawget(L, -2);
+            name = lua_tostring(L, -1);
+        }
+        lua_settop(L, fn);
+        if (name) break;
     }
-    lua_insert(L, -2);
-    lua_rawget(L, -2);
-    const char* name = lua_tostring(L, -1);  // kept alive by the registry table
-    lua_pop(L, 2);
+    lua_settop(L, fn - 1);
     return name;
 }
 
@@ -598,6 +605,24 @@ void set_report(lua_State* L, const char* name, std::string text) {
     lua_pushstring(L, name);
     lua_setfield(L, -2, "__name");
     lua_setmetatable(L, -2);
+}
+
+void note_user_kernel(lua_State* L, int idx, const char* name) {
+    idx = lua_absindex(L, idx);
+    if (lua_getfield(L, LUA_REGISTRYINDEX, kUserKernels) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_newtable(L);
+        lua_pushliteral(L, "k");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, kUserKernels);
+    }
+    lua_pushvalue(L, idx);
+    lua_pushstring(L, name);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
 }
 
 void note_kernels(lua_State* L, const luaL_Reg* list) {

@@ -14,6 +14,9 @@ namespace vela::lua {
 // stack, after luaL_setfuncs), so the hook knows a kernel call from any other
 // C function, whatever local name Lua code gave it.
 void note_kernels(lua_State* L, const luaL_Reg* list);
+// The same for one kernel written at the prompt (user_kernels.cpp): the
+// function at idx is a kernel called `name`.
+void note_user_kernel(lua_State* L, int idx, const char* name);
 
 // While on, every kernel call sets vela::current_call() to its name and a
 // fresh id, so devices name the kernels they time after the user's call.

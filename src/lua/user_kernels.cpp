@@ -17,6 +17,7 @@
 #include "core/ops.hpp"
 #include "core/user_kernel.hpp"
 #include "lua/check.hpp"
+#include "lua/observe.hpp"
 #include "lua/vela.hpp"
 #include "vulkan/user_kernel.hpp"
 
@@ -449,6 +450,7 @@ void finish(lua_State* L, Spec& s, const char* doc_text, bool has_size) {
     } else {
         lua_pushcclosure(L, call_kernel, 1);
     }
+    note_user_kernel(L, -1, s.uk.name);  // profile, trace and diverge name it
     // remember the spec for kernel_info
     lua_getfield(L, LUA_REGISTRYINDEX, "vela.user_kernels");
     if (lua_isnil(L, -1)) {

@@ -283,5 +283,17 @@ t.test("nn.linear with a user activation: forward and backward against float64",
   t.raises(function() net:save(os.tmpname()) end, "written at the prompt")
 end)
 
+t.test("diverge re-runs a user kernel on the reference device and names it", function()
+  local other = ids[2]
+  if not other then return end
+  local sw = map("x / (1.0 + exp(-x))", {name = "swish_d"})
+  local before = device()
+  device(other)
+  local r = diverge(function() return sw(rand(8, 8), zeros(8, 8)) end)
+  device(before)
+  assert(r.kernels == 1 and not r.diverged, tostring(r))
+  assert(r.worst.kernel == "swish_d", "diverge names the kernel: " .. tostring(r.worst.kernel))
+end)
+
 os.execute("rm -rf " .. cache)
 t.done()

@@ -407,9 +407,14 @@ void save_value(lua_State* L) {
     write_npz(path, entries, what);
 }
 
+// A path is a string: a number would silently become a file named "2".
+void check_path(lua_State* L) {
+    if (lua_type(L, 1) != LUA_TSTRING) luaL_typeerror(L, 1, "string (a file path)");
+}
+
 int l_save(lua_State* L) {
     check_nargs(L, 2);
-    luaL_checkstring(L, 1);
+    check_path(L);
     guarded(L, [&] { save_value(L); });
     return 0;
 }
@@ -446,7 +451,7 @@ void load_value(lua_State* L, Device& dev) {
 
 int l_load(lua_State* L) {
     check_nargs(L, 2);
-    luaL_checkstring(L, 1);
+    check_path(L);
     Device* d = test_device(L, 2);
     Device& dev = d ? *d : current_device();
     lua_settop(L, 1);

@@ -596,7 +596,10 @@ local function garbage_value(dev)
 end
 
 local skip = {help = true, doc = true, who = true, mem = true, devices = true, device = true, threads = true,
-  bench = true, compare = true, profile = true, time = true, stats = true, sync = true}
+  bench = true, compare = true, profile = true, time = true, stats = true, sync = true,
+  -- save and load touch files: random paths would litter the working
+  -- directory (tests/lua/test_io.lua covers them with real and broken files).
+  save = true, load = true}
 local functions, methods = {}, {}
 for k, v in pairs(vela) do
   if type(v) == "function" and not skip[k] then functions[#functions + 1] = k end

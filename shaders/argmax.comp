@@ -1,5 +1,6 @@
 // idx(j) ← 1 + the first row index of the largest value in column j (NaNs
-// are skipped). One invocation per column, as softmax.
+// are skipped). One invocation per column, as softmax, for columns of at
+// most kColumnRows rows; longer ones go through colstats.comp and colapply.comp.
 #version 450
 #include "common.glsl"
 

@@ -23,10 +23,8 @@ layout(local_size_x_id = 0) in;
 // a loop over the lanes, whatever its width.
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Steps { uvec4 w[]; };
 
-uint64_t addr64(uint lo, uint hi) { return uint64_t(lo) | (uint64_t(hi) << 32); }
-
 layout(push_constant) uniform Push {
-    uint64_t steps;
+    uvec2 steps;
 } p;
 
 // The step codes (STEP_*: family, operation, flags) are in the generated ops.glsl.
@@ -44,9 +42,9 @@ void main() {
             barrier();
         }
         uint family = (code >> STEP_FAMILY_SHIFT) & STEP_FAMILY_MASK, op = code & STEP_OP_MASK;
-        View x = View(addr64(w0.x, w0.y), w0.z, w0.w, w1.x, 0u);
-        View y = View(addr64(w1.z, w1.w), w2.x, w2.y, w2.z, 0u);
-        View z = View(addr64(w3.x, w3.y), w3.z, w3.w, w4.x, 0u);
+        View x = View(uvec2(w0.x, w0.y), w0.z, w0.w, w1.x, 0u);
+        View y = View(uvec2(w1.z, w1.w), w2.x, w2.y, w2.z, 0u);
+        View z = View(uvec2(w3.x, w3.y), w3.z, w3.w, w4.x, 0u);
         uint n = w4.z;
         vec4 q = uintBitsToFloat(uvec4(w4.w, w5.x, w5.y, w5.z));
         uint per = (code & STEP_VEC4) != 0u ? 4u : 1u;

@@ -4,24 +4,43 @@
 // descriptors, so no maxStorageBufferRange limit applies. A matrix operand is
 // a View: the address of its element (0, 0) (the buffer address plus the
 // view's offset) and the steps between logical rows and columns, which
-// express both the leading dimension and the transposed flag. Element
-// addresses are computed in 64 bits: a 784×60000 matrix is 188 MB.
+// express both the leading dimension and the transposed flag.
+//
+// Portable by construction: no 64-bit integers (shaderInt64 is optional, and
+// SwiftShader and some mobile GPUs lack it) and no 8-bit storage. An address
+// is a uvec2 (low word, high word; the layout of a little-endian uint64_t in
+// a push constant) turned into a buffer reference by GL_EXT_buffer_reference_uvec2,
+// and offsets are added with the carry into the high word. Element indices
+// are 32-bit: a buffer holds fewer than 2^32 elements (VulkanDevice::alloc).
+// uint8 matrices are read as 32-bit words and written with word atomics.
 #extension GL_EXT_buffer_reference : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
-#extension GL_EXT_shader_8bit_storage : require
+#extension GL_EXT_buffer_reference_uvec2 : require
 
 layout(buffer_reference, buffer_reference_align = 4) buffer F32 { float v; };
 layout(buffer_reference, buffer_reference_align = 4) buffer U32 { uint v; };
-layout(buffer_reference, buffer_reference_align = 1) buffer U8 { uint8_t v; };
 
-// Mirrors struct View in src/vulkan/device.hpp (std430: 24 bytes, 8-aligned).
+// Mirrors struct View in src/vulkan/kernel.hpp (std430: 24 bytes, 8-aligned).
 struct View {
-    uint64_t addr;  // address of logical element (0, 0)
+    uvec2 addr;     // address of logical element (0, 0)
     uint rows;      // logical rows, or 0 when the view is one dense column-major run
     uint rstep;     // elements between logical rows i and i+1
     uint cstep;     // elements between logical columns j and j+1
     uint pad;
 };
+
+// a + bytes, the carry going into the high word.
+uvec2 addr_add(uvec2 a, uint bytes) {
+    uint c;
+    uint lo = uaddCarry(a.x, bytes, c);
+    return uvec2(lo, a.y + c);
+}
+// The address of 32-bit element idx of the array at a: a + 4·idx (up to 16 GiB past a).
+uvec2 addr_f32(uvec2 a, uint idx) {
+    uint c;
+    uint lo = uaddCarry(a.x, idx << 2, c);
+    return uvec2(lo, a.y + (idx >> 30) + c);
+}
+bool addr_null(uvec2 a) { return (a.x | a.y) == 0u; }
 
 // The workgroup's index in a grid of up to three dimensions, and the global
 // invocation index. Hosts split large launches over y and z (see grid() in
@@ -42,10 +61,29 @@ uint view_index(View v, uint k) {
 }
 uint view_index2(View v, uint i, uint j) { return i * v.rstep + j * v.cstep; }
 
-float load_f32(uint64_t addr, uint idx) { return F32(addr + uint64_t(idx) * 4ul).v; }
-void store_f32(uint64_t addr, uint idx, float x) { F32(addr + uint64_t(idx) * 4ul).v = x; }
-float load_u8(uint64_t addr, uint idx) { return float(uint(U8(addr + uint64_t(idx)).v)); }
-void store_u8(uint64_t addr, uint idx, float x) { U8(addr + uint64_t(idx)).v = uint8_t(uint(clamp(x, 0.0, 255.0))); }
+float load_f32(uvec2 addr, uint idx) { return F32(addr_f32(addr, idx)).v; }
+void store_f32(uvec2 addr, uint idx, float x) { F32(addr_f32(addr, idx)).v = x; }
+// Byte idx of a uint8 array through the 32-bit word holding it (buffers are
+// 64-byte aligned and sized in whole 64-byte blocks, so the word is inside).
+uvec2 u8_word(uvec2 addr, uint idx, out uint shift) {
+    uvec2 b = addr_add(addr, idx);
+    shift = (b.x & 3u) * 8u;
+    return uvec2(b.x & ~3u, b.y);
+}
+float load_u8(uvec2 addr, uint idx) {
+    uint shift;
+    uvec2 w = u8_word(addr, idx, shift);
+    return float((U32(w).v >> shift) & 255u);
+}
+// Other invocations may write the other bytes of the same word at the same
+// time: the byte is cleared and set by two atomics, which touch only its bits.
+void store_u8(uvec2 addr, uint idx, float x) {
+    uint shift;
+    uvec2 w = u8_word(addr, idx, shift);
+    uint v = uint(clamp(x, 0.0, 255.0));
+    atomicAnd(U32(w).v, ~(255u << shift));
+    atomicOr(U32(w).v, v << shift);
+}
 
 // Element k (column-major logical order) of a float view.
 float ld(View v, uint k) { return load_f32(v.addr, view_index(v, k)); }

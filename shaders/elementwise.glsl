@@ -28,8 +28,8 @@ vec4 binary_f(uint op, vec4 x, vec4 y) {
 void unary_element(uint op, View x, View y, uint k, vec4 q) { st(y, k, unary_f(op, ld(x, k), q)); }
 void unary_vec4(uint op, View x, View y, uint k, uint n, vec4 q) {
     if (n - k >= 4u) {  // on CPU devices each buffer access is a per-lane loop: a vec4 costs one
-        vec4 v = V4(x.addr + uint64_t(k) * 4ul).v;
-        V4(y.addr + uint64_t(k) * 4ul).v = vec4(unary_f(op, v.x, q), unary_f(op, v.y, q), unary_f(op, v.z, q),
+        vec4 v = V4(addr_f32(x.addr, k)).v;
+        V4(addr_f32(y.addr, k)).v = vec4(unary_f(op, v.x, q), unary_f(op, v.y, q), unary_f(op, v.z, q),
                                                 unary_f(op, v.w, q));
         return;
     }
@@ -42,8 +42,8 @@ void binary_element(uint op, View a, View b, View c, uint k) {
 }
 void binary_vec4(uint op, View a, View b, View c, uint k, uint n) {
     if (n - k >= 4u) {
-        V4(c.addr + uint64_t(k) * 4ul).v =
-            binary_f(op, V4(a.addr + uint64_t(k) * 4ul).v, V4(b.addr + uint64_t(k) * 4ul).v);
+        V4(addr_f32(c.addr, k)).v =
+            binary_f(op, V4(addr_f32(a.addr, k)).v, V4(addr_f32(b.addr, k)).v);
         return;
     }
     for (; k < n; ++k) store_f32(c.addr, k, binary_f(op, vec4(load_f32(a.addr, k)), vec4(load_f32(b.addr, k))).x);
@@ -55,8 +55,8 @@ void backward_element(uint act, View da, View x, View delta, uint k) {
 }
 void backward_vec4(uint act, View da, View x, View delta, uint k, uint n) {
     if (n - k >= 4u) {
-        vec4 g = V4(da.addr + uint64_t(k) * 4ul).v, v = V4(x.addr + uint64_t(k) * 4ul).v;
-        V4(delta.addr + uint64_t(k) * 4ul).v = g * vec4(act_prime_f(act, v.x), act_prime_f(act, v.y),
+        vec4 g = V4(addr_f32(da.addr, k)).v, v = V4(addr_f32(x.addr, k)).v;
+        V4(addr_f32(delta.addr, k)).v = g * vec4(act_prime_f(act, v.x), act_prime_f(act, v.y),
                                                         act_prime_f(act, v.z), act_prime_f(act, v.w));
         return;
     }
@@ -86,13 +86,13 @@ void level1_element(uint op, View x, View y, uint k, float alpha, float beta) {
 // fill, scal and axpby only.
 void level1_vec4(uint op, View x, View y, uint k, uint n, float alpha, float beta) {
     if (n - k >= 4u) {
-        V4 yv = V4(y.addr + uint64_t(k) * 4ul);
+        V4 yv = V4(addr_f32(y.addr, k));
         if (op == L1_FILL) {
             yv.v = vec4(alpha);
         } else if (op == L1_SCAL) {
             yv.v = alpha * yv.v;
         } else if (op == L1_AXPBY) {
-            vec4 ax = alpha * V4(x.addr + uint64_t(k) * 4ul).v;
+            vec4 ax = alpha * V4(addr_f32(x.addr, k)).v;
             yv.v = beta == 0.0 ? ax : ax + beta * yv.v;
         }
         return;

@@ -1,22 +1,27 @@
 // Shared declarations of the GEMM family (mm_regblock.comp, mm_tiled.comp,
 // mv.comp, rk.comp): buffer references, loads and activations. Every operand is a buffer device address of the view's
-// element (0, 0) (offset already applied on the host); addresses and element
-// indices are 64-bit, so no view is limited by maxStorageBufferRange.
+// element (0, 0) (offset already applied on the host), a uvec2 of 32-bit
+// words as in common.glsl; element indices are 32-bit, addresses carry into
+// the high word, so no view is limited by maxStorageBufferRange and no
+// 64-bit integer is needed.
 #extension GL_EXT_buffer_reference : require
-#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_buffer_reference_uvec2 : require
 #extension GL_EXT_control_flow_attributes : require
 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer GemmF32 { float v; };
 // 8-byte loads are used only when the host proved the address and the leading
 // dimension even (the "pair" variants), so the alignment claim is true.
-layout(buffer_reference, std430, buffer_reference_align = 8) buffer GemmU64 { uint64_t v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer GemmV2 { vec2 v; };
 
-float gemm_load(uint64_t addr) { return GemmF32(addr).v; }
-void gemm_store(uint64_t addr, float v) { GemmF32(addr).v = v; }
-vec2 gemm_load2(uint64_t addr) {
-    uvec2 u = unpackUint2x32(GemmU64(addr).v);
-    return uintBitsToFloat(u);
+// The address of float element e of the array at a: a + 4·e, with the carry.
+uvec2 gemm_addr(uvec2 a, uint e) {
+    uint c;
+    uint lo = uaddCarry(a.x, e << 2, c);
+    return uvec2(lo, a.y + (e >> 30) + c);
 }
+float gemm_load(uvec2 a, uint e) { return GemmF32(gemm_addr(a, e)).v; }
+void gemm_store(uvec2 a, uint e, float v) { GemmF32(gemm_addr(a, e)).v = v; }
+vec2 gemm_load2(uvec2 a, uint e) { return GemmV2(gemm_addr(a, e)).v; }
 
 // Epilogue kinds (spec constant EPI). The activations (spec constant ACT,
 // vela::Act) are act_f of the generated ops.glsl: the same functions as the

@@ -3,7 +3,7 @@
 // mm / dense: c ← α·op(a)·op(b) + β·c, or c ← act(op(a)·op(b) + bias).
 // op() is chosen by spec constants TA/TB; c may be any view (crs/ccs steps).
 layout(push_constant) uniform GemmPush {
-    uint64_t a, b, c, bias;
+    uvec2 a, b, c, bias;
     uint m, n, k;
     uint lda, ldb;
     uint crs, ccs;  // buffer steps between consecutive rows / columns of c
@@ -11,16 +11,14 @@ layout(push_constant) uniform GemmPush {
     float alpha, beta;
 } p;
 
-uint64_t gemm_c_addr(uint i, uint j) { return p.c + (uint64_t(i) * p.crs + uint64_t(j) * p.ccs) * 4; }
-
 void gemm_epilogue(uint epi, uint act, uint i, uint j, float acc) {
-    uint64_t addr = gemm_c_addr(i, j);
+    uint e = i * p.crs + j * p.ccs;  // c's element (i, j)
     float v;
     if (epi == EPI_DENSE) {
-        v = act_f(act, acc + gemm_load(p.bias + uint64_t(i) * p.binc * 4));
+        v = act_f(act, acc + gemm_load(p.bias, i * p.binc));
     } else {
         v = p.alpha * acc;
-        if (p.beta != 0.0) v += p.beta * gemm_load(addr);  // β = 0: c may hold NaN, never read
+        if (p.beta != 0.0) v += p.beta * gemm_load(p.c, e);  // β = 0: c may hold NaN, never read
     }
-    gemm_store(addr, v);
+    gemm_store(p.c, e, v);
 }

@@ -36,22 +36,22 @@ void main() {
     uint l = gl_LocalInvocationID.x;
     uint i0 = gl_WorkGroupID.x * SG * MR;
     uint j0 = gl_WorkGroupID.y * NR;
-    // Byte steps between consecutive k of op(a) and of op(b).
-    uint64_t sa = TA != 0 ? 4 : uint64_t(p.lda) * 4;
-    uint64_t sb = TB != 0 ? uint64_t(p.ldb) * 4 : 4;
+    // Element steps between consecutive k of op(a) and of op(b).
+    uint sa = TA != 0 ? 1u : p.lda;
+    uint sb = TB != 0 ? p.ldb : 1u;
 
     // Rows and columns past the edge are clamped, so every load is in
     // bounds and the inner loop has no test; the epilogue stores only the
     // elements inside c.
-    uint64_t pa[MR];
+    uint pa[MR];  // element index of each lane row's next op(a) value
     [[unroll]] for (uint r = 0; r < MR; r++) {
         uint i = ROWPAIR ? min(lane_row(i0, l, r & ~1u), p.m - 2) : min(lane_row(i0, l, r), p.m - 1);
-        pa[r] = p.a + uint64_t(i) * (TA != 0 ? uint64_t(p.lda) * 4 : 4);
+        pa[r] = i * (TA != 0 ? p.lda : 1u);
     }
-    uint64_t qb[NR];
+    uint qb[NR];  // element index of op(b)(0, j)
     [[unroll]] for (uint j = 0; j < NR; j++) {
         uint jc = min(j0 + j, p.n - 1);
-        qb[j] = p.b + uint64_t(jc) * (TB != 0 ? 4 : uint64_t(p.ldb) * 4);
+        qb[j] = jc * (TB != 0 ? 1u : p.ldb);
     }
     float acc[MR * NR];
     [[unroll]] for (uint t = 0; t < MR * NR; t++) acc[t] = 0.0;
@@ -59,13 +59,13 @@ void main() {
     uint k0 = 0;
     for (; k0 + SG <= p.k; k0 += SG) {
         float bl[NR];
-        uint64_t boff = uint64_t(k0 + l) * sb;
-        [[unroll]] for (uint j = 0; j < NR; j++) bl[j] = gemm_load(qb[j] + boff);
+        uint boff = (k0 + l) * sb;
+        [[unroll]] for (uint j = 0; j < NR; j++) bl[j] = gemm_load(p.b, qb[j] + boff);
         float av[MR], an[MR];
         [[unroll]] for (uint kk = 0; kk < SG; kk++) {
             if (ROWPAIR) {
                 [[unroll]] for (uint r = 0; r < MR; r += 2) {
-                    vec2 t = gemm_load2(pa[r]);
+                    vec2 t = gemm_load2(p.a, pa[r]);
                     av[r] = t.x;
                     av[r + 1] = t.y;
                     pa[r] += sa;
@@ -73,17 +73,17 @@ void main() {
             } else if (KPAIR) {
                 [[unroll]] for (uint r = 0; r < MR; r++) {
                     if ((kk & 1) == 0) {
-                        vec2 t = gemm_load2(pa[r]);
+                        vec2 t = gemm_load2(p.a, pa[r]);
                         av[r] = t.x;
                         an[r] = t.y;
-                        pa[r] += 8;
+                        pa[r] += 2u;
                     } else {
                         av[r] = an[r];
                     }
                 }
             } else {
                 [[unroll]] for (uint r = 0; r < MR; r++) {
-                    av[r] = gemm_load(pa[r]);
+                    av[r] = gemm_load(p.a, pa[r]);
                     pa[r] += sa;
                 }
             }
@@ -99,18 +99,18 @@ void main() {
         [[unroll]] for (uint r = 0; r < MR; r++) {
             if (ROWPAIR) {
                 if ((r & 1) == 0) {
-                    vec2 t = gemm_load2(pa[r]);
+                    vec2 t = gemm_load2(p.a, pa[r]);
                     av[r] = t.x;
                     av[r + 1] = t.y;
                     pa[r] += sa;
                 }
             } else {
-                av[r] = gemm_load(pa[r]);
+                av[r] = gemm_load(p.a, pa[r]);
                 pa[r] += sa;
             }
         }
         [[unroll]] for (uint j = 0; j < NR; j++) {
-            float bv = gemm_load(qb[j] + uint64_t(k0) * sb);
+            float bv = gemm_load(p.b, qb[j] + k0 * sb);
             [[unroll]] for (uint r = 0; r < MR; r++) acc[r * NR + j] = fma(av[r], bv, acc[r * NR + j]);
         }
     }

@@ -34,14 +34,12 @@ shared float Bs[BK * LB];
 
 float load_a(uint i, uint k) {
     if (i >= p.m || k >= p.k) return 0.0;
-    uint64_t e = TA != 0 ? uint64_t(k) + uint64_t(i) * p.lda : uint64_t(i) + uint64_t(k) * p.lda;
-    return gemm_load(p.a + e * 4);
+    return gemm_load(p.a, TA != 0 ? k + i * p.lda : i + k * p.lda);
 }
 
 float load_b(uint k, uint j) {
     if (k >= p.k || j >= p.n) return 0.0;
-    uint64_t e = TB != 0 ? uint64_t(j) + uint64_t(k) * p.ldb : uint64_t(k) + uint64_t(j) * p.ldb;
-    return gemm_load(p.b + e * 4);
+    return gemm_load(p.b, TB != 0 ? j + k * p.ldb : k + j * p.ldb);
 }
 
 void main() {

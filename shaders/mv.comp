@@ -6,6 +6,9 @@
 // MODE 1: one workgroup per row with a tree reduction in shared memory (for
 //   a transposed a on a GPU, whose rows are contiguous). No float atomics.
 // Workgroups beyond the x limit continue along y: id = x + y·countx.
+// Loops run over n: the host splits a long row into passes of at most
+// kMvChunk columns (the later ones accumulating with β = 1), so no loop runs
+// more than kMvChunk / 4 iterations (drivers may end a loop after 65,535).
 #include "gemm.glsl"
 
 layout(constant_id = 0) const uint WG = 64;  // a power of two for MODE 1
@@ -14,7 +17,7 @@ layout(constant_id = 2) const uint MODE = 0;
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform MvPush {
-    uint64_t a, x, y;
+    uvec2 a, x, y;
     uint m, n;
     uint lda, incx, incy;
     float alpha, beta;
@@ -23,16 +26,14 @@ layout(push_constant) uniform MvPush {
 shared float red[MODE == 1 ? WG : 1];
 
 float load_a(uint i, uint j) {
-    uint64_t e = TA != 0 ? uint64_t(j) + uint64_t(i) * p.lda : uint64_t(i) + uint64_t(j) * p.lda;
-    return gemm_load(p.a + e * 4);
+    return gemm_load(p.a, TA != 0 ? j + i * p.lda : i + j * p.lda);
 }
-float load_x(uint j) { return gemm_load(p.x + uint64_t(j) * p.incx * 4); }
+float load_x(uint j) { return gemm_load(p.x, j * p.incx); }
 
 void finish(uint i, float acc) {
-    uint64_t addr = p.y + uint64_t(i) * p.incy * 4;
     float v = p.alpha * acc;
-    if (p.beta != 0.0) v += p.beta * gemm_load(addr);
-    gemm_store(addr, v);
+    if (p.beta != 0.0) v += p.beta * gemm_load(p.y, i * p.incy);
+    gemm_store(p.y, i * p.incy, v);
 }
 
 void main() {

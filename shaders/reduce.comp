@@ -4,6 +4,8 @@
 // workgroup then combines its invocations in a shared-memory tree, every
 // slot written before the first barrier, and writes one partial result. The
 // host adds the per-workgroup partials in double precision. No atomics.
+// The host takes enough workgroups that the grid-strided loop runs at most
+// kReduceIterations times per invocation (drivers may end a loop after 65,535).
 #version 450
 #include "common.glsl"
 
@@ -17,7 +19,7 @@ layout(buffer_reference, buffer_reference_align = 16) buffer V4 { vec4 v; };
 layout(push_constant) uniform Push {
     View x;
     View y;             // dot only
-    uint64_t partials;  // float[groups], then for imax uint[groups] of indices
+    uvec2 partials;  // float[groups], then for imax uint[groups] of indices
     uint n;
 } p;
 
@@ -35,8 +37,8 @@ void main() {
         // Whole vec4s grid-strided, then the last n % 4 elements by the first invocations of group 0.
         uint n4 = p.n / 4u;
         for (uint q = g * WG + l; q < n4; q = n4 - q > stride ? q + stride : n4) {
-            vec4 v = V4(p.x.addr + uint64_t(q) * 16ul).v;
-            if (OP == 0) acc += dot(v, V4(p.y.addr + uint64_t(q) * 16ul).v);
+            vec4 v = V4(addr_f32(p.x.addr, q * 4u)).v;
+            if (OP == 0) acc += dot(v, V4(addr_f32(p.y.addr, q * 4u)).v);
             else if (OP == 1) acc += dot(v, v);
             else if (OP == 2) acc += (abs(v.x) + abs(v.y)) + (abs(v.z) + abs(v.w));
             else if (OP == 3) acc += (v.x + v.y) + (v.z + v.w);
@@ -94,6 +96,6 @@ void main() {
     }
     if (l == 0) {
         store_f32(p.partials, g, sv[0]);
-        if (OP == 4) U32(p.partials + uint64_t(groups + g) * 4ul).v = si[0];
+        if (OP == 4) U32(addr_f32(p.partials, groups + g)).v = si[0];
     }
 }

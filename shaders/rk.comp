@@ -9,7 +9,7 @@ layout(constant_id = 1) const uint CB = 8;
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform RkPush {
-    uint64_t x, y, a;
+    uvec2 x, y, a;
     uint m, n;
     uint incx, incy;
     uint ars, acs;
@@ -19,13 +19,13 @@ layout(push_constant) uniform RkPush {
 void main() {
     uint i = gl_WorkGroupID.x * WG + gl_LocalInvocationID.x;
     if (i >= p.m) return;
-    float xi = p.alpha * gemm_load(p.x + uint64_t(i) * p.incx * 4);
+    float xi = p.alpha * gemm_load(p.x, i * p.incx);
     uint j0 = gl_WorkGroupID.y * CB;
     [[unroll]] for (uint c = 0; c < CB; c++) {
         uint j = j0 + c;
         if (j < p.n) {
-            uint64_t addr = p.a + (uint64_t(i) * p.ars + uint64_t(j) * p.acs) * 4;
-            gemm_store(addr, fma(xi, gemm_load(p.y + uint64_t(j) * p.incy * 4), gemm_load(addr)));
+            uint e = i * p.ars + j * p.acs;
+            gemm_store(p.a, e, fma(xi, gemm_load(p.y, j * p.incy), gemm_load(p.a, e)));
         }
     }
 }

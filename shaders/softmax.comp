@@ -4,6 +4,9 @@
 // One invocation per column: columns are short (10 classes for MNIST) and
 // this needs no barriers, which are costly on CPU-based devices. Each
 // column is read completely before it is written, so y (or dz) may be x (z).
+// The host uses this shader for columns of at most kColumnRows rows (its
+// loops then run at most 4·kColumnRows iterations; drivers may end a loop
+// after 65,535); longer columns go through colstats.comp and colapply.comp.
 #version 450
 #include "common.glsl"
 
@@ -16,7 +19,7 @@ layout(push_constant) uniform Push {
     View x;       // rows×cols logits
     View y;       // softmax, or dz
     View labels;  // xent: a cols-vector of 1-based classes, element j at addr + j·rstep
-    uint64_t loss;  // xent: a cols-vector (0: not wanted)
+    uvec2 loss;     // xent: a cols-vector (0: not wanted)
     uint loss_step;
     uint rows;
     uint cols;
@@ -43,7 +46,7 @@ void main() {
     // A label outside 1..rows matches no class: its loss is NaN, so the mistake shows.
     bool valid = fl >= 1.0 && fl <= float(p.rows) && fl == floor(fl);
     uint label = valid ? uint(fl) - 1u : 0xffffffffu;
-    if (p.loss != 0ul) {
+    if (!addr_null(p.loss)) {
         float zl = valid ? load_f32(p.x.addr, view_index2(p.x, label, j)) : uintBitsToFloat(0x7fc00000u);
         store_f32(p.loss, j * p.loss_step, -(zl - m - log(s)));
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -146,7 +147,11 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
             }
     }
 
-    // What vela needs: Vulkan 1.2, buffer device address, 64-bit integers, 8-bit storage.
+    // What vela needs: Vulkan 1.2, buffer device address and a compute queue.
+    // Shaders use no 64-bit integers (addresses are pairs of 32-bit words) and
+    // no 8-bit storage (uint8 matrices are read and written through 32-bit
+    // words), so devices without shaderInt64 or storageBuffer8BitAccess
+    // (SwiftShader, some mobile GPUs) run every kernel.
     std::vector<std::string> missing;
     if (!v12) missing.push_back("Vulkan 1.2 (device offers " + d.api_version + ")");
     if (!compute) missing.push_back("a compute queue");
@@ -156,9 +161,18 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
         f2.pNext = &f12;
         vkGetPhysicalDeviceFeatures2(pd, &f2);
         if (!f12.bufferDeviceAddress) missing.push_back("bufferDeviceAddress");
-        if (!f12.storageBuffer8BitAccess) missing.push_back("storageBuffer8BitAccess");
-        if (!f2.features.shaderInt64) missing.push_back("shaderInt64");
+        d.limits.emplace_back("shaderInt64", f2.features.shaderInt64 ? "yes (not needed)" : "no (not needed)");
+        d.limits.emplace_back("storageBuffer8BitAccess",
+                              f12.storageBuffer8BitAccess ? "yes (not needed)" : "no (not needed)");
     }
+    // mm on CPU implementations uses subgroupBroadcast (mm_regblock.comp);
+    // without subgroup ballot in compute shaders mm and dense take the tiled
+    // kernel instead, which needs nothing beyond the core.
+    c.subgroup_ballot = v12 && (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                        (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) && d.subgroup > 0;
+    if (!c.subgroup_ballot)
+        d.limits.emplace_back("subgroup ballot", "no: mm and dense use the tiled kernel (mm_tiled.comp)");
+    if (!p.timestamps) d.limits.emplace_back("timestamps", "no: profile() reports no per-kernel device times");
     if (!missing.empty()) {
         d.usable = false;
         d.reason = "missing ";
@@ -236,7 +250,48 @@ Context::Context() {
     check(vkEnumeratePhysicalDevices(instance_, &n, nullptr), "vkEnumeratePhysicalDevices");
     std::vector<VkPhysicalDevice> pds(n);
     check(vkEnumeratePhysicalDevices(instance_, &n, pds.data()), "vkEnumeratePhysicalDevices");
-    for (size_t i = 0; i < pds.size(); ++i) physical_.push_back(describe(pds[i], i));
+    // A stable order, whatever order the loader finds the drivers in: hardware
+    // GPUs first (discrete, integrated, virtual), then software ones, each kind
+    // by driver name, then device name (lavapipe's llvmpipe before SwiftShader),
+    // so vulkan:N names the same device from one run to the next.
+    auto rank = [](VkPhysicalDeviceType t) {
+        switch (t) {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return 0;
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return 1;
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return 2;
+        case VK_PHYSICAL_DEVICE_TYPE_CPU: return 4;
+        default: return 3;
+        }
+    };
+    struct Found {
+        VkPhysicalDevice pd;
+        int rank;
+        std::string driver, name;
+        size_t loader_index;
+    };
+    std::vector<Found> found;
+    for (size_t i = 0; i < pds.size(); ++i) {
+        auto driver = make<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+        auto props2 = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+        VkPhysicalDeviceProperties props;
+        vkGetPhysicalDeviceProperties(pds[i], &props);
+        if (props.apiVersion >= VK_API_VERSION_1_2) {
+            props2.pNext = &driver;
+            vkGetPhysicalDeviceProperties2(pds[i], &props2);
+        }
+        auto lower = [](std::string s) {
+            for (char& ch : s) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+            return s;
+        };
+        found.push_back({pds[i], rank(props.deviceType), lower(driver.driverName), lower(props.deviceName), i});
+    }
+    std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+        if (a.rank != b.rank) return a.rank < b.rank;
+        if (a.driver != b.driver) return a.driver < b.driver;
+        if (a.name != b.name) return a.name < b.name;
+        return a.loader_index < b.loader_index;
+    });
+    for (size_t i = 0; i < found.size(); ++i) physical_.push_back(describe(found[i].pd, i));
     pin_loaded_modules();  // the drivers are loaded by now; see pin_modules.cpp
 }
 
@@ -258,10 +313,8 @@ Gpu::Gpu(const PhysicalInfo& p, const std::vector<const char*>& extensions) : ph
 
     auto f12 = make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
     f12.bufferDeviceAddress = VK_TRUE;
-    f12.storageBuffer8BitAccess = VK_TRUE;
     auto f2 = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
     f2.pNext = &f12;
-    f2.features.shaderInt64 = VK_TRUE;
 
     auto cr = make<VkPhysicalDeviceConditionalRenderingFeaturesEXT>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT);

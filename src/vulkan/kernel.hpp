@@ -29,6 +29,7 @@ struct Caps {
     uint32_t max_push_constants = 128;   // bytes
     bool software = false;               // lavapipe/SwiftShader: barriers are costly, prefer barrier-free variants
     bool subgroup_arithmetic = false;    // subgroupAdd/Max available in compute
+    bool subgroup_ballot = false;        // subgroupBroadcast available in compute (mm_regblock.comp)
     uint32_t vendor_id = 0;
 };
 

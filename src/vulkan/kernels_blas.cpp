@@ -45,6 +45,13 @@ struct RkPush {
     float alpha;
 };
 
+// The most k values one mm dispatch loops over (mm_regblock: k/SG iterations
+// plus k % SG, mm_tiled: 9 per 16 values), and the most columns one mv
+// dispatch does (MODE 0: a quarter of them, MODE 1: 1/WG): far below the
+// 65,535 loop iterations after which lavapipe ends a loop without a word.
+constexpr uint64_t kMaxK = 16384;
+constexpr uint64_t kMvChunk = 32768;
+
 // Epilogues and activations as numbered in shaders/gemm.glsl and mm_common.glsl.
 constexpr uint32_t EPI_AXPBY = 0, EPI_DENSE = 1;
 
@@ -61,6 +68,7 @@ uint32_t u32(const char* fn, const char* what, int64_t v) {
 uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
 
 bool use_regblock(const Caps& caps) {
+    if (!caps.subgroup_ballot) return false;  // it needs subgroupBroadcast
     if (forced != GemmVariant::automatic) return forced == GemmVariant::regblock;
     return caps.software;
 }
@@ -137,7 +145,11 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
     // at 11): mm then runs as passes over k chunks, the first with β and the
     // rest accumulating with β = 1 (dependent dispatches, ordered by the
     // stream). dense keeps one pass: its epilogue needs the whole sum.
-    const uint64_t k_chunk = regblock && epi == EPI_AXPBY && p.k > 1024 ? 512 : std::max<uint64_t>(p.k, 1);
+    // Every variant also bounds its k loop by kMaxK per dispatch: drivers may
+    // end a shader loop after 65,535 iterations (record_dense splits larger k).
+    const uint64_t k_chunk = regblock && epi == EPI_AXPBY && p.k > 1024 ? 512
+                             : p.k > kMaxK                            ? kMaxK
+                                                                      : std::max<uint64_t>(p.k, 1);
     // Split the grid where it exceeds the device's workgroup counts: each
     // piece is the same problem on a sub-block of c, with its addresses moved.
     const uint64_t rows_per = uint64_t(caps.max_workgroup_count[0]) * tile_m;
@@ -200,6 +212,15 @@ void VulkanDevice::mm(float alpha, const Matrix& a, const Matrix& b, float beta,
     record_gemm(*this, "mm", alpha, a, b, beta, c, EPI_AXPBY, nullptr, Act::identity);
 }
 
+    if (uint64_t(w.cols) > kMaxK) {
+        // A k too long for one pass (its loop would pass the drivers' limit):
+        // mm splits k, then the bias and the activation.
+        mm(1.0f, w, x, 0.0f, y);
+        add_bias(b, y);
+        static constexpr Unary kActs[] = {Unary::relu, Unary::sigmoid, Unary::tanh};
+        if (act != Act::identity) unary(kActs[size_t(act) - 1], y, y, nullptr);
+        return;
+    }
 void VulkanDevice::dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
     record_gemm(*this, "dense", 1.0f, w, x, 0.0f, y, EPI_DENSE, &b, act);
 }
@@ -228,15 +249,23 @@ void VulkanDevice::mv(float alpha, const Matrix& a, const Matrix& x, float beta,
     uint32_t spec[3] = {wg, uint32_t(a.trans), uint32_t(reduce)};
     uint32_t groups[3];
     grid_1d(caps, reduce ? uint64_t(p.m) : ceil_div(p.m, wg), groups);
-    r.dispatch(Dispatch{.shader = "mv",
-                        .push = &p,
-                        .push_size = sizeof p,
-                        .groups = {groups[0], groups[1], groups[2]},
-                        .spec = spec,
-                        .spec_count = 3,
-                        .reads = {&a, &x, &y},
-                        .writes = {&y},
-                        .label = "mv"});
+    // Columns of op(a) in passes of kMvChunk, the later ones adding to y (β = 1).
+    for (uint64_t j0 = 0; j0 == 0 || j0 < p.n; j0 += kMvChunk) {
+        MvPush q = p;
+        q.n = uint32_t(std::min<uint64_t>(kMvChunk, p.n - j0));
+        q.a += j0 * (a.trans ? 1 : uint64_t(p.lda)) * sizeof(float);
+        q.x += j0 * p.incx * sizeof(float);
+        if (j0 > 0) q.beta = 1.0f;
+        r.dispatch(Dispatch{.shader = "mv",
+                            .push = &q,
+                            .push_size = sizeof q,
+                            .groups = {groups[0], groups[1], groups[2]},
+                            .spec = spec,
+                            .spec_count = 3,
+                            .reads = {&a, &x, &y},
+                            .writes = {&y},
+                            .label = "mv"});
+    }
 }
 
 void VulkanDevice::rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) {

@@ -1,5 +1,8 @@
 // Per-column kernels: softmax and its fused cross-entropy form
-// (shaders/softmax.comp), argmax (argmax.comp). One invocation per column.
+// (shaders/softmax.comp), argmax (argmax.comp). One invocation per column
+// for columns of up to kColumnRows rows; longer columns in bounded passes
+// (colstats.comp, then colapply.comp), since drivers may end a shader loop
+// after 65,535 iterations (lavapipe does, silently).
 #include <algorithm>
 
 #include "vulkan/device.hpp"
@@ -21,13 +24,90 @@ struct ArgmaxPush {
     uint32_t rows = 0, cols = 0;
 };
 
+// Layouts of shaders/colstats.comp and colapply.comp.
+struct ColStatsPush {
+    View x;
+    uint64_t in_part = 0, out_part = 0;
+    uint32_t rows = 0, cols = 0, chunk = 0, out_chunks = 0;
+};
+static_assert(sizeof(ColStatsPush) == 56);
+
+struct ColApplyPush {
+    View x, y, labels;
+    uint64_t part = 0, loss = 0;
+    uint32_t loss_step = 0;
+    uint32_t rows = 0, cols = 0;
+    float scale = 1;
+};
+static_assert(sizeof(ColApplyPush) == 104);
+
+// The one-invocation-per-column shaders loop over a column up to four times:
+// up to kColumnRows rows keeps that at 16,384 iterations. colstats.comp
+// loops over kChunk values per invocation.
+constexpr uint64_t kColumnRows = 4096;
+constexpr uint64_t kChunk = 4096;
+
+constexpr uint32_t kStatsSoftmax = 0, kStatsArgmax = 1;
+constexpr uint32_t kApplySoftmax = 0, kApplyXent = 1, kApplyArgmax = 2;
+
 }  // namespace
+
+// Records the colstats levels of x for op and returns the matrix holding one
+// pair per column (2·cols floats): freed when the work that uses it is done.
+static Matrix column_stats(VulkanDevice& dev, uint32_t op, const Matrix& x) {
+    const uint32_t wg = dev.wg();
+    const uint64_t cols = uint64_t(x.cols);
+    uint64_t rows = uint64_t(x.rows);
+    Matrix in;
+    bool level0 = true;
+    for (;;) {
+        uint64_t chunks = (rows + kChunk - 1) / kChunk;
+        Matrix out;
+        out.buf = dev.alloc(DType::f32, size_t(2 * cols * chunks));
+        out.rows = int64_t(2 * cols * chunks);
+        out.cols = 1;
+        out.ld = out.rows;
+        ColStatsPush p;
+        if (level0) p.x = dev.view(x);
+        if (!level0) p.in_part = dev.view(in).addr;
+        p.out_part = dev.view(out).addr;
+        p.rows = uint32_t(rows);
+        p.cols = uint32_t(cols);
+        p.chunk = uint32_t(kChunk);
+        p.out_chunks = uint32_t(chunks);
+        uint32_t spec[3] = {wg, op, level0 ? 1u : 0u};
+        Dispatch d{.shader = "colstats", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
+                   .reads = {level0 ? &x : &in}, .writes = {&out},
+                   .label = op == kStatsSoftmax ? "softmax" : "argmax"};
+        dev.grid(cols * chunks, wg, d.groups);
+        dev.dispatch(d);
+        if (chunks == 1) return out;
+        in = out;
+        rows = chunks;
+        level0 = false;
+    }
+}
 
 // One invocation per column: a small workgroup, so a batch of 64 columns fills one.
 static uint32_t column_wg(const VulkanDevice& dev) { return std::min<uint32_t>(64, dev.wg()); }
 
 void VulkanDevice::softmax(const Matrix& x, const Matrix& y) {
     if (y.empty()) return;
+    if (uint64_t(x.rows) > kColumnRows) {
+        Matrix part = column_stats(*this, kStatsSoftmax, x);
+        ColApplyPush p;
+        p.x = view(x);
+        p.y = view(y);
+        p.part = view(part).addr;
+        p.rows = uint32_t(x.rows);
+        p.cols = uint32_t(x.cols);
+        uint32_t spec[3] = {wg(), kApplySoftmax, 0};
+        Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
+                   .reads = {&x, &part}, .writes = {&y}, .label = "softmax"};
+        grid(uint64_t(x.rows) * uint64_t(x.cols), wg(), d.groups);
+        dispatch(d);
+        return;
+    }
     const uint32_t cwg = column_wg(*this);
     SoftmaxPush p;
     p.x = view(x);
@@ -44,13 +124,38 @@ void VulkanDevice::softmax(const Matrix& x, const Matrix& y) {
 void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale,
                                 const Matrix& dz) {
     if (dz.empty()) return;
+    bool with_loss = loss.buf != nullptr && !loss.empty();
+    if (uint64_t(z.rows) > kColumnRows) {
+        Matrix part = column_stats(*this, kStatsSoftmax, z);
+        ColApplyPush p;
+        p.x = view(z);
+        p.y = view(dz);
+        p.labels = view(labels);
+        p.labels.rstep = uint32_t(labels.inc());
+        p.part = view(part).addr;
+        if (with_loss) {
+            p.loss = view(loss).addr;
+            p.loss_step = uint32_t(loss.inc());
+        }
+        p.rows = uint32_t(z.rows);
+        p.cols = uint32_t(z.cols);
+        p.scale = scale;
+        uint32_t spec[3] = {wg(), kApplyXent, labels.dtype() == DType::u8};
+        auto go = [&](std::initializer_list<const Matrix*> writes) {
+            Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
+                       .reads = {&z, &labels, &part}, .writes = writes, .label = "softmax_xent"};
+            grid(uint64_t(z.rows) * uint64_t(z.cols), wg(), d.groups);
+            dispatch(d);
+        };
+        with_loss ? go({&dz, &loss}) : go({&dz});
+        return;
+    }
     const uint32_t cwg = column_wg(*this);
     SoftmaxPush p;
     p.x = view(z);
     p.y = view(dz);
     p.labels = view(labels);
     p.labels.rstep = uint32_t(labels.inc());
-    bool with_loss = loss.buf != nullptr && !loss.empty();
     if (with_loss) {
         p.loss = view(loss).addr;
         p.loss_step = uint32_t(loss.inc());
@@ -70,6 +175,21 @@ void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Mat
 
 void VulkanDevice::argmax(const Matrix& x, const Matrix& idx) {
     if (x.cols == 0) return;
+    if (uint64_t(x.rows) > kColumnRows) {
+        Matrix part = column_stats(*this, kStatsArgmax, x);
+        ColApplyPush p;
+        p.y = view(idx);
+        p.y.rstep = uint32_t(idx.inc());
+        p.part = view(part).addr;
+        p.rows = uint32_t(x.rows);
+        p.cols = uint32_t(x.cols);
+        uint32_t spec[3] = {wg(), kApplyArgmax, idx.dtype() == DType::u8};
+        Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
+                   .reads = {&part}, .writes = {&idx}, .label = "argmax"};
+        grid(uint64_t(x.cols), wg(), d.groups);
+        dispatch(d);
+        return;
+    }
     const uint32_t cwg = column_wg(*this);
     ArgmaxPush p;
     p.x = view(x);

@@ -18,7 +18,11 @@ struct ReducePush {
     uint32_t n = 0;
 };
 
-constexpr uint32_t kMaxGroups = 256;
+// Workgroups: up to 256, more where the grid-strided loop would otherwise run
+// over kReduceIterations times per invocation (drivers may end a loop after
+// 65,535 iterations); 4096 covers 2^32 elements at a workgroup of 64.
+constexpr uint32_t kMaxGroups = 4096;
+constexpr uint64_t kReduceIterations = 16384;
 
 }  // namespace
 
@@ -30,7 +34,9 @@ static uint32_t record_reduce(VulkanDevice& dev, uint32_t op, const Matrix& x, c
     p.partials = VulkanDevice::buffer(out).alloc.address;
     p.n = uint32_t(x.size());
     uint32_t wg = dev.wg();
-    uint32_t groups = std::min<uint32_t>(kMaxGroups, uint32_t((uint64_t(p.n) + wg - 1) / wg));
+    uint64_t needed = (uint64_t(p.n) + wg - 1) / wg;
+    uint64_t bounded = (needed + kReduceIterations - 1) / kReduceIterations;
+    uint32_t groups = uint32_t(std::min<uint64_t>(std::max<uint64_t>(std::min<uint64_t>(needed, 256), bounded), kMaxGroups));
     auto dense16 = [](const Matrix* m, const View& v) { return !m || (m->contiguous() && v.addr % 16 == 0); };
     uint32_t vec4 = dense16(&x, p.x) && dense16(y, p.y);
     uint32_t spec[3] = {wg, op, vec4};

@@ -1,0 +1,60 @@
+// The last pass of softmax, softmax_xent and argmax over long columns, from
+// the per-column partial colstats.comp left (see there): no loop at all.
+//   OP 0 softmax:  y(i, j) = exp(x(i, j) − m_j) · (1 / s_j), one invocation per element
+//   OP 1 xent:     dz(i, j) = (softmax(z)(i, j) − [i = label_j]) · scale, and the
+//                  loss −(z(label_j, j) − m_j − log s_j) (NaN for a label outside 1..rows)
+//   OP 2 argmax:   idx(j) = 1 + the best row of column j, one invocation per column
+// The same expressions as softmax.comp and argmax.comp, so a column gives the
+// same values whichever path the host took. y (dz) may be x (z): each element
+// is read and written by one invocation, after the statistics are complete.
+#version 450
+#include "common.glsl"
+
+layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint OP = 0;
+layout(constant_id = 2) const uint U8 = 0;  // xent: labels are uint8; argmax: idx is uint8
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Push {
+    View x;        // rows×cols logits
+    View y;        // softmax, dz, or (argmax) the cols-vector idx: element j at addr + j·rstep
+    View labels;   // xent: element j at addr + j·rstep
+    uvec2 part;    // one (m, s) or (value, row) pair per column
+    uvec2 loss;    // xent: a cols-vector (0: not wanted)
+    uint loss_step;
+    uint rows;
+    uint cols;
+    float scale;
+} p;
+
+void main() {
+    uint k = global_index(WG);
+    if (OP == 2) {
+        if (k >= p.cols) return;
+        uint at = U32(addr_f32(p.part, k * 2u + 1u)).v;
+        float v = float((at == 0xffffffffu ? 0u : at) + 1u);
+        if (U8 != 0)
+            store_u8(p.y.addr, k * p.y.rstep, v);
+        else
+            store_f32(p.y.addr, k * p.y.rstep, v);
+        return;
+    }
+    if (k >= p.rows * p.cols) return;
+    uint j = k / p.rows;
+    uint i = k - j * p.rows;
+    float m = uintBitsToFloat(U32(addr_f32(p.part, j * 2u)).v);
+    float s = uintBitsToFloat(U32(addr_f32(p.part, j * 2u + 1u)).v);
+    float inv = 1.0 / s;
+    float z = load_f32(p.x.addr, view_index2(p.x, i, j));
+    float sm = exp(z - m) * inv;
+    if (OP == 0) {
+        store_f32(p.y.addr, view_index2(p.y, i, j), sm);
+        return;
+    }
+    float fl = U8 != 0 ? load_u8(p.labels.addr, j * p.labels.rstep) : load_f32(p.labels.addr, j * p.labels.rstep);
+    bool valid = fl >= 1.0 && fl <= float(p.rows) && fl == floor(fl);
+    uint label = valid ? uint(fl) - 1u : 0xffffffffu;
+    if (!addr_null(p.loss) && (i == label || (!valid && i == 0u)))
+        store_f32(p.loss, j * p.loss_step, valid ? -(z - m - log(s)) : uintBitsToFloat(0x7fc00000u));
+    store_f32(p.y.addr, view_index2(p.y, i, j), (sm - (i == label ? 1.0 : 0.0)) * p.scale);
+}

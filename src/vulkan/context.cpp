@@ -79,7 +79,8 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
     d.type = type_name(p.props.deviceType);
     d.software = p.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     d.driver = v12 ? driver.driverName : "";
-    d.driver_version = v12 ? driver.driverInfo : version_string(p.props.driverVersion);
+    // driverInfo is free text and may be empty (SwiftShader): the packed version then.
+    d.driver_version = v12 && driver.driverInfo[0] ? driver.driverInfo : version_string(p.props.driverVersion);
     d.api_version = version_string(p.props.apiVersion);
     d.subgroup = v12 ? subgroup.subgroupSize : 0;
     for (uint32_t h = 0; h < p.memory.memoryHeapCount; ++h) {

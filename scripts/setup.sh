@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs what vela needs from Debian's packages (only what is missing), fetches
-# the data sets once, then configures and builds into build/ (or build-sanitize/
-# with --sanitize). Idempotent: a second run only rebuilds what changed.
+# Installs what vela needs from Debian's packages (only what is missing), makes
+# SwiftShader's Vulkan driver visible to the Vulkan loader, fetches the data
+# sets once, then configures and builds into build/ (or build-sanitize/ with
+# --sanitize). Idempotent: a second run only rebuilds what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,7 +19,8 @@ done
 packages=(
   cmake g++ make pkg-config git ca-certificates   # build
   liblua5.4-dev libedit-dev libopenblas-dev zlib1g-dev libzip-dev python3-numpy  # libraries; numpy reads what vela.save writes in the tests
-  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers vulkan-tools  # Vulkan, lavapipe
+  libvulkan-dev glslc vulkan-validationlayers vulkan-tools  # Vulkan
+  mesa-vulkan-drivers chromium-common             # the two software drivers: lavapipe, SwiftShader
   libshaderc-dev                                  # kernels written at the prompt (in-process GLSL)
   catch2                                          # tests
   dataset-fashion-mnist                           # data: Fashion-MNIST
@@ -36,6 +38,24 @@ if ((${#missing[@]})); then
   [[ $(id -u) -eq 0 ]] || sudo=(sudo)
   "${sudo[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# chromium-common ships SwiftShader's driver (libvk_swiftshader.so) with its
+# manifest beside it, outside the loader's search path: a copy of the manifest
+# naming the library by its absolute path, in the loader's system directory,
+# lets devices() list it beside lavapipe (scripts/test.sh names both drivers
+# itself and does not depend on this).
+sws_json=$(dpkg -L chromium-common 2>/dev/null | grep '/vk_swiftshader_icd\.json$' | head -1 || true)
+sws_lib=$(dpkg -L chromium-common 2>/dev/null | grep '/libvk_swiftshader\.so$' | head -1 || true)
+icd_dir=/usr/local/share/vulkan/icd.d
+if [[ -n $sws_json && -n $sws_lib && ! -e $icd_dir/vk_swiftshader_icd.json ]]; then
+  api=$(sed -n 's/.*"api_version": *"\([^"]*\)".*/\1/p' "$sws_json")
+  sudo=()
+  [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+  "${sudo[@]}" mkdir -p "$icd_dir"
+  printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "%s", "api_version": "%s"}}\n' \
+    "$sws_lib" "${api:-1.0.0}" | "${sudo[@]}" tee "$icd_dir/vk_swiftshader_icd.json" >/dev/null
+  echo "setup: SwiftShader's Vulkan driver registered in $icd_dir"
 fi
 
 [[ -x scripts/get-data ]] && scripts/get-data

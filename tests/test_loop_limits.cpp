@@ -72,7 +72,7 @@ void check_close(const std::vector<float>& got, const std::vector<double>& want,
 
 }  // namespace
 
-TEST_CASE("loop limits: softmax and softmax_xent on columns of 21,845 to 70,000 rows", "[kernels][limits]") {
+TEST_CASE("kernels: loop limits, softmax and softmax_xent on columns of 21,845 to 70,000 rows", "[kernels][limits]") {
     on_every_device([](Device& d) {
         for (int64_t rows : {int64_t(21845), int64_t(70000)}) {
             const int64_t cols = 3;
@@ -119,7 +119,7 @@ TEST_CASE("loop limits: softmax and softmax_xent on columns of 21,845 to 70,000 
     });
 }
 
-TEST_CASE("loop limits: argmax on columns of 65,536 and 70,000 rows", "[kernels][limits]") {
+TEST_CASE("kernels: loop limits, argmax on columns of 65,536 and 70,000 rows", "[kernels][limits]") {
     on_every_device([](Device& d) {
         for (int64_t rows : {int64_t(65536), int64_t(70000)}) {
             const int64_t cols = 4;
@@ -139,7 +139,7 @@ TEST_CASE("loop limits: argmax on columns of 65,536 and 70,000 rows", "[kernels]
     });
 }
 
-TEST_CASE("uint8 stores: neighbouring bytes of one 32-bit word written at once", "[kernels][limits]") {
+TEST_CASE("kernels: uint8 stores, neighbouring bytes of one 32-bit word written at once", "[kernels][limits]") {
     // Without 8-bit storage a uint8 store is two atomics on the word holding
     // it; a plain read-modify-write would lose bytes written at the same time.
     on_every_device([](Device& d) {
@@ -162,7 +162,7 @@ TEST_CASE("uint8 stores: neighbouring bytes of one 32-bit word written at once",
     });
 }
 
-TEST_CASE("loop limits: mv and dense with a long inner dimension", "[kernels][limits]") {
+TEST_CASE("kernels: loop limits, mv and dense with a long inner dimension", "[kernels][limits]") {
     on_every_device([](Device& d) {
         const int64_t m = 3, n = 300000;  // mv: n/4 = 75,000 iterations in one loop before the split
         std::vector<float> av = data(size_t(m * n), 21), xv = data(size_t(n), 22);

@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
 # The test command: builds when the build is missing or stale (through
 # setup.sh), then runs every test in CTest with the Khronos validation layer on
-# (a validation message fails the test that caused it).
+# (a validation message fails the test that caused it), every Vulkan test on
+# each of the two software drivers, one pass per driver:
+#   1. lavapipe (vulkan:0): the whole suite;
+#   2. SwiftShader (vulkan:0 in this pass): every Vulkan and kernel test and the
+#      Lua tests (the Catch cases named vulkan*/kernels*, lua.*);
+#   3. both drivers at once: devices() lists vulkan:0 lavapipe, vulkan:1
+#      SwiftShader, each selectable by name.
+# Both drivers must be present: without one the command fails and says which.
+# VELA_LAVAPIPE_ICD / VELA_SWIFTSHADER_ICD name the drivers' manifests where
+# they are not in Debian's places.
 #   scripts/test.sh              the Release build in build/
 #   scripts/test.sh --sanitize   AddressSanitizer + UBSan build in build-sanitize/
 set -euo pipefail
@@ -24,6 +33,25 @@ if [[ -x $build/vela && -x $build/vela_tests ]]; then
 fi
 ((stale)) && scripts/setup.sh "${args[@]}"
 
+# The drivers' manifests (ICD JSON files), given to the Vulkan loader per pass.
+find_icd() {
+  local f
+  for f in "$@"; do [[ -f $f ]] && { echo "$f"; return 0; }; done
+  return 0
+}
+lvp_icd=${VELA_LAVAPIPE_ICD:-$(find_icd /usr/share/vulkan/icd.d/lvp_icd."$(uname -m)".json \
+  /usr/share/vulkan/icd.d/lvp_icd.*.json /etc/vulkan/icd.d/lvp_icd.*.json /usr/local/share/vulkan/icd.d/lvp_icd.*.json)}
+sws_icd=${VELA_SWIFTSHADER_ICD:-$(find_icd $(dpkg -L chromium-common 2>/dev/null | grep '/vk_swiftshader_icd\.json$') \
+  /usr/local/share/vulkan/icd.d/vk_swiftshader_icd.json /usr/lib/chromium/vk_swiftshader_icd.json)}
+missing=()
+[[ -n $lvp_icd && -f $lvp_icd ]] || missing+=("lavapipe (Debian package mesa-vulkan-drivers)")
+[[ -n $sws_icd && -f $sws_icd ]] || missing+=("SwiftShader (Debian package chromium-common)")
+if ((${#missing[@]})); then
+  printf 'test.sh: missing Vulkan driver: %s\n' "${missing[@]}" >&2
+  echo "test.sh: every Vulkan test runs on both software drivers; scripts/setup.sh installs them" >&2
+  exit 1
+fi
+
 export VELA_VALIDATE=1
 if [[ $build == build-sanitize ]]; then
   # The Vulkan loader and Mesa's drivers keep allocations until exit; only our code is checked for leaks.
@@ -32,4 +60,15 @@ if [[ $build == build-sanitize ]]; then
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 fi
 cd "$build"
-ctest --output-on-failure -j"$(nproc)" --timeout 600
+status=0
+echo "test.sh: pass 1 of 3: the whole suite, Vulkan on lavapipe ($lvp_icd)"
+VK_ICD_FILENAMES=$lvp_icd VELA_TEST_DRIVERS=llvmpipe \
+  ctest --output-on-failure -j"$(nproc)" --timeout 600 || status=1
+echo "test.sh: pass 2 of 3: the Vulkan, kernel and Lua tests on SwiftShader ($sws_icd)"
+VK_ICD_FILENAMES=$sws_icd VELA_TEST_DRIVERS=swiftshader \
+  ctest --output-on-failure -j"$(nproc)" --timeout 600 -R '^(vulkan|kernels|lua\.)' || status=1
+echo "test.sh: pass 3 of 3: both drivers at once"
+VK_ICD_FILENAMES=$lvp_icd:$sws_icd VELA_TEST_DRIVERS=llvmpipe,swiftshader \
+  ctest --output-on-failure --timeout 600 -R '^vulkan drivers:' || status=1
+((status == 0)) && echo "test.sh: all passes passed" || echo "test.sh: a pass failed (see above)" >&2
+exit $status

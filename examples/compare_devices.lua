@@ -3,7 +3,7 @@
 -- (Philox by seed: identical on every device), the loss after 100 steps of
 -- identical batches, then a table of time per epoch and test accuracy.
 --
---   build/vela examples/compare_devices.lua [epochs=3] [devices=cpu,vulkan:0] [batch=128]
+--   build/vela examples/compare_devices.lua [epochs=3] [devices=cpu,vulkan:0,vulkan:1] [batch=128]
 local vela = require "vela"
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
 
@@ -80,12 +80,14 @@ end
 for _, r in ipairs(results) do
   print(("%s: loss at step 100 %.6f, host waits in a step %d"):format(r.id, r.loss100, r.step_waits))
 end
-if #results >= 2 then
-  local a, b = results[1], results[2]
+-- Every device against the first (cpu, vulkan:0, vulkan:1: two lines).
+if #results >= 2 then print() end
+for k = 2, #results do
+  local a, b = results[1], results[k]
   local dw = 0
   for i = 1, #a.w1 do dw = math.max(dw, math.abs(a.w1[i] - b.w1[i])) end
   local rel = math.abs(a.loss100 - b.loss100) / math.abs(a.loss100)
   local da = 100 * math.abs(a.hist.test_accuracy[opts.epochs] - b.hist.test_accuracy[opts.epochs])
-  print(("\n%s vs %s: initial weights max |Δ| = %g; loss at step 100 differs by %.2e relative; "
+  print(("%s vs %s: initial weights max |Δ| = %g; loss at step 100 differs by %.2e relative; "
     .. "final test accuracy differs by %.2f points"):format(a.id, b.id, dw, rel, da))
 end

@@ -6,6 +6,9 @@
 // 64-bit integer is needed.
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
+#ifdef GEMM_INT64  // mm_regblock_i64.comp only: devices with shaderInt64
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
 #extension GL_EXT_control_flow_attributes : require
 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer GemmF32 { float v; };
@@ -22,6 +25,12 @@ uvec2 gemm_addr(uvec2 a, uint e) {
 float gemm_load(uvec2 a, uint e) { return GemmF32(gemm_addr(a, e)).v; }
 void gemm_store(uvec2 a, uint e, float v) { GemmF32(gemm_addr(a, e)).v = v; }
 vec2 gemm_load2(uvec2 a, uint e) { return GemmV2(gemm_addr(a, e)).v; }
+#ifdef GEMM_INT64
+// One 8-byte integer load where the device has them: on lavapipe a vec2 load
+// is two per-lane loops, a uint64 load one.
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer GemmU64 { uint64_t v; };
+vec2 gemm_load2_64(uint64_t addr) { return uintBitsToFloat(unpackUint2x32(GemmU64(addr).v)); }
+#endif
 
 // Epilogue kinds (spec constant EPI). The activations (spec constant ACT,
 // vela::Act) are act_f of the generated ops.glsl: the same functions as the

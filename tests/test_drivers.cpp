@@ -70,7 +70,9 @@ TEST_CASE("vulkan drivers: no shader declares a capability vela does not enable"
     const uint32_t banned[] = {10, 11, 22, 39, 4433, 4434, 4448, 4449};
     std::vector<std::string> shaders;  // every shaders/*.comp of the source tree
     for (const auto& f : std::filesystem::directory_iterator(std::string(VELA_SOURCE_DIR) + "/shaders"))
-        if (f.path().extension() == ".comp") shaders.push_back(f.path().stem().string());
+        // *_i64 variants run only on devices with shaderInt64 (Caps::int64).
+        if (f.path().extension() == ".comp" && !f.path().stem().string().ends_with("_i64"))
+            shaders.push_back(f.path().stem().string());
     REQUIRE(shaders.size() > 10);
     for (const std::string& name : shaders) {
         INFO("shaders/" << name << ".comp");

@@ -162,9 +162,10 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
         f2.pNext = &f12;
         vkGetPhysicalDeviceFeatures2(pd, &f2);
         if (!f12.bufferDeviceAddress) missing.push_back("bufferDeviceAddress");
-        d.limits.emplace_back("shaderInt64", f2.features.shaderInt64 ? "yes (not needed)" : "no (not needed)");
-        d.limits.emplace_back("storageBuffer8BitAccess",
-                              f12.storageBuffer8BitAccess ? "yes (not needed)" : "no (not needed)");
+        c.int64 = f2.features.shaderInt64;
+        d.limits.emplace_back("shaderInt64", c.int64 ? "yes (mm's faster variant on software devices)"
+                                                     : "no (not needed: every kernel runs without it)");
+        d.limits.emplace_back("storageBuffer8BitAccess", f12.storageBuffer8BitAccess ? "yes (not used)" : "no (not needed)");
     }
     // mm on CPU implementations uses subgroupBroadcast (mm_regblock.comp);
     // without subgroup ballot in compute shaders mm and dense take the tiled
@@ -316,6 +317,7 @@ Gpu::Gpu(const PhysicalInfo& p, const std::vector<const char*>& extensions) : ph
     f12.bufferDeviceAddress = VK_TRUE;
     auto f2 = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
     f2.pNext = &f12;
+    f2.features.shaderInt64 = p.caps.int64 ? VK_TRUE : VK_FALSE;  // optional: only mm_regblock_i64 uses it
 
     auto cr = make<VkPhysicalDeviceConditionalRenderingFeaturesEXT>(
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT);

@@ -30,6 +30,7 @@ struct Caps {
     bool software = false;               // lavapipe/SwiftShader: barriers are costly, prefer barrier-free variants
     bool subgroup_arithmetic = false;    // subgroupAdd/Max available in compute
     bool subgroup_ballot = false;        // subgroupBroadcast available in compute (mm_regblock.comp)
+    bool int64 = false;                  // shaderInt64 (enabled): mm_regblock_i64.comp may run
     uint32_t vendor_id = 0;
 };
 

@@ -120,7 +120,9 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         spec_count = 8;
         tile_m = sg * mr;
         tile_n = nr;
-        shader = "mm_regblock";
+        // 64-bit addresses stepped per load where the device has them (about
+        // twice the speed on lavapipe); the portable kernel elsewhere.
+        shader = caps.int64 ? "mm_regblock_i64" : "mm_regblock";
     } else {
         uint32_t t = caps.max_workgroup_invocations >= 256 && caps.max_workgroup_size[0] >= 16 &&
                              caps.max_workgroup_size[1] >= 16

@@ -214,16 +214,15 @@ void VulkanDevice::mm(float alpha, const Matrix& a, const Matrix& b, float beta,
     record_gemm(*this, "mm", alpha, a, b, beta, c, EPI_AXPBY, nullptr, Act::identity);
 }
 
+void VulkanDevice::dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
     if (uint64_t(w.cols) > kMaxK) {
         // A k too long for one pass (its loop would pass the drivers' limit):
         // mm splits k, then the bias and the activation.
         mm(1.0f, w, x, 0.0f, y);
         add_bias(b, y);
-        static constexpr Unary kActs[] = {Unary::relu, Unary::sigmoid, Unary::tanh};
-        if (act != Act::identity) unary(kActs[size_t(act) - 1], y, y, nullptr);
+        if (act != Act::identity) unary(act_unary(act), y, y, nullptr);
         return;
     }
-void VulkanDevice::dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
     record_gemm(*this, "dense", 1.0f, w, x, 0.0f, y, EPI_DENSE, &b, act);
 }
 

@@ -53,9 +53,13 @@ VELA_INLINE float expm1_f(float x) {
 // ln x for x > 0 (Cephes logf): x = m·2^e with m ∈ [√½, √2), ln(1 + (m − 1)) by a
 // polynomial; 0 → −inf, negative → NaN, inf and NaN pass through.
 VELA_INLINE float log_f(float x) {
-    float xs = x < 1.17549435e-38f ? x * 16777216.0f : x;  // subnormals: scale by 2^24 first
+    // Subnormals from their bits (x = bits·2^−149; float(bits) is exact): a
+    // driver that flushes subnormal arithmetic to zero (SwiftShader) gives the same.
+    int ib = as_int(x);
+    bool sub = ib > 0 && ib < 8388608;
+    float xs = sub ? float(ib) : x;
     int i = as_int(xs);
-    int e = ((i >> 23) & 255) - 126 - (x < 1.17549435e-38f ? 24 : 0);
+    int e = ((i >> 23) & 255) - 126 - (sub ? 149 : 0);
     float m = as_float((i & 8388607) | 1056964608);  // mantissa in [0.5, 1)
     bool lo = m < 0.707106781186547524f;
     e = lo ? e - 1 : e;
@@ -91,6 +95,7 @@ VELA_INLINE float log1p_f(float t) {
 }
 
 VELA_INLINE float tanh_f(float x) {
+    if (x != x) return x;  // NaN: SwiftShader's exp gives a number for it
     float ax = x < 0.0f ? -x : x;
     float z = x * x;  // small |x|: odd polynomial (Cephes tanhf)
     float small = ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z +

@@ -69,8 +69,8 @@ void level1_element(uint op, View x, View y, uint k, float alpha, float beta) {
     uint iy = view_index(y, k);
     if (op == L1_FILL) {
         store_f32(y.addr, iy, alpha);
-    } else if (op == L1_SCAL) {  // α = 0 writes zeros without reading y (NaN included), as β = 0 does
-        store_f32(y.addr, iy, alpha == 0.0 ? 0.0 : alpha * load_f32(y.addr, iy));
+    } else if (op == L1_SCAL) {  // α·y as IEEE says: 0·NaN and 0·Inf are NaN (reference BLAS, cpu)
+        store_f32(y.addr, iy, alpha * load_f32(y.addr, iy));
     } else if (op == L1_COPY) {
         store_f32(y.addr, iy, load_f32(x.addr, view_index(x, k)));
     } else if (op == L1_SWAP) {
@@ -90,7 +90,7 @@ void level1_vec4(uint op, View x, View y, uint k, uint n, float alpha, float bet
         if (op == L1_FILL) {
             yv.v = vec4(alpha);
         } else if (op == L1_SCAL) {
-            yv.v = alpha == 0.0 ? vec4(0.0) : alpha * yv.v;  // α = 0: zeros, y not read
+            yv.v = alpha * yv.v;
         } else if (op == L1_AXPBY) {
             vec4 ax = alpha * V4(addr_f32(x.addr, k)).v;
             yv.v = beta == 0.0 ? ax : ax + beta * yv.v;
@@ -100,7 +100,7 @@ void level1_vec4(uint op, View x, View y, uint k, uint n, float alpha, float bet
     if (op != L1_FILL && op != L1_SCAL && op != L1_AXPBY) return;
     for (; k < n; ++k) {
         float v = op == L1_FILL   ? alpha
-                  : op == L1_SCAL ? (alpha == 0.0 ? 0.0 : alpha * load_f32(y.addr, k))
+                  : op == L1_SCAL ? alpha * load_f32(y.addr, k)
                                   : alpha * load_f32(x.addr, k);
         if (op == L1_AXPBY && beta != 0.0) v += beta * load_f32(y.addr, k);
         store_f32(y.addr, k, v);

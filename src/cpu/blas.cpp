@@ -126,9 +126,6 @@ void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) {
 }
 
 void scal(float alpha, const Matrix& x) {
-    // α = 0 writes zeros without reading x (NaN and Inf included), on every
-    // device: the rule of β = 0 in mm and axpby, whatever OpenBLAS version.
-    if (alpha == 0.0f) return fill(x, 0.0f);
     float* xb = fbase(x);
     // OpenBLAS's sscal writes zeros for α = 0 and for α = NaN without reading x,
     // so 0·NaN, 0·Inf and NaN·x came out 0 here but NaN on Vulkan (found by

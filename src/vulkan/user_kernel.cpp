@@ -28,16 +28,24 @@ constexpr const char* kUserFile = "user";
 constexpr uint32_t kDiskMagic = 0x564c4b31;  // "VLK1"
 
 // The options are part of the cache key: change them and old entries no longer match.
-std::string options_tag() {
-    unsigned v = 0, r = 0;
-    shaderc_get_spv_version(&v, &r);
-    return format("shaderc spv%u.%u vulkan1.2 O", v, r);
-}
-
 uint64_t fnv1a(const std::string& s) {
     uint64_t h = 1469598103934665603ull;
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
     return h;
+}
+
+// The compiler, its options and the text of every header a kernel may
+// include: the generated source names common.glsl by name only, so without
+// the headers' contents in the key a disk cache from an older vela would hand
+// back SPIR-V built from the old headers (seen: 64-bit addresses on a device
+// without shaderInt64 after common.glsl moved to 32-bit pairs).
+std::string options_tag() {
+    unsigned v = 0, r = 0;
+    shaderc_get_spv_version(&v, &r);
+    std::string headers;
+    for (const char* name : {"common.glsl", "ops.glsl", "opmath.h"})
+        if (const char* t = shader_text(name)) headers += t;
+    return format("shaderc spv%u.%u vulkan1.2 O headers %016llx", v, r, (unsigned long long)fnv1a(headers));
 }
 
 // #include "name" resolves to the embedded headers only.

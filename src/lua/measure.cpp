@@ -438,11 +438,17 @@ static int l_compare(lua_State* L) {
         if (!stray.empty()) {
             std::string a = dev->name();
             finish();
-            return luaL_error(L,
-                              "compare: the %s row called %s, not on %s: fn uses matrices or a network that live "
-                              "elsewhere. Let compare move them to each device: compare(fn, {inputs = {net, x, ...}}), "
-                              "or build them in fn from the device it is given (fn(dev))",
-                              a.c_str(), stray.c_str(), a.c_str());
+            luaL_where(L, 1);
+            lua_pushfstring(L,
+                            "compare: the %s row called %s, not on %s: fn uses matrices or a network that live "
+                            "elsewhere. Let compare move them to each device: compare(fn, {inputs = {net, x, ...}}), "
+                            "or build them in fn from the device it is given (fn(dev))",
+                            a.c_str(), stray.c_str(), a.c_str());
+            lua_concat(L, 2);
+            // lua_error leaves by longjmp, which runs no destructor: free the strings first.
+            std::string().swap(stray);
+            std::string().swap(a);
+            return lua_error(L);
         }
         Matrix* r = test_matrix(L, -1);
         if (!r) {

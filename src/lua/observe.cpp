@@ -108,6 +108,10 @@ struct Frame {
 struct Observer {
     bool label = false, trace = false, diverge = false;
     std::vector<Frame> stack;
+    // The kernel being checked by diverge: kept here, not in a local of the
+    // hook, because a divergence (or an error on the reference device) leaves
+    // the hook by longjmp, which runs no destructor.
+    Frame done;
     uint64_t next_call = 1;
     std::string moddir;  // "@/…/lua/vela/": sources of vela's own modules
     // trace
@@ -244,7 +248,10 @@ void perturb(lua_State* L, lua_Debug* ar, Observer& o, const Frame& fr) {
 }
 
 // After the kernel ran on the current device: the same call on the copies, then compare.
-void check_kernel(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
+// Compares one kernel's output with the reference device's; true when it
+// diverges (o.first says how). Raises no error of its own, so that its
+// locals are destroyed before check_kernel raises.
+bool compare_kernel(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
     lua_getinfo(L, "r", ar);
     int fres = ar->ftransfer, nres = ar->ntransfer;
     lua_getinfo(L, "f", ar);  // the kernel itself (a closure keeps its upvalues)
@@ -302,10 +309,16 @@ void check_kernel(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
     if (bad) {
         d.found = true;
         o.first = d;
-        lua_pushlightuserdata(L, &sentinel_key);
-        lua_error(L);
+        return true;
     }
     if (!o.worst.found && (o.worst.kernel.empty() || d.max_rel > o.worst.max_rel)) o.worst = d;
+    return false;
+}
+
+void check_kernel(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
+    if (!compare_kernel(L, ar, o, fr)) return;
+    lua_pushlightuserdata(L, &sentinel_key);  // diverge's pcall tells this from an error
+    lua_error(L);
 }
 
 void hook(lua_State* L, lua_Debug* ar) {
@@ -357,9 +370,9 @@ void hook(lua_State* L, lua_Debug* ar) {
     if (o.trace) account(o);
     if (fr.kernel && o.label) current_call() = KernelCall{};
     if (fr.kernel && o.diverge) {
-        Frame done = std::move(fr);
+        o.done = std::move(fr);
         o.stack.pop_back();
-        check_kernel(L, ar, o, done);
+        check_kernel(L, ar, o, o.done);
         return;
     }
     o.stack.pop_back();
@@ -426,6 +439,7 @@ void end_diverge(lua_State* L) {
     Observer& o = obs();
     o.diverge = false;
     o.stack.clear();
+    o.done = Frame{};  // its copies are device matrices: none may outlive diverge
     install(L);
 }
 

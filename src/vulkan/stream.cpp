@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/error.hpp"
 #include "vulkan/context.hpp"
@@ -357,6 +359,13 @@ void Stream::wait_slot(Slot& s, bool count) {
     VkResult r = vkGetFenceStatus(gpu_.device, s.fence);
     if (r == VK_NOT_READY) {
         if (count) ++stats_.host_waits;
+        // VELA_SAY_WAITS=1 (a test hook): a line on stderr as the host blocks,
+        // so a test can press Ctrl-C inside the wait, not just before it.
+        static const bool say = [] {
+            const char* e = std::getenv("VELA_SAY_WAITS");
+            return e && std::strcmp(e, "1") == 0;
+        }();
+        if (say) std::fputs("vela: the host waits for the device\n", stderr);
         // Wait in slices so Ctrl-C (the shell sets interrupt_flag) ends a long wait.
         VkFence f = s.fence;
         auto t0 = std::chrono::steady_clock::now();

@@ -161,17 +161,7 @@ void resolve(lua_State* L, const std::string& name) {
 }
 
 // The weak table function -> name, made on first use.
-void push_cache(lua_State* L) {
-    if (lua_getfield(L, LUA_REGISTRYINDEX, cache_key) == LUA_TTABLE) return;
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_newtable(L);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, cache_key);
-}
+void push_cache(lua_State* L) { push_weak_table(L, cache_key); }
 
 // The documented name of the value at idx, or "".
 std::string name_of(lua_State* L, int idx) {

@@ -623,16 +623,7 @@ void set_report(lua_State* L, const char* name, std::string text) {
 
 void note_user_kernel(lua_State* L, int idx, const char* name) {
     idx = lua_absindex(L, idx);
-    if (lua_getfield(L, LUA_REGISTRYINDEX, kUserKernels) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        lua_newtable(L);
-        lua_newtable(L);
-        lua_pushliteral(L, "k");
-        lua_setfield(L, -2, "__mode");
-        lua_setmetatable(L, -2);
-        lua_pushvalue(L, -1);
-        lua_setfield(L, LUA_REGISTRYINDEX, kUserKernels);
-    }
+    push_weak_table(L, kUserKernels);
     lua_pushvalue(L, idx);
     lua_pushstring(L, name);
     lua_rawset(L, -3);

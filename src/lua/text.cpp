@@ -120,4 +120,16 @@ std::string safe_tostring(lua_State* L, int idx) {
     return s;
 }
 
+void push_weak_table(lua_State* L, const char* key) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, key) == LUA_TTABLE) return;
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_newtable(L);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
+}
+
 }  // namespace vela::lua

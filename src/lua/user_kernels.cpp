@@ -452,17 +452,7 @@ void finish(lua_State* L, Spec& s, const char* doc_text, bool has_size) {
     }
     note_user_kernel(L, -1, s.uk.name);  // profile, trace and diverge name it
     // remember the spec for kernel_info
-    lua_getfield(L, LUA_REGISTRYINDEX, "vela.user_kernels");
-    if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        lua_newtable(L);
-        lua_newtable(L);
-        lua_pushliteral(L, "k");
-        lua_setfield(L, -2, "__mode");
-        lua_setmetatable(L, -2);
-        lua_pushvalue(L, -1);
-        lua_setfield(L, LUA_REGISTRYINDEX, "vela.user_kernels");
-    }
+    push_weak_table(L, "vela.user_kernels");
     lua_pushvalue(L, -2);
     lua_pushboolean(L, 1);
     lua_rawset(L, -3);

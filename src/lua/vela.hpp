@@ -30,6 +30,9 @@ void open_user_kernels(lua_State* L);  // user_kernels.cpp: map, kernel, kernel_
 Matrix& check_matrix(lua_State* L, int arg);   // raises "bad argument #arg to 'fn' (matrix expected, got T)"
 Matrix* test_matrix(lua_State* L, int arg);    // nullptr when not a matrix
 void push_matrix(lua_State* L, Matrix m);
+// Pushes the registry table at key whose keys are weak (function -> name
+// caches and the like), made on first use (text.cpp).
+void push_weak_table(lua_State* L, const char* key);
 int matrix_tostring(lua_State* L);            // __tostring (matrix_print.cpp)
 
 // Runs f, turning vela::Error (and std::bad_alloc) into a Lua error. Every

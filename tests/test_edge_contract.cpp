@@ -13,27 +13,15 @@
 #include "core/device.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
+#include "every_device.hpp"
 
 using namespace vela;
+using vela::test::on_every_device;
 
 namespace {
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
-
-void on_every_device(const std::function<void(Device&)>& body) {
-    for (const DeviceInfo& info : list_devices()) {
-        if (!info.usable) continue;
-        Device& d = get_device(info.id);
-        INFO("device " << d.name());
-        try {
-            body(d);
-            d.sync();
-        } catch (const std::exception& e) {
-            FAIL_CHECK(d.name() << " threw: " << e.what());
-        }
-    }
-}
 
 // got equals want element by element: NaN where NaN, otherwise within rel.
 void check_same(const std::vector<float>& got, const std::vector<float>& want, double rel = 1e-6) {

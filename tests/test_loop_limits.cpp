@@ -15,24 +15,12 @@
 #include "core/device.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
+#include "every_device.hpp"
 
 using namespace vela;
+using vela::test::on_every_device;
 
 namespace {
-
-void on_every_device(const std::function<void(Device&)>& body) {
-    for (const DeviceInfo& info : list_devices()) {
-        if (!info.usable) continue;
-        Device& d = get_device(info.id);
-        INFO("device " << d.name());
-        try {
-            body(d);
-            d.sync();
-        } catch (const std::exception& e) {
-            FAIL_CHECK(d.name() << " threw: " << e.what());
-        }
-    }
-}
 
 // splitmix64 values in [-4, 4): independent of anything under test.
 std::vector<float> data(size_t n, uint64_t seed) {

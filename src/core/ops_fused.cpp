@@ -1,0 +1,176 @@
+// The checked kernel API, part 2: elementwise, fused and random kernels, and
+// the seed sequence. The rules and message forms are those of ops.cpp (see
+// its header comment); the shared checks are in ops_check.hpp.
+#include "core/ops.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "core/ops_check.hpp"
+
+namespace vela {
+
+using namespace opcheck;
+
+// ---- elementwise ---------------------------------------------------------------
+
+void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) {
+    if (op >= Unary::count_) fail("unary: unknown operation %d", int(op));
+    const char* fn = unary_name(op);
+    check_live(fn, "x", x), check_live(fn, "y", y);
+    same_device(fn, "x", x, "y", y);
+    need_f32(fn, "x", x), need_f32(fn, "y", y);
+    Matrix tmp;
+    const Matrix& yy = like(fn, "x", x, "y", y, tmp);
+    no_partial_overlap(fn, "y", yy, "x", x);
+    if (unary_params(op) > 0 && !params) fail("%s: its %d parameters are missing", fn, unary_params(op));
+    x.device().unary(op, x, yy, params);
+}
+
+void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
+    if (op >= Binary::count_) fail("binary: unknown operation %d", int(op));
+    const char* fn = binary_name(op);
+    check_live(fn, "a", a), check_live(fn, "b", b), check_live(fn, "c", c);
+    same_device(fn, "a", a, "b", b), same_device(fn, "a", a, "c", c);
+    need_f32(fn, "a", a), need_f32(fn, "b", b), need_f32(fn, "c", c);
+    Matrix tb, tc;
+    const Matrix& bb = like(fn, "a", a, "b", b, tb);
+    const Matrix& cc = like(fn, "a", a, "c", c, tc);
+    no_partial_overlap(fn, "c", cc, "a", a), no_partial_overlap(fn, "c", cc, "b", bb);
+    a.device().binary(op, a, bb, cc);
+}
+
+// ---- fused ---------------------------------------------------------------------
+
+void softmax(const Matrix& x, const Matrix& y) {
+    const char* fn = "softmax";
+    check_live(fn, "x", x), check_live(fn, "y", y);
+    same_device(fn, "x", x, "y", y);
+    need_f32(fn, "x", x), need_f32(fn, "y", y);
+    need_shape(fn, "y", y, x.rows, x.cols, "the shape of x");
+    no_partial_overlap(fn, "y", y, "x", x);
+    x.device().softmax(x, y);
+}
+
+void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz) {
+    const char* fn = "softmax_xent";
+    bool has_loss = loss.buf != nullptr;
+    check_live(fn, "z", z), check_live(fn, "labels", labels), check_live(fn, "dz", dz);
+    if (has_loss) check_live(fn, "loss", loss);
+    same_device(fn, "z", z, "labels", labels), same_device(fn, "z", z, "dz", dz);
+    if (has_loss) same_device(fn, "z", z, "loss", loss);
+    need_f32(fn, "z", z), need_f32(fn, "dz", dz);
+    if (has_loss) need_f32(fn, "loss", loss);
+    if (z.rows == 0 && z.cols > 0) fail("softmax_xent: z is %s (it needs at least one class row)", describe(z).c_str());
+    need_vector(fn, "labels", labels, z.cols, "one class index per column of z");
+    if (has_loss) need_vector(fn, "loss", loss, z.cols, "one loss per column of z");
+    need_shape(fn, "dz", dz, z.rows, z.cols, "the shape of z");
+    no_partial_overlap(fn, "dz", dz, "z", z);
+    no_overlap(fn, "dz", dz, "labels", labels);
+    if (has_loss) {
+        no_overlap(fn, "loss", loss, "z", z), no_overlap(fn, "loss", loss, "labels", labels);
+        no_overlap(fn, "loss", loss, "dz", dz);
+    }
+    z.device().softmax_xent(z, labels, loss, scale, dz);
+}
+
+void argmax(const Matrix& x, const Matrix& idx) {
+    const char* fn = "argmax";
+    check_live(fn, "x", x), check_live(fn, "idx", idx);
+    same_device(fn, "x", x, "idx", idx);
+    need_f32(fn, "x", x), need_f32(fn, "idx", idx);
+    if (x.rows == 0 && x.cols > 0) fail("argmax: x is %s (a column without rows has no maximum)", describe(x).c_str());
+    need_vector(fn, "idx", idx, x.cols, "one index per column of x");
+    no_overlap(fn, "idx", idx, "x", x);
+    x.device().argmax(x, idx);
+}
+
+void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
+    const char* fn = "gather_cols";
+    check_live(fn, "src", src), check_live(fn, "idx", idx), check_live(fn, "dst", dst);
+    same_device(fn, "src", src, "idx", idx), same_device(fn, "src", src, "dst", dst);
+    need_f32(fn, "idx", idx), need_f32(fn, "dst", dst);
+    if (!idx.is_vector())
+        fail("gather_cols: idx is %s but must be a vector of column indices", describe(idx).c_str());
+    need_shape(fn, "dst", dst, src.rows, idx.size(), "src's rows × the number of indices");
+    no_overlap(fn, "dst", dst, "src", src), no_overlap(fn, "dst", dst, "idx", idx);
+    src.device().gather_cols(src, idx, dst, scale);
+}
+
+void add_bias(const Matrix& b, const Matrix& y) {
+    const char* fn = "add_bias";
+    check_live(fn, "b", b), check_live(fn, "y", y);
+    same_device(fn, "b", b, "y", y);
+    need_f32(fn, "b", b), need_f32(fn, "y", y);
+    need_vector(fn, "b", b, y.rows, "one bias per row of y");
+    no_overlap(fn, "y", y, "b", b);
+    y.device().add_bias(b, y);
+}
+
+void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
+    const char* fn = "dense";
+    check_live(fn, "w", w), check_live(fn, "x", x), check_live(fn, "b", b), check_live(fn, "y", y);
+    same_device(fn, "w", w, "x", x), same_device(fn, "w", w, "b", b), same_device(fn, "w", w, "y", y);
+    need_f32(fn, "w", w), need_f32(fn, "x", x), need_f32(fn, "b", b), need_f32(fn, "y", y);
+    if (act >= Act::count_) fail("dense: unknown activation %d", int(act));
+    if (w.cols != x.rows)
+        fail("dense: w is %s but x is %s (w's columns must equal x's rows)", describe(w).c_str(), describe(x).c_str());
+    need_vector(fn, "b", b, w.rows, "one bias per row of w");
+    need_shape(fn, "y", y, w.rows, x.cols, "w's rows × x's columns");
+    no_overlap(fn, "y", y, "w", w), no_overlap(fn, "y", y, "x", x), no_overlap(fn, "y", y, "b", b);
+    y.device().dense(w, x, b, act, y);
+}
+
+void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) {
+    if (act >= Act::count_) fail("act_backward: unknown activation %d", int(act));
+    const char* fn = act_backward_name(act);
+    const char* xn = act_prime_from_z(act) ? "z" : "a";
+    check_live(fn, "da", da), check_live(fn, xn, x), check_live(fn, "delta", delta);
+    same_device(fn, "da", da, xn, x), same_device(fn, "da", da, "delta", delta);
+    need_f32(fn, "da", da), need_f32(fn, xn, x), need_f32(fn, "delta", delta);
+    Matrix tx, td;
+    const Matrix& xx = like(fn, "da", da, xn, x, tx);
+    const Matrix& dd = like(fn, "da", da, "delta", delta, td);
+    no_partial_overlap(fn, "delta", dd, "da", da), no_partial_overlap(fn, "delta", dd, xn, xx);
+    da.device().act_backward(act, da, xx, dd);
+}
+
+void random(Dist dist, uint64_t seed, const Matrix& x) {
+    const char* fn = dist == Dist::normal ? "randn" : "rand";
+    check_live(fn, "x", x);
+    need_f32(fn, "x", x);
+    x.device().random(dist, seed, x);
+}
+
+// ---- seeds -----------------------------------------------------------------------
+
+namespace {
+uint64_t seed_state = 0x5eed;
+uint64_t seed_count = 0;
+}  // namespace
+
+void set_default_seed(uint64_t s) {
+    seed_state = s;
+    seed_count = 0;
+}
+
+void seed_sequence(uint64_t& seed, uint64_t& count) {
+    seed = seed_state;
+    count = seed_count;
+}
+
+void set_seed_sequence(uint64_t seed, uint64_t count) {
+    seed_state = seed;
+    seed_count = count;
+}
+
+// splitmix64 over (default seed, call count): consecutive calls get
+// unrelated seeds, and the first call after seed(n) is the same every run.
+uint64_t next_seed() {
+    uint64_t z = seed_state + 0x9e3779b97f4a7c15ULL * ++seed_count;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+}  // namespace vela

@@ -256,6 +256,7 @@ function Linear:params() return self._params end
 -- The layer as it would be on dev, in a new table; every matrix it made is
 -- appended to `made`. self is not touched.
 local function moved(self, dev, made)
+  if self._moved then return self:_moved(dev, made) end  -- a layer of another kind moves itself
   local n = setmetatable({}, Linear)
   for k, v in pairs(self) do n[k] = v end
   local function to(m)
@@ -313,6 +314,12 @@ nn.Sequential = Sequential
 
 function nn.sequential(layers)
   assert(type(layers) == "table" and #layers > 0, "nn.sequential: expected a list of layers")
+  -- A layer of any size (nn.dropout) has no inputs until layer:bind(rows)
+  -- gives it its neighbour's: the layer before it, or for the first layer the one after.
+  for i = 2, #layers do
+    if layers[i].inputs == nil and layers[i].bind then layers[i]:bind(layers[i - 1].outputs) end
+  end
+  if layers[1].inputs == nil and layers[1].bind and layers[2] then layers[1]:bind(layers[2].inputs) end
   for i = 2, #layers do
     if layers[i].inputs ~= layers[i - 1].outputs then
       error(fmt("nn.sequential: layer %d (%s) takes %d inputs but layer %d (%s) gives %d outputs",
@@ -370,6 +377,22 @@ function Sequential:to(dev)
   self:_collect()
   return self
 end
+
+-- net:train([on]) / net:eval(): the mode of every layer that has one
+-- (nn.dropout drops only in training; nn.batchnorm uses the batch's
+-- statistics in training and its running ones in evaluation). A new net
+-- is in training mode; nn.fit trains in it, nn.evaluate and nn.predict
+-- evaluate in evaluation mode and put the mode back.
+function Sequential:train(on)
+  on = on ~= false
+  self.training = on
+  for _, l in ipairs(self.layers) do
+    if l.train then l:train(on) elseif l.training ~= nil then l.training = on end
+  end
+  return self
+end
+
+function Sequential:eval() return self:train(false) end
 
 function Sequential:nparams()
   local n = 0
@@ -580,12 +603,20 @@ function nn.save(path, net, opt, extra)
   end
   local files, meta = {}, {format = CHECKPOINT_VERSION, layers = {}, state = {}}
   for i, l in ipairs(net.layers) do
-    if getmetatable(l) ~= Linear then error("nn.save: only linear layers can be saved", 2) end
+    if getmetatable(l) ~= Linear and l.describe then
+      -- Another kind of layer: its description (kind and constructor
+      -- arguments, for nn.layer_kinds[kind]) and its buffers (running statistics).
+      meta.layers[i] = l:describe()
+      for name, m in pairs(l.buffers and l:buffers() or {}) do files[i .. "." .. name] = m end
+      goto continue
+    end
+    if getmetatable(l) ~= Linear then error(fmt("nn.save: layer %d (%s) cannot be saved (it has no describe)", i, tostring(l)), 2) end
     if l.custom then
       error(fmt("nn.save: %s uses the kernel '%s' written at the prompt as its activation; only the op " ..
         "table's activations (%s) can be saved", tostring(l), l.activation, activation_list), 2)
     end
     meta.layers[i] = {kind = "linear", inputs = l.inputs, outputs = l.outputs, activation = l.activation}
+    ::continue::
   end
   for _, p in ipairs(net:params()) do
     files[p.name] = p[1]
@@ -626,6 +657,25 @@ local function load_checkpoint(path, dev)
   end
   local layers = {}
   for i, d in ipairs(meta.layers or {}) do
+    local make = nn.layer_kinds[d.kind]
+    if d.kind ~= "linear" and make then
+      -- Another kind of layer: made from its description, then its parameters and buffers.
+      local okl, l = pcall(make, d, dev)
+      if not okl then bad("layer %d (%s): %s", i, tostring(d.kind), tostring(l):gsub("^[^:]*:%d+: ", "")) end
+      local want = {}
+      for _, p in ipairs(l:params()) do want[p.name:match("[^.]*$")] = p[1] end
+      for name, m in pairs(l.buffers and l:buffers() or {}) do want[name] = m end
+      for name, m in pairs(want) do
+        local f = files[i .. "." .. name]
+        if not f then bad("has no %d.%s for layer %d (%s)", i, name, i, d.kind) end
+        if f.rows ~= m.rows or f.cols ~= m.cols then
+          bad("%d.%s is %d×%d, expected %d×%d", i, name, f.rows, f.cols, m.rows, m.cols)
+        end
+        vela.copy(f, m)
+      end
+      layers[i] = l
+      goto continue
+    end
     if d.kind ~= "linear" or not activations[d.activation] then bad("layer %d is not a linear layer vela knows", i) end
     local l = nn.linear(d.inputs, d.outputs, d.activation, {device = dev, seed = 1})
     for _, name in ipairs{"w", "b"} do
@@ -637,6 +687,7 @@ local function load_checkpoint(path, dev)
       vela.copy(m, l[name])
     end
     layers[i] = l
+    ::continue::
   end
   if #layers == 0 then bad("holds no layers") end
   local net = nn.sequential(layers)
@@ -752,6 +803,22 @@ end
 require("vela.train").attach(nn, {alloc = alloc, buffers = buffers, same_device = same_device})
 
 -- ---------------------------------------------------------------------------
+-- Layers of other kinds register here for checkpoints:
+-- nn.layer_kinds[kind](description, dev) → layer, the inverse of layer:describe().
+-- A layer of another kind provides forward(x, index), backward(d, need_dx),
+-- params(), to(dev), _moved(dev, made) (a moved copy, see move_layers),
+-- describe() and optionally buffers() (matrices a checkpoint keeps besides
+-- the parameters), bind(rows) (a layer of any size), train(on), and
+-- host_forward(x, P, ctx) for nn.gradcheck.
+-- ---------------------------------------------------------------------------
+
+nn.layer_kinds = nn.layer_kinds or {}
+local layer_helpers = {alloc = alloc, buffers = buffers, same_device = same_device, resolve = resolve,
+  release_all = release_all, move_layers = move_layers, matrix_mt = matrix_mt, ones_on = ones_on}
+nn._helpers = layer_helpers
+require("vela.gradcheck").attach(nn)
+
+-- ---------------------------------------------------------------------------
 -- Torch7 and PyTorch names: one clear error naming vela's spelling, instead
 -- of "attempt to call a table value". nn.Linear and nn.Sequential are the
 -- classes (what getmetatable(layer) is), callable only to say so.
@@ -818,6 +885,10 @@ if vela.doc then
   vela.doc("net:to", "net:to(dev) -> net",
     "Moves parameters, gradients and optimizer state to dev mid-session; the same net object carries on there.", Sequential.to)
   vela.doc("net:device", "net:device() -> device", "The device holding the net's parameters.", Sequential.device)
+  vela.doc("net:train", "net:train([on = true]) -> net",
+    "Training mode (net:train(false): evaluation mode) for every layer that has one: nn.dropout drops units only in training, nn.batchnorm uses the batch's statistics in training and its running ones in evaluation. nn.fit trains in training mode; nn.evaluate and nn.predict run in evaluation mode and put the mode back. PyTorch's net.train().", Sequential.train)
+  vela.doc("net:eval", "net:eval() -> net",
+    "Evaluation mode: net:train(false). PyTorch's net.eval(), Torch7's net:evaluate().", Sequential.eval)
   vela.doc("net:nparams", "net:nparams() -> count", "The number of parameters (weights and biases).", Sequential.nparams)
   vela.doc("net:save", "net:save(path) -> path",
     "Writes the weights only (the VELANN format; nn.load reads it). nn.save(path, net, opt) keeps the optimizer too.", Sequential.save)

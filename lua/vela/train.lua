@@ -101,6 +101,18 @@ function Counter:read()
   return math.floor(correct + 0.5), loss
 end
 
+-- Evaluation mode for the duration of fn (nn.dropout keeps every unit,
+-- nn.batchnorm uses its running statistics); the net's mode is put back after.
+local function in_eval(net, fn, ...)
+  if type(net.train) ~= "function" then return fn(...) end
+  local was = net.training ~= false
+  net:train(false)
+  local res = table.pack(pcall(fn, ...))
+  net:train(was)
+  if not res[1] then error(res[2], 0) end
+  return table.unpack(res, 2, res.n)
+end
+
 local eval_cache = setmetatable({}, {__mode = "k"})
 
 -- The loader and counter evaluate uses for a set, kept while the set lives.
@@ -120,6 +132,10 @@ end
 -- accuracy in [0, 1], and the mean loss when a loss is given.
 function training.evaluate(net, set, opts)
   check_net_set("nn.evaluate", net, set)
+  return in_eval(net, training._evaluate, net, set, opts)
+end
+
+function training._evaluate(net, set, opts)
   opts = opts or {}
   local t = eval_tools(set, opts.batch or 1000)
   local lossfn = opts.loss
@@ -137,6 +153,10 @@ end
 -- on the device (images: a matrix or a set).
 function training.predict(net, images, batch)
   check_net_set("nn.predict", net, images, "images")
+  return in_eval(net, training._predict, net, images, batch)
+end
+
+function training._predict(net, images, batch)
   local set = images.images and images or {images = images, n = images.cols}
   local data = require "vela.data"
   batch = math.min(batch or 1000, set.n)
@@ -247,6 +267,7 @@ function training.fit(net, train, opts)
   local nb, n_total = loader.nbatches, loader.set.n
 
   for epoch = first, epochs do
+    if type(net.train) == "function" then net:train() end  -- training mode (nn.evaluate switched it off and back)
     if opts.schedule then opt.lr = opts.schedule(epoch) end
     hist.lr[epoch] = opt.lr
     count:read()

@@ -195,4 +195,80 @@ for _, id in ipairs(ids) do
   end)
 end
 
+-- ---- nn.gradcheck, the user's check --------------------------------------
+
+for _, id in ipairs(ids) do
+  device(id)
+  t.test(id .. ": nn.gradcheck passes every activation of nn.linear, a layer and a net", function()
+    for k, act in ipairs(vela.activations) do
+      local l = nn.linear(5, 4, act, {seed = 60 + k})
+      vela.randn(l.b, 70 + k); vela.scal(0.3, l.b)
+      local r = nn.gradcheck(l, randn(5, 3, 80 + k), {entries = math.huge})
+      assert(r.ok, tostring(r))
+      assert(#r == 3 and r[1].name == "w" and r[2].name == "b" and r[3].name == "input", tostring(r))
+      assert(r[1].checked == 20 and r[2].checked == 4 and r[3].checked == 15, tostring(r))
+      assert(r.worst <= 1e-3 and r.errors.w == r[1].error, tostring(r))
+    end
+    local net = nn.sequential{nn.linear(6, 5, "tanh", {seed = 1}), nn.linear(5, 4, "relu", {seed = 2}),
+                              nn.linear(4, 3, {seed = 3})}
+    local r = nn.gradcheck(net, randn(6, 4, 9))
+    assert(r.ok, tostring(r))
+    local names = {}
+    for i, row in ipairs(r) do names[i] = row.name end
+    assert(table.concat(names, " ") == "1.w 1.b 2.w 2.b 3.w 3.b input", table.concat(names, " "))
+    assert(tostring(r):find("backward agrees", 1, true), tostring(r))
+  end)
+
+  t.test(id .. ": nn.gradcheck finds a wrong backward (1% off in dW, dx missing a term)", function()
+    -- A layer whose backward scales dW by 1.01: the check must see a 1e-2 error in w and none in b.
+    local l = nn.linear(4, 3, "sigmoid", {seed = 5})
+    local wrong = setmetatable({}, {__index = l})
+    wrong.forward = function(_, x) return l:forward(x) end
+    wrong.backward = function(_, d, need) local dx = l:backward(d, need); vela.scal(1.01, l.dw); return dx end
+    wrong.params = function() return l:params() end
+    wrong.host_forward = function(_, x, P, ctx) return l:host_forward(x, P, ctx) end
+    local r = nn.gradcheck(wrong, randn(4, 5, 6), {entries = math.huge})
+    assert(not r.ok, tostring(r))
+    t.near(r.errors.w, 0.01, 0.15, "the error in w is the 1% we put there")
+    assert(r.errors.b <= 1e-3 and r.errors.input <= 1e-3, tostring(r))
+    assert(tostring(r):find("DISAGREES", 1, true), tostring(r))
+    -- A backward giving dx without the activation's derivative: the input's error is large.
+    local l2 = nn.linear(4, 3, "tanh", {seed = 7})
+    local bad = setmetatable({}, {__index = l2})
+    bad.forward = function(_, x) return l2:forward(x) end
+    bad.backward = function(_, d, need)
+      l2:backward(d, need)
+      return vela.mm(1, l2.w:t(), d, 0, zeros(4, d.cols, l2.dev))  -- Wᵀ·da, not Wᵀ·δ
+    end
+    bad.params = function() return l2:params() end
+    bad.host_forward = function(_, x, P, ctx) return l2:host_forward(x, P, ctx) end
+    local r2 = nn.gradcheck(bad, vela.scal(2, randn(4, 5, 8)))
+    assert(r2.errors.input > 0.05, tostring(r2))
+  end)
+
+  t.test(id .. ": nn.gradcheck samples `entries` entries of a large parameter", function()
+    local l = nn.linear(50, 40, "relu", {seed = 3})
+    local r = nn.gradcheck(l, randn(50, 2, 4), {entries = 10})
+    assert(r.ok, tostring(r))
+    assert(r[1].checked == 10 and r[1].total == 2000, tostring(r))
+    assert(r[2].checked == 10 and r[2].total == 40, tostring(r))
+  end)
+end
+
+t.test("nn.gradcheck: errors name the argument", function()
+  device("cpu")
+  t.raises(function() nn.gradcheck(42, randn(2, 2)) end, "nn.gradcheck: layer_or_net must be a layer or a net", "number")
+  t.raises(function() nn.gradcheck(nn.linear(2, 2), {1, 2}) end, "nn.gradcheck: input must be a matrix", "table")
+  t.raises(function() nn.gradcheck(nn.linear(2, 2), randn(2, 2), 5) end, "nn.gradcheck: opts must be a table")
+  t.raises(function() nn.gradcheck(nn.linear(2, 2), randn(2, 2), {h = -1}) end, "nn.gradcheck: h must be a positive number")
+  t.raises(function() nn.gradcheck(nn.linear(2, 2), randn(2, 2), {entries = 0}) end, "nn.gradcheck: entries must be a positive integer")
+  t.raises(function() nn.gradcheck(nn.linear(3, 2), randn(2, 2)) end, "input is 2×2 but the layer takes 3 rows")
+  local odd = {forward = function(_, x) return x end, backward = function(_, d) return d end, params = function() return {} end}
+  t.raises(function() nn.gradcheck(odd, randn(2, 2)) end, "nn.gradcheck: layer 1", "has no host_forward")
+  local sw = map("x / (1.0 + exp(-x))")
+  local swp = map("1.0 / (1.0 + exp(-x)) * (1.0 + x * (1.0 - 1.0 / (1.0 + exp(-x))))")
+  t.raises(function() nn.gradcheck(nn.linear(2, 2, {f = sw, df = swp}), randn(2, 2)) end,
+    "nn.gradcheck:", "has no float64 reference")
+end)
+
 t.done()

@@ -817,6 +817,7 @@ local layer_helpers = {alloc = alloc, buffers = buffers, same_device = same_devi
   release_all = release_all, move_layers = move_layers, matrix_mt = matrix_mt, ones_on = ones_on}
 nn._helpers = layer_helpers
 require("vela.gradcheck").attach(nn)
+require("vela.layers_regularize").attach(nn, layer_helpers)
 
 -- ---------------------------------------------------------------------------
 -- Torch7 and PyTorch names: one clear error naming vela's spelling, instead

@@ -155,6 +155,32 @@ public:
     // logical order) gets a value that depends only on (seed, k); see core/philox.hpp.
     virtual void random(Dist dist, uint64_t seed, const Matrix& x) = 0;
 
+    // Regularization and augmentation (checked in core/ops_regularize.cpp; the
+    // cpu's in src/cpu/regularize.cpp, Vulkan's in src/vulkan/kernels_regularize.cpp).
+    // The defaults throw, naming the device: a device without them says so.
+    // Philox draws here use counter {k, 0, lo32(step), hi32(step)} and key seed.
+    // Inverted dropout, one pass: mask(k) ← (u(k) ≥ p ? scale : 0), y(k) ← x(k)·mask(k),
+    // u(k) = (w0 >> 8)·2^-24 of the draw for element k (column-major logical index).
+    virtual void dropout(uint64_t seed, uint64_t step, float p, float scale, const Matrix& x, const Matrix& mask,
+                         const Matrix& y);
+    // Batch normalization over features: x is (F·G)×n and feature f is rows f·G .. f·G+G−1 of
+    // every column (G = 1: one feature per row; G = H·W: one per channel), N = G·n values each.
+    //   mean(f) ← Σ x / N;  var(f) ← Σ (x − mean)² / N  (two passes)
+    virtual void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var);
+    //   y ← γ(f)·(x − mean(f))·inv(f) + β(f),  inv = 1/√(var + eps)
+    virtual void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
+                            const Matrix& beta, float eps, int64_t group, const Matrix& y);
+    //   dβ(f) ← Σ dy;  dγ(f) ← Σ dy·x̂  (x̂ = (x − mean)·inv);
+    //   dx ← γ·inv/N · (N·dy − dβ − x̂·dγ)   (skipped when dx.buf is null)
+    virtual void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var,
+                             const Matrix& gamma, float eps, int64_t group, const Matrix& dgamma,
+                             const Matrix& dbeta, const Matrix& dx);
+    // Column j of x holds images of height×width pixels (row-major) in x.rows/(height·width) channels;
+    // y(:, j) ← that image moved by (dr, dc) rows and columns, zero fill, with
+    // dr = w0 mod (2s+1) − s, dc = w1 mod (2s+1) − s from the draw for k = j.
+    virtual void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width,
+                              const Matrix& x, const Matrix& y);
+
     // A kernel written at the prompt (core/user_kernel.hpp), its operands
     // checked by the caller. Devices that cannot run SPIR-V throw, saying what to install.
     virtual void run_user(const UserCall& call);

@@ -64,6 +64,18 @@ void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Mat
 void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta);
 void random(Dist dist, uint64_t seed, const Matrix& x);
 
+// Regularization and augmentation (core/ops_regularize.cpp; see Device for the equations).
+// dropout: 0 ≤ p < 1; mask and y the shape of x; y may be x; mask overlaps neither.
+void dropout(uint64_t seed, uint64_t step, float p, const Matrix& x, const Matrix& mask, const Matrix& y);
+// group divides x.rows; mean, var, gamma, beta, dgamma, dbeta vectors of x.rows/group elements.
+void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var);
+void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
+                float eps, int64_t group, const Matrix& y);
+void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
+                 float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx);
+void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
+                  const Matrix& y);
+
 // The default seed used by rand/randn when none is given; seed(n) sets it.
 // Each call without a seed draws the next seed from a sequence started at it,
 // so two calls give different numbers but a script is reproducible.

@@ -1,0 +1,33 @@
+// Inverted dropout in one pass: mask(k) ← (u(k) ≥ p ? scale : 0) and
+// y(k) ← x(k)·mask(k), u(k) the Philox uniform of counter {k, 0, step} and
+// key seed: bit-identical to the CPU device (src/cpu/regularize.cpp), since
+// the draw is integer arithmetic, u an exact scaling and x·mask one rounded
+// product. y may be x (in place).
+#version 450
+#include "common.glsl"
+#include "philox.glsl"
+
+layout(constant_id = 0) const uint WG = 256;
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform Push {
+    View x;
+    View mask;
+    View y;
+    uint n;
+    uint seed_lo, seed_hi;
+    uint step_lo, step_hi;
+    float p;
+    float scale;
+} p;
+
+void main() {
+    uint k = global_index(WG);
+    if (k >= p.n) return;
+    uvec4 w = philox4x32_10(uvec4(k, 0u, p.step_lo, p.step_hi), uvec2(p.seed_lo, p.seed_hi));
+    float u = float(w.x >> 8) * uintBitsToFloat(0x33800000u);  // 2^-24
+    float m = u >= p.p ? p.scale : 0.0;
+    precise float v = ld(p.x, k) * m;
+    st(p.mask, k, m);
+    st(p.y, k, v);
+}

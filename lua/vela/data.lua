@@ -137,7 +137,11 @@ local Loader = {}
 Loader.__index = Loader
 
 -- data.loader(set, batch [, opts]): opts.seed (default 1), opts.shuffle
--- (default true), opts.scale (default 1/255 for uint8 images, else 1).
+-- (default true), opts.scale (default 1/255 for uint8 images, else 1),
+-- opts.shift (default 0: on-device augmentation, each image of a batch moved
+-- by up to ±shift pixels each way, zero fill, by Philox from (seed, epoch,
+-- batch): random_shift; the images are opts.height × opts.width, square by
+-- default, channel-major when there are several channels per column).
 -- loader:epoch(e) iterates over (x, y, b, n): x the float (pixels)×n batch,
 -- y its 1×n labels, b the batch number; the last batch may be smaller.
 function data.loader(set, batch, opts)
@@ -164,6 +168,24 @@ function data.loader(set, batch, opts)
   if last ~= batch then self.views[last] = {self.x:columns(1, last), self.y:columns(1, last)} end
   if set.labels and set.labels.cols ~= set.n then
     error(fmt("data.loader: the set has %d labels for %d images", set.labels.cols, set.n), 2)
+  end
+  local shift = opts.shift or 0
+  if math.type(shift) ~= "integer" or shift < 0 or shift > 255 then
+    error(fmt("data.loader: shift must be an integer in 0..255 (pixels), got %s", tostring(opts.shift)), 2)
+  end
+  if shift > 0 then
+    local rows = set.images.rows
+    local h = opts.height or set.height or math.floor(math.sqrt(rows) + 0.5)
+    local w = opts.width or set.width or h
+    if math.type(h) ~= "integer" or math.type(w) ~= "integer" or h < 1 or w < 1 or rows % (h * w) ~= 0 then
+      error(fmt("data.loader: shift needs images of height×width pixels: %d rows are not channels·%s·%s " ..
+        "(give opts.height and opts.width)", rows, tostring(h), tostring(w)), 2)
+    end
+    self.shift, self.height, self.width = shift, h, w
+    -- The gathered batch goes here, then random_shift moves it into x.
+    self.raw = vela.zeros(rows, batch, "float32", dev)
+    self.raw_views = {[batch] = self.raw}
+    if last ~= batch then self.raw_views[last] = self.raw:columns(1, last) end
   end
   return self
 end
@@ -201,7 +223,15 @@ function Loader:epoch(e)
     local v = self.views[n]
     local idx = self.idx[b]
     if not idx then idx = order:columns(first, n); self.idx[b] = idx end
-    vela.gather_cols(set.images, idx, v[1], scale)  -- x ← images(:, order[first..]) / 255
+    if self.shift then
+      -- x ← images(:, order[first..]) / 255, each moved by up to ±shift pixels (Philox: seed, step)
+      local raw = self.raw_views[n]
+      vela.gather_cols(set.images, idx, raw, scale)
+      vela.random_shift(raw, v[1], self.shift, self.height, self.width, self.seed,
+        ((e or 1) - 1) * self.nbatches + b)
+    else
+      vela.gather_cols(set.images, idx, v[1], scale)  -- x ← images(:, order[first..]) / 255
+    end
     if set.labels then vela.gather_cols(set.labels, idx, v[2]) end  -- y ← labels(order[first..])
     return v[1], v[2], b, n
   end
@@ -322,8 +352,8 @@ if vela.doc then
     "MNIST's four IDX files (raw or .gz) from dir (data/mnist): uint8 784×n images and 1×n labels (digit + 1) on the device.", data.mnist)
   vela.doc("data.fashion_mnist", "data.fashion_mnist([dir [, dev]]) -> {train =, test =}",
     "Fashion-MNIST the same way (data/fashion-mnist).", data.fashion_mnist)
-  vela.doc("data.loader", "data.loader(set, batch [, {seed =, shuffle = true}]) -> loader",
-    "loader:epoch(e) iterates (x, y, b, n): batches gathered on the device, scaled to [0, 1], in an order fixed by (seed, e).", data.loader)
+  vela.doc("data.loader", "data.loader(set, batch [, {seed =, shuffle = true, shift = 0, height =, width =}]) -> loader",
+    "loader:epoch(e) iterates (x, y, b, n): batches gathered on the device, scaled to [0, 1], in an order fixed by (seed, e). shift = 2 augments on the device: each image moved by up to ±2 pixels each way (zero fill), drawn by Philox from (seed, epoch, batch), the same on every device (random_shift); images square unless height and width are given. nn.fit{shift = 2} passes it on.", data.loader)
   vela.doc("data.batches", "data.batches(set, batch [, {seed =, epoch =}])",
     "One epoch's batches: for x, y in data.batches(set, 128) do ... end.", data.batches)
   vela.doc("data.subset", "data.subset(set, first, n) -> set",

@@ -256,7 +256,7 @@ function training.fit(net, train, opts)
   if math.type(first) ~= "integer" or first < 1 or first > epochs then
     error(fmt("nn.fit: start must be an epoch number in 1..%d (epochs), got %s", epochs, tostring(first)), 2)
   end
-  local loader = data.loader(train, batch, {seed = opts.seed or 1})
+  local loader = data.loader(train, batch, {seed = opts.seed or 1, shift = opts.shift})
   local dev = train.images:device()
   local count = counter(dev, batch)
   count:track(every)
@@ -351,8 +351,8 @@ end}
 
 -- help(nn.fit), ?nn.evaluate: documentation for the shell's help.
 if vela.doc then
-  vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20, start = 1, progress = true})",
-    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line. start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run).", training.fit)
+  vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20, start = 1, progress = true, shift = 0})",
+    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line. start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run). shift = 2: on-device augmentation (see data.loader). Trains in training mode (net:train(): nn.dropout drops, nn.batchnorm uses batch statistics); the test set is evaluated in evaluation mode.", training.fit)
   vela.doc("nn.evaluate", "nn.evaluate(net, set [, {batch =, loss =}]) -> accuracy [, mean loss]",
     "The fraction of a set classified right, counted on the device.", training.evaluate)
   vela.doc("nn.predict", "nn.predict(net, images [, batch]) -> 1×n",

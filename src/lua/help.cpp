@@ -79,6 +79,7 @@ const std::vector<Area>& areas() {
         {"fused", {"softmax", "softmax_xent", "argmax", "gather_cols", "add_bias", "dense"}},
         {"at the prompt", {"map", "kernel", "kernel_info"}},  // GLSL kernels written by the user (user_kernels.cpp)
         {"random", {"seed"}},
+        {"regularization", {"dropout", "batchnorm_stats", "batchnorm", "batchnorm_backward", "random_shift"}},
         {"devices", {"devices", "device", "sync", "threads", "stats", "mem", "who"}},
         {"measuring", {"time", "bench", "profile", "compare", "clock"}},
         {"data", {"read_idx", "read_labels", "permutation"}},

@@ -418,6 +418,29 @@ t.test("net:to, checkpoints and nn.fit with dropout and batchnorm", function()
   assert(a1 == a2 and fnet.layers[2].step == 8 and fnet.training == true, "evaluate: no dropout, mode restored")
 end)
 
+t.test("profile, diverge and compare see the layers' kernels", function()
+  local dev = ids[#ids]
+  device(dev)
+  local net = nn.sequential{nn.linear(20, 16, "relu", {seed = 1}), nn.batchnorm(16), nn.dropout(0.25, {seed = 9}),
+                            nn.linear(16, 4, {seed = 2})}
+  local x = randn(20, 32, 3)
+  local labels = vela.matrix(1, 32, (function() local l = {} for j = 1, 32 do l[j] = (j % 4) + 1 end return l end)())
+  local lossfn = nn.softmax_xent()
+  local function step() lossfn:forward(net:forward(x), labels); net:backward(lossfn:backward()) end
+  local rows = profile(step)
+  local seen = {}
+  for _, r in ipairs(rows) do seen[r.kernel] = true end
+  for _, k in ipairs{"dropout", "batchnorm_stats", "batchnorm", "batchnorm_backward"} do
+    assert(seen[k], "profile has no row " .. k)
+  end
+  if dev ~= "cpu" then
+    local r = diverge(step)
+    assert(not r.diverged, tostring(r.kernel))
+  end
+  local c = compare(function() net.layers[3].step = 0; return net:forward(x) end, {inputs = {net, x}})
+  for _, row in ipairs(c) do assert((row.max_rel or 0) < 1e-5, row.device .. " " .. tostring(row.max_rel)) end
+end)
+
 t.test("data.loader{shift = 2}: the same batches on every device, each image moved by Philox's shift", function()
   local ref
   for _, id in ipairs(ids) do

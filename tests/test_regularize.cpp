@@ -202,3 +202,30 @@ TEST_CASE("regularize: batchnorm statistics, forward and backward on views again
             }
     });
 }
+
+TEST_CASE("regularize: edge inputs, dropout of NaN and ±Inf follows IEEE (a dropped one is NaN)",
+          "[kernels][regularize][edge]") {
+    test::on_every_device([](Device& d) {
+        const float nan = std::nanf(""), inf = INFINITY;
+        std::vector<float> xs;
+        for (int k = 0; k < 16; k++) xs.insert(xs.end(), {nan, inf, -inf, 2.0f});
+        Matrix x = from_host(d, 4, 16, xs.data()), mask = zeros(d, 4, 16), y = zeros(d, 4, 16);
+        dropout(5, 1, 0.5f, x, mask, y);
+        std::vector<float> m = to_host(mask), got = to_host(y);
+        int dropped = 0;
+        for (size_t k = 0; k < got.size(); k++) {
+            INFO("element " << k + 1 << ": x " << xs[k] << ", mask " << m[k] << ", y " << got[k]);
+            if (m[k] == 0.0f) {
+                dropped++;
+                if (std::isfinite(xs[k])) CHECK(got[k] == 0.0f);
+                else CHECK(std::isnan(got[k]));  // 0·NaN and 0·Inf
+            } else {
+                CHECK(m[k] == 2.0f);
+                if (std::isnan(xs[k])) CHECK(std::isnan(got[k]));
+                else CHECK(got[k] == xs[k] * 2.0f);
+            }
+        }
+        CHECK(dropped > 0);
+        CHECK(dropped < 64);
+    });
+}

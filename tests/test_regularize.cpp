@@ -94,7 +94,7 @@ philox::Counter draw(uint64_t seed, uint64_t step, uint64_t k) {
 
 }  // namespace
 
-TEST_CASE("regularize: dropout on views: mask and y exact, the rest untouched", "[kernels][regularize]") {
+TEST_CASE("kernels: regularize, dropout on views: mask and y exact, the rest untouched", "[kernels][regularize]") {
     test::on_every_device([](Device& d) {
         for (Layout lx : kLayouts)
             for (Layout lo : kLayouts)
@@ -114,7 +114,7 @@ TEST_CASE("regularize: dropout on views: mask and y exact, the rest untouched", 
     });
 }
 
-TEST_CASE("regularize: random_shift on views", "[kernels][regularize]") {
+TEST_CASE("kernels: regularize, random_shift on views", "[kernels][regularize]") {
     test::on_every_device([](Device& d) {
         for (Layout lx : kLayouts)
             for (Layout ly : kLayouts) {
@@ -136,7 +136,7 @@ TEST_CASE("regularize: random_shift on views", "[kernels][regularize]") {
     });
 }
 
-TEST_CASE("regularize: batchnorm statistics, forward and backward on views against float64",
+TEST_CASE("kernels: regularize, batchnorm statistics, forward and backward on views against float64",
           "[kernels][regularize]") {
     test::on_every_device([](Device& d) {
         struct Case {
@@ -203,7 +203,7 @@ TEST_CASE("regularize: batchnorm statistics, forward and backward on views again
     });
 }
 
-TEST_CASE("regularize: edge inputs, dropout of NaN and ±Inf follows IEEE (a dropped one is NaN)",
+TEST_CASE("kernels: regularize, edge inputs, dropout of NaN and ±Inf follows IEEE (a dropped one is NaN)",
           "[kernels][regularize][edge]") {
     test::on_every_device([](Device& d) {
         const float nan = std::nanf(""), inf = INFINITY;

@@ -518,8 +518,11 @@ end
 
 function Sequential:save(path)
   local out = {MAGIC, string.pack("<I4I4", VERSION, #self.layers)}
-  for _, l in ipairs(self.layers) do
-    if getmetatable(l) ~= Linear then error("net:save: only linear layers can be saved", 2) end
+  for i, l in ipairs(self.layers) do
+    if getmetatable(l) ~= Linear then
+      error(fmt("net:save: layer %d (%s) is not a linear layer; net:save writes linear layers only " ..
+        "(nn.save(path, net) keeps every kind)", i, tostring(l)), 2)
+    end
     if l.custom then
       error(fmt("net:save: %s uses the kernel '%s' written at the prompt as its activation; only the op " ..
         "table's activations (%s) can be saved", tostring(l), l.activation, activation_list), 2)

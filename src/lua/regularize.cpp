@@ -120,9 +120,10 @@ const luaL_Reg kernels[] = {
     {nullptr, nullptr}};
 
 // vela._next_seed() -> the next seed of seed(n)'s sequence (what rand draws
-// without a seed): nn.dropout takes its default seed from it.
+// without a seed), cut to 53 bits so that it is a non-negative Lua integer
+// that survives a float conversion: nn.dropout takes its default seed from it.
 int l_next_seed(lua_State* L) {
-    lua_pushinteger(L, lua_Integer(next_seed()));
+    lua_pushinteger(L, lua_Integer(next_seed() >> 11));
     return 1;
 }
 

@@ -484,6 +484,20 @@ t.test("data.loader{shift = 2}: the same batches on every device, each image mov
     "data.loader: shift must be an integer in 0..255")
 end)
 
+t.test("nn.dropout without a seed: the next of seed(n)'s sequence, so seed(n) makes a run repeat", function()
+  device("cpu")
+  for _ = 1, 20 do
+    local d = nn.dropout(0.5)
+    assert(math.type(d.seed) == "integer" and d.seed >= 0 and d.seed < 2 ^ 53, tostring(d.seed))
+    d:bind(6)
+    d:forward(ones(6, 2))  -- a seed dropout() takes
+  end
+  seed(42)
+  local a = nn.dropout(0.5).seed
+  seed(42)
+  assert(nn.dropout(0.5).seed == a, "seed(42) repeats the default seed")
+end)
+
 t.test("layer errors name the layer and the argument", function()
   device("cpu")
   t.raises(function() nn.dropout(1) end, "nn.dropout: p must be a number in [0, 1)")
@@ -495,6 +509,8 @@ t.test("layer errors name the layer and the argument", function()
   t.raises(function() nn.sequential{nn.linear(3, 4), nn.batchnorm(5)} end, "nn.sequential: layer 2 (batchnorm(5)) takes 5 inputs")
   local bn = nn.batchnorm(4)
   t.raises(function() bn:forward(zeros(4, 0)) end, "an empty batch")
+  t.raises(function() nn.sequential{nn.linear(3, 4), nn.dropout(0.5)}:save(os.tmpname()) end,
+    "net:save: layer 2 (dropout(0.5)) is not a linear layer", "nn.save(path, net) keeps every kind")
 end)
 
 t.done()

@@ -1,6 +1,6 @@
 // Inverted dropout in one pass: mask(k) ← (u(k) ≥ p ? scale : 0) and
-// y(k) ← x(k)·mask(k), u(k) the Philox uniform of counter {k, 0, step} and
-// key seed: bit-identical to the CPU device (src/cpu/regularize.cpp), since
+// y(k) ← x(k)·mask(k), u(k) = (w >> 8)·2^-24 for w word k mod 4 of the Philox
+// draw of counter {k div 4, 0, step} and key seed: bit-identical to the CPU device (src/cpu/regularize.cpp), since
 // the draw is integer arithmetic, u an exact scaling and x·mask one rounded
 // product. y may be x (in place).
 #version 450
@@ -24,8 +24,10 @@ layout(push_constant) uniform Push {
 void main() {
     uint k = global_index(WG);
     if (k >= p.n) return;
-    uvec4 w = philox4x32_10(uvec4(k, 0u, p.step_lo, p.step_hi), uvec2(p.seed_lo, p.seed_hi));
-    float u = float(w.x >> 8) * uintBitsToFloat(0x33800000u);  // 2^-24
+    uvec4 w = philox4x32_10(uvec4(k >> 2, 0u, p.step_lo, p.step_hi), uvec2(p.seed_lo, p.seed_hi));
+    uint r = k & 3u;
+    uint word = r == 0u ? w.x : r == 1u ? w.y : r == 2u ? w.z : w.w;
+    float u = float(word >> 8) * uintBitsToFloat(0x33800000u);  // 2^-24
     float m = u >= p.p ? p.scale : 0.0;
     precise float v = ld(p.x, k) * m;
     st(p.mask, k, m);

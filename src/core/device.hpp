@@ -158,9 +158,10 @@ public:
     // Regularization and augmentation (checked in core/ops_regularize.cpp; the
     // cpu's in src/cpu/regularize.cpp, Vulkan's in src/vulkan/kernels_regularize.cpp).
     // The defaults throw, naming the device: a device without them says so.
-    // Philox draws here use counter {k, 0, lo32(step), hi32(step)} and key seed.
+    // Philox draws here use counter {c, 0, lo32(step), hi32(step)} and key seed.
     // Inverted dropout, one pass: mask(k) ← (u(k) ≥ p ? scale : 0), y(k) ← x(k)·mask(k),
-    // u(k) = (w0 >> 8)·2^-24 of the draw for element k (column-major logical index).
+    // u(k) = (w >> 8)·2^-24 for w word k mod 4 of the draw c = k div 4 (k the column-major
+    // logical index: one draw serves four elements).
     virtual void dropout(uint64_t seed, uint64_t step, float p, float scale, const Matrix& x, const Matrix& mask,
                          const Matrix& y);
     // Batch normalization over features: x is (F·G)×n and feature f is rows f·G .. f·G+G−1 of
@@ -177,7 +178,7 @@ public:
                              const Matrix& dbeta, const Matrix& dx);
     // Column j of x holds images of height×width pixels (row-major) in x.rows/(height·width) channels;
     // y(:, j) ← that image moved by (dr, dc) rows and columns, zero fill, with
-    // dr = w0 mod (2s+1) − s, dc = w1 mod (2s+1) − s from the draw for k = j.
+    // dr = w0 mod (2s+1) − s, dc = w1 mod (2s+1) − s from the draw c = j.
     virtual void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width,
                               const Matrix& x, const Matrix& y);
 

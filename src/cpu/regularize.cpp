@@ -31,10 +31,13 @@ void dropout(uint64_t seed, uint64_t step, float p, float scale, const Matrix& x
     float *xb = fbase(x), *mb = fbase(mask), *yb = fbase(y);
     const int64_t rows = x.rows;
     parallel_for(x.cols, rows >= 4096 ? 1 : 4096 / rows + 1, [&](int64_t jb, int64_t je) {
+        uint64_t group = ~uint64_t(0);  // one draw gives the words of four consecutive elements
+        philox::Counter w{};
         for (int64_t j = jb; j < je; j++)
             for (int64_t i = 0; i < rows; i++) {
                 uint64_t k = uint64_t(j * rows + i);
-                float u = float(draw(seed, step, k)[0] >> 8) * 0x1p-24f;
+                if (k >> 2 != group) group = k >> 2, w = draw(seed, step, group);
+                float u = float(w[k & 3] >> 8) * 0x1p-24f;
                 float m = u >= p ? scale : 0.0f;
                 at(mb, mask, i, j) = m;
                 at(yb, y, i, j) = at(xb, x, i, j) * m;

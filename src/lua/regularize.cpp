@@ -131,8 +131,8 @@ const luaL_Reg helpers[] = {{"_next_seed", l_next_seed}, {nullptr, nullptr}};
 
 void document() {
     doc("dropout", "dropout(x, mask, y, p [, seed [, step = 0]]) -> y",
-        "Inverted dropout in one pass: mask(k) ← 1/(1 − p) where u(k) ≥ p, else 0; y ← x ∘ mask. u(k) is the "
-        "Philox uniform of element k (column-major) for (seed, step): the same mask on every device. 0 ≤ p < 1; y "
+        "Inverted dropout in one pass: mask(k) ← 1/(1 − p) where u(k) ≥ p, else 0; y ← x ∘ mask. u(k) is 24 bits of "
+        "word k mod 4 of the Philox draw k div 4 (k column-major) for (seed, step): the same mask on every device. 0 ≤ p < 1; y "
         "may be x; the backward is mul(dy, mask, dx). Without a seed, the next of seed(n)'s sequence. nn.dropout "
         "uses it. Example: dropout(x, zeros(x.rows, x.cols), x, 0.5, 7).");
     doc("batchnorm_stats", "batchnorm_stats(x, mean, var [, group = 1]) -> mean, var",

@@ -29,10 +29,12 @@ layout(push_constant) uniform Push {
     uint out_chunks;
 } p;
 
+// Kahan's step; every temporary is `precise`, or a compiler may fold (t − s) − y to 0.
 void add(inout float s, inout float comp, float v) {
     precise float y = v - comp;
     precise float t = s + y;
-    comp = (t - s) - y;
+    precise float lost = (t - s) - y;
+    comp = lost;
     s = t;
 }
 

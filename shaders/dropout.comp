@@ -21,15 +21,19 @@ layout(push_constant) uniform Push {
     float scale;
 } p;
 
+// One invocation per draw: elements 4g .. 4g+3 (those below n).
 void main() {
-    uint k = global_index(WG);
-    if (k >= p.n) return;
-    uvec4 w = philox4x32_10(uvec4(k >> 2, 0u, p.step_lo, p.step_hi), uvec2(p.seed_lo, p.seed_hi));
-    uint r = k & 3u;
-    uint word = r == 0u ? w.x : r == 1u ? w.y : r == 2u ? w.z : w.w;
-    float u = float(word >> 8) * uintBitsToFloat(0x33800000u);  // 2^-24
-    float m = u >= p.p ? p.scale : 0.0;
-    precise float v = ld(p.x, k) * m;
-    st(p.mask, k, m);
-    st(p.y, k, v);
+    uint g = global_index(WG);
+    if (g >= (p.n + 3u) >> 2) return;
+    uvec4 w = philox4x32_10(uvec4(g, 0u, p.step_lo, p.step_hi), uvec2(p.seed_lo, p.seed_hi));
+    for (uint r = 0u; r < 4u; ++r) {
+        uint k = 4u * g + r;
+        if (k >= p.n) break;
+        uint word = r == 0u ? w.x : r == 1u ? w.y : r == 2u ? w.z : w.w;
+        float u = float(word >> 8) * uintBitsToFloat(0x33800000u);  // 2^-24
+        float m = u >= p.p ? p.scale : 0.0;
+        precise float v = ld(p.x, k) * m;
+        st(p.mask, k, m);
+        st(p.y, k, v);
+    }
 }

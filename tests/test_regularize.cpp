@@ -117,16 +117,21 @@ TEST_CASE("kernels: regularize, dropout on views: mask and y exact, the rest unt
 
 TEST_CASE("kernels: regularize, random_shift on views", "[kernels][regularize]") {
     test::on_every_device([](Device& d) {
+        struct Img {
+            int64_t C, H, W, s;
+        };
+        // 1,500 pixels a row: a row is more than one of the shader's runs of 1,024.
+        for (Img im : {Img{2, 5, 4, 2}, Img{1, 3, 1500, 3}})
         for (Layout lx : kLayouts)
             for (Layout ly : kLayouts) {
-                INFO("x " << name(lx) << ", y " << name(ly));
-                const int64_t C = 2, H = 5, W = 4, n = 6, s = 2, rows = C * H * W;
+                INFO("x " << name(lx) << ", y " << name(ly) << ", " << im.C << "×" << im.H << "×" << im.W);
+                const int64_t C = im.C, H = im.H, W = im.W, n = 6, s = im.s, rows = C * H * W;
                 Op x = make(d, rows, n, lx, 4), y = make(d, rows, n, ly, 5);
                 random_shift(7, 3, s, H, W, x.m, y.m);
                 check(y,
                       [&](int64_t i, int64_t j) {
                           philox::Counter w = draw(7, 3, uint64_t(j));
-                          int64_t dr = int64_t(w[0] % 5) - s, dc = int64_t(w[1] % 5) - s;
+                          int64_t dr = int64_t(w[0] % uint32_t(2 * s + 1)) - s, dc = int64_t(w[1] % uint32_t(2 * s + 1)) - s;
                           int64_t ch = i / (H * W), r = i % (H * W) / W, q = i % W;
                           int64_t sr = r - dr, sq = q - dc;
                           if (sr < 0 || sr >= H || sq < 0 || sq >= W) return 0.0;

@@ -130,7 +130,7 @@ void VulkanDevice::dropout(uint64_t seed, uint64_t step, float p, float scale, c
     uint32_t spec[1] = {wg()};
     Dispatch d{.shader = "dropout", .push = &q, .push_size = sizeof q, .spec = spec, .spec_count = 1,
                .reads = {&x}, .writes = {&mask, &y}, .label = "dropout"};
-    grid(q.n, wg(), d.groups);
+    grid((uint64_t(q.n) + 3) / 4, wg(), d.groups);  // one invocation per draw of four elements
     dispatch(d);
 }
 
@@ -140,7 +140,10 @@ void VulkanDevice::random_shift(uint64_t seed, uint64_t step, int64_t shift, int
     ShiftPush q;
     q.x = view(x);
     q.y = view(y);
-    q.n = uint32_t(y.size());
+    // One invocation per run of up to kShiftSpan pixels of an image row (random_shift.comp's SPAN).
+    constexpr uint64_t kShiftSpan = 1024;
+    const uint64_t runs = (uint64_t(width) + kShiftSpan - 1) / kShiftSpan;
+    q.n = uint32_t(uint64_t(y.cols) * uint64_t(y.rows / width) * runs);
     q.rows = uint32_t(y.rows);
     q.height = uint32_t(height), q.width = uint32_t(width), q.shift = uint32_t(shift);
     q.seed_lo = uint32_t(seed), q.seed_hi = uint32_t(seed >> 32);

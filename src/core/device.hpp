@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/conv.hpp"
 #include "core/matrix.hpp"
 #include "core/user_kernel.hpp"
 
@@ -185,6 +186,22 @@ public:
     // A kernel written at the prompt (core/user_kernel.hpp), its operands
     // checked by the caller. Devices that cannot run SPIR-V throw, saying what to install.
     virtual void run_user(const UserCall& call);
+
+    // Convolution and pooling (core/conv.hpp for the layout; the cpu and every
+    // Vulkan device implement them; the defaults throw). cols: (C·kh·kw) ×
+    // (oh·ow·N), column n·oh·ow + p holding the window of output position p of
+    // sample n, row (c·kh + ky)·kw + kx; zeros where the window leaves the image.
+    virtual void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols);
+    virtual void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x);  // x ← x + the sum of cols' windows
+    // y: (C·oh·ow)×N window maxima; idx: the 1-based row (in x's column) of each maximum (first on ties).
+    virtual void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx);
+    virtual void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx);  // dx ←
+    virtual void avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y);                  // window sums / kh·kw
+    virtual void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx);      // dx ←
+    // u: (P·N)×C, row n·P + p, column c (what colsᵀ·Wᵀ gives) ↔ y: (C·P)×N, the
+    // image layout; to_images adds b(c) when b.buf is set.
+    virtual void to_images(const Matrix& u, const Matrix& b, const Matrix& y);
+    virtual void from_images(const Matrix& y, const Matrix& u);
 
     // Introspection.
     virtual DeviceStats stats() const = 0;

@@ -75,6 +75,15 @@ void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Ma
                  float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx);
 void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                   const Matrix& y);
+// Convolution and pooling (core/conv.hpp; errors name im2col, col2im, maxpool, ...).
+void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols);
+void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x);
+void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx);
+void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx);
+void avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y);
+void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx);
+void to_images(const Matrix& u, const Matrix& b, const Matrix& y);  // b: an empty Matrix for none
+void from_images(const Matrix& y, const Matrix& u);
 
 // The default seed used by rand/randn when none is given; seed(n) sets it.
 // Each call without a seed draws the next seed from a sequence started at it,

@@ -20,6 +20,7 @@
 
 #include "core/error.hpp"
 #include "core/user_kernel.hpp"
+#include "cpu/conv.hpp"
 #include "cpu/cpu_kernels.hpp"
 
 namespace vela::cpu {
@@ -278,6 +279,40 @@ public:
                       const Matrix& y) override {
         Timed t(this, "random_shift");
         cpu::random_shift(seed, step, shift, height, width, x, y);
+    }
+
+    // Convolution and pooling (cpu/conv.cpp).
+    void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) override {
+        Timed t(this, "im2col");
+        cpu::im2col(g, x, cols);
+    }
+    void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) override {
+        Timed t(this, "col2im");
+        cpu::col2im(g, cols, x);
+    }
+    void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) override {
+        Timed t(this, "maxpool");
+        cpu::maxpool(g, x, y, idx);
+    }
+    void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) override {
+        Timed t(this, "maxpool_backward");
+        cpu::maxpool_backward(g, dy, idx, dx);
+    }
+    void avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) override {
+        Timed t(this, "avgpool");
+        cpu::avgpool(g, x, y);
+    }
+    void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) override {
+        Timed t(this, "avgpool_backward");
+        cpu::avgpool_backward(g, dy, dx);
+    }
+    void to_images(const Matrix& u, const Matrix& b, const Matrix& y) override {
+        Timed t(this, "to_images");
+        cpu::to_images(u, b, y);
+    }
+    void from_images(const Matrix& y, const Matrix& u) override {
+        Timed t(this, "from_images");
+        cpu::from_images(y, u);
     }
 
     // Kernels written at the prompt: their SPIR-V through a software Vulkan

@@ -67,6 +67,15 @@ public:
                      float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) override;
     void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                       const Matrix& y) override;
+    // kernels_conv.cpp
+    void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) override;
+    void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) override;
+    void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) override;
+    void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) override;
+    void avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) override;
+    void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) override;
+    void to_images(const Matrix& u, const Matrix& b, const Matrix& y) override;
+    void from_images(const Matrix& y, const Matrix& u) override;
 
     DeviceStats stats() const override { return stream_.stats(); }
     MemoryInfo memory() const override { return memory_.info(); }

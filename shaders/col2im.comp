@@ -1,0 +1,33 @@
+// x(pixel, n) ← x(pixel, n) + Σ cols(r, q) over every window position that
+// covers the pixel: the adjoint of im2col. One invocation per pixel, which
+// gathers (no atomics, the same order every run); the loops are bounded (conv.glsl).
+#version 450
+#include "common.glsl"
+#include "conv.glsl"
+
+layout(constant_id = 0) const uint WG = 256;
+layout(local_size_x_id = 0) in;
+
+void main() {
+    uint k = global_index(WG);
+    uint hw = p.h * p.w, pix = p.ch * hw;
+    if (k >= pix * p.n) return;
+    uint n = k / pix, e = k - n * pix;
+    uint c = e / hw, yx = e - c * hw;
+    uint iy = yx / p.w, ix = yx - iy * p.w;
+    uint ylo, yhi, xlo, xhi;
+    holding(iy, p.kh, p.sh, p.ph, p.oh, ylo, yhi);
+    holding(ix, p.kw, p.sw, p.pw, p.ow, xlo, xhi);
+    uint P = p.oh * p.ow;
+    float s = 0.0;
+    BOUNDED_FOR(oy, ylo, yhi) {
+        uint ky = iy + p.ph - oy * p.sh;
+        BOUNDED_FOR(ox, xlo, xhi) {
+            uint kx = ix + p.pw - ox * p.sw;
+            uint r = (c * p.kh + ky) * p.kw + kx;
+            s += load_f32(p.a.addr, view_index2(p.a, r, n * P + oy * p.ow + ox));
+        }
+    }
+    uint at = view_index2(p.c, e, n);
+    store_f32(p.c.addr, at, load_f32(p.c.addr, at) + s);
+}

@@ -1,0 +1,183 @@
+// The checked convolution and pooling kernels (core/conv.hpp for the layout):
+// the geometry, the shapes it implies, devices, dtypes and aliasing, checked
+// once for every device; then one call into the operands' Device.
+#include <string>
+
+#include "core/error.hpp"
+#include "core/ops.hpp"
+#include "core/ops_check.hpp"
+
+namespace vela {
+
+using namespace opcheck;
+
+namespace {
+
+// Each window and image dimension at most 2^24: the shaders walk a window in
+// loops of at most 4,096 iterations nested twice (drivers may end a loop after
+// 65,535 iterations), and 2^24 keeps every index product inside 32 bits.
+constexpr int64_t kMaxDim = int64_t(1) << 24;
+
+void check_geom(const char* fn, const ConvGeom& g, bool pooling) {
+    auto positive = [&](const char* what, int64_t v) {
+        if (v < 1) fail("%s: %s is %lld (must be ≥ 1)", fn, what, (long long)v);
+        if (v > kMaxDim) fail("%s: %s is %lld (at most %lld)", fn, what, (long long)v, (long long)kMaxDim);
+    };
+    positive("the channel count", g.c), positive("the image height", g.h), positive("the image width", g.w);
+    positive("the window height", g.kh), positive("the window width", g.kw);
+    positive("the vertical stride", g.sh), positive("the horizontal stride", g.sw);
+    if (g.ph < 0 || g.pw < 0) fail("%s: padding is %lld×%lld (must be ≥ 0)", fn, (long long)g.ph, (long long)g.pw);
+    if (g.ph > kMaxDim || g.pw > kMaxDim) fail("%s: padding is %lld×%lld (at most %lld)", fn, (long long)g.ph, (long long)g.pw, (long long)kMaxDim);
+    if (g.kh > g.h + 2 * g.ph || g.kw > g.w + 2 * g.pw)
+        fail("%s: the %lld×%lld window does not fit the %lld×%lld image padded by %lld×%lld", fn, (long long)g.kh,
+             (long long)g.kw, (long long)g.h, (long long)g.w, (long long)g.ph, (long long)g.pw);
+    if (pooling && (2 * g.ph > g.kh || 2 * g.pw > g.kw))
+        fail("%s: padding %lld×%lld is more than half the %lld×%lld window (a window would see only padding)", fn,
+             (long long)g.ph, (long long)g.pw, (long long)g.kh, (long long)g.kw);
+    if (g.c * g.h > kMaxElements / g.w || g.patch() > kMaxElements || g.positions() * g.c > kMaxElements)
+        fail("%s: a %lld×%lld×%lld image is too large", fn, (long long)g.c, (long long)g.h, (long long)g.w);
+}
+
+std::string image_str(const ConvGeom& g) {
+    return format("%lld×%lld×%lld", (long long)g.c, (long long)g.h, (long long)g.w);
+}
+
+// x: C·H·W rows, any number of columns (samples).
+void need_images(const char* fn, const char* arg, const Matrix& x, const ConvGeom& g) {
+    if (x.rows != g.pixels())
+        fail("%s: %s is %s but must have %lld rows, one %s image (C×H×W) per column", fn, arg, describe(x).c_str(),
+             (long long)g.pixels(), image_str(g).c_str());
+}
+
+void need_outputs(const char* fn, const char* arg, const Matrix& y, const ConvGeom& g, int64_t n) {
+    need_shape(fn, arg, y, g.c * g.positions(), n,
+               format("C·oh·ow × samples: %lld channels of %lld×%lld outputs", (long long)g.c,
+                      (long long)g.oh(), (long long)g.ow()).c_str());
+}
+
+void live_f32(const char* fn, const char* arg, const Matrix& m) {
+    check_live(fn, arg, m);
+    need_f32(fn, arg, m);
+}
+
+}  // namespace
+
+void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
+    const char* fn = "im2col";
+    live_f32(fn, "x", x), live_f32(fn, "cols", cols);
+    same_device(fn, "x", x, "cols", cols);
+    check_geom(fn, g, false);
+    need_images(fn, "x", x, g);
+    need_shape(fn, "cols", cols, g.patch(), g.positions() * x.cols,
+               format("C·kh·kw × oh·ow·samples = %lld × %lld·%lld·%lld", (long long)g.patch(), (long long)g.oh(),
+                      (long long)g.ow(), (long long)x.cols).c_str());
+    no_overlap(fn, "cols", cols, "x", x);
+    x.device().im2col(g, x, cols);
+}
+
+void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
+    const char* fn = "col2im";
+    live_f32(fn, "cols", cols), live_f32(fn, "x", x);
+    same_device(fn, "cols", cols, "x", x);
+    check_geom(fn, g, false);
+    need_images(fn, "x", x, g);
+    need_shape(fn, "cols", cols, g.patch(), g.positions() * x.cols,
+               format("C·kh·kw × oh·ow·samples = %lld × %lld·%lld·%lld", (long long)g.patch(), (long long)g.oh(),
+                      (long long)g.ow(), (long long)x.cols).c_str());
+    no_overlap(fn, "x", x, "cols", cols);
+    x.device().col2im(g, cols, x);
+}
+
+void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) {
+    const char* fn = "maxpool";
+    live_f32(fn, "x", x), live_f32(fn, "y", y), live_f32(fn, "idx", idx);
+    same_device(fn, "x", x, "y", y), same_device(fn, "x", x, "idx", idx);
+    check_geom(fn, g, true);
+    if (g.pixels() > kMaxDim)
+        fail("maxpool: a %s image has %lld pixels; idx holds row numbers in float32, exact up to %lld", image_str(g).c_str(),
+             (long long)g.pixels(), (long long)kMaxDim);
+    need_images(fn, "x", x, g);
+    need_outputs(fn, "y", y, g, x.cols);
+    need_outputs(fn, "idx", idx, g, x.cols);
+    no_overlap(fn, "y", y, "x", x), no_overlap(fn, "idx", idx, "x", x), no_overlap(fn, "idx", idx, "y", y);
+    x.device().maxpool(g, x, y, idx);
+}
+
+void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) {
+    const char* fn = "maxpool_backward";
+    live_f32(fn, "dy", dy), live_f32(fn, "idx", idx), live_f32(fn, "dx", dx);
+    same_device(fn, "dy", dy, "idx", idx), same_device(fn, "dy", dy, "dx", dx);
+    check_geom(fn, g, true);
+    need_images(fn, "dx", dx, g);
+    need_outputs(fn, "dy", dy, g, dx.cols);
+    need_outputs(fn, "idx", idx, g, dx.cols);
+    no_overlap(fn, "dx", dx, "dy", dy), no_overlap(fn, "dx", dx, "idx", idx);
+    dx.device().maxpool_backward(g, dy, idx, dx);
+}
+
+void avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) {
+    const char* fn = "avgpool";
+    live_f32(fn, "x", x), live_f32(fn, "y", y);
+    same_device(fn, "x", x, "y", y);
+    check_geom(fn, g, true);
+    need_images(fn, "x", x, g);
+    need_outputs(fn, "y", y, g, x.cols);
+    no_overlap(fn, "y", y, "x", x);
+    x.device().avgpool(g, x, y);
+}
+
+void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) {
+    const char* fn = "avgpool_backward";
+    live_f32(fn, "dy", dy), live_f32(fn, "dx", dx);
+    same_device(fn, "dy", dy, "dx", dx);
+    check_geom(fn, g, true);
+    need_images(fn, "dx", dx, g);
+    need_outputs(fn, "dy", dy, g, dx.cols);
+    no_overlap(fn, "dx", dx, "dy", dy);
+    dx.device().avgpool_backward(g, dy, dx);
+}
+
+void to_images(const Matrix& u, const Matrix& b, const Matrix& y) {
+    const char* fn = "to_images";
+    const bool has_b = b.buf != nullptr;
+    live_f32(fn, "u", u), live_f32(fn, "y", y);
+    same_device(fn, "u", u, "y", y);
+    if (has_b) live_f32(fn, "b", b), same_device(fn, "u", u, "b", b);
+    if (u.cols == 0 || y.rows % u.cols != 0)
+        fail("to_images: y is %s but u is %s (y's rows must be u's columns (channels) × positions)",
+             describe(y).c_str(), describe(u).c_str());
+    const int64_t positions = y.rows / u.cols;
+    need_shape(fn, "u", u, positions * y.cols, u.cols, "positions·samples × channels, for y's shape");
+    if (has_b) need_vector(fn, "b", b, u.cols, "one bias per channel (column of u)");
+    no_overlap(fn, "y", y, "u", u);
+    if (has_b) no_overlap(fn, "y", y, "b", b);
+    u.device().to_images(u, b, y);
+}
+
+void from_images(const Matrix& y, const Matrix& u) {
+    const char* fn = "from_images";
+    live_f32(fn, "y", y), live_f32(fn, "u", u);
+    same_device(fn, "y", y, "u", u);
+    if (u.cols == 0 || y.rows % u.cols != 0)
+        fail("from_images: y is %s but u is %s (y's rows must be u's columns (channels) × positions)",
+             describe(y).c_str(), describe(u).c_str());
+    const int64_t positions = y.rows / u.cols;
+    need_shape(fn, "u", u, positions * y.cols, u.cols, "positions·samples × channels, for y's shape");
+    no_overlap(fn, "u", u, "y", y);
+    y.device().from_images(y, u);
+}
+
+// The defaults of the Device interface: a device without these kernels says so.
+static void none(Device& d, const char* fn) { fail("%s: the device %s has no %s kernel", fn, d.name().c_str(), fn); }
+void Device::im2col(const ConvGeom&, const Matrix&, const Matrix&) { none(*this, "im2col"); }
+void Device::col2im(const ConvGeom&, const Matrix&, const Matrix&) { none(*this, "col2im"); }
+void Device::maxpool(const ConvGeom&, const Matrix&, const Matrix&, const Matrix&) { none(*this, "maxpool"); }
+void Device::maxpool_backward(const ConvGeom&, const Matrix&, const Matrix&, const Matrix&) {
+    none(*this, "maxpool_backward");
+}
+void Device::avgpool(const ConvGeom&, const Matrix&, const Matrix&) { none(*this, "avgpool"); }
+void Device::avgpool_backward(const ConvGeom&, const Matrix&, const Matrix&) { none(*this, "avgpool_backward"); }
+void Device::to_images(const Matrix&, const Matrix&, const Matrix&) { none(*this, "to_images"); }
+void Device::from_images(const Matrix&, const Matrix&) { none(*this, "from_images"); }
+
+}  // namespace vela

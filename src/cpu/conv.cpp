@@ -1,0 +1,221 @@
+// Convolution and pooling on the CPU: im2col/col2im around OpenBLAS's GEMM,
+// max and average pooling and their backward steps, and the two layout moves
+// between a GEMM's (positions·samples) × channels result and the image layout.
+// Every kernel is threaded over (channel, sample) pairs or rows of its output,
+// which own disjoint parts of the output, so no two threads write one element.
+#include "cpu/conv.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "cpu/cpu_kernels.hpp"
+
+namespace vela::cpu {
+
+namespace {
+
+// A 2-D walk over a view: element (i, j) at p[i·rs + j·cs].
+struct Plane {
+    float* p;
+    int64_t rs, cs;
+    float& at(int64_t i, int64_t j) const { return p[i * rs + j * cs]; }
+};
+Plane plane(const Matrix& m) { return {fptr(m), m.row_step(), m.col_step()}; }
+
+// Runs f(c, n) for every (channel, sample) pair, in parallel, each pair
+// carrying `work` elements (for the grain).
+template <class F>
+void per_channel(int64_t channels, int64_t samples, int64_t work, F&& f) {
+    const int64_t grain = work >= kGrain ? 1 : kGrain / std::max<int64_t>(work, 1);
+    parallel_for(channels * samples, grain, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; t++) f(t % channels, t / channels);
+    });
+}
+
+// The output positions o (0..n-1) whose window start o·s − p + k lies in [0, size): [lo, hi).
+void inside(int64_t size, int64_t s, int64_t pad, int64_t k, int64_t n, int64_t& lo, int64_t& hi) {
+    // o·s ≥ pad − k  and  o·s < size + pad − k
+    int64_t a = pad - k;
+    lo = a <= 0 ? 0 : (a + s - 1) / s;
+    int64_t b = size + pad - k;  // o·s < b
+    hi = b <= 0 ? 0 : (b + s - 1) / s;
+    lo = std::min(lo, n), hi = std::min(std::max(hi, lo), n);
+}
+
+}  // namespace
+
+void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w, N = x.cols;
+    const Plane X = plane(x), C = plane(cols);
+    // One task per (patch row r, sample n): cols(r, n·P + oy·ow + ox) for every position.
+    const int64_t R = g.patch();
+    const int64_t grain = P >= kGrain ? 1 : kGrain / std::max<int64_t>(P, 1);
+    parallel_for(R * N, grain, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; t++) {
+            const int64_t r = t % R, n = t / R;
+            const int64_t c = r / (g.kh * g.kw), ky = r / g.kw % g.kh, kx = r % g.kw;
+            int64_t xlo, xhi;
+            inside(g.w, g.sw, g.pw, kx, ow, xlo, xhi);
+            float* out = &C.at(r, n * P);
+            const float* in = &X.at(c * hw, n);
+            for (int64_t oy = 0; oy < oh; oy++) {
+                const int64_t iy = oy * g.sh - g.ph + ky;
+                float* o = out + oy * ow * C.cs;
+                if (iy < 0 || iy >= g.h) {
+                    for (int64_t ox = 0; ox < ow; ox++) o[ox * C.cs] = 0.0f;
+                    continue;
+                }
+                const float* row = in + iy * g.w * X.rs;
+                for (int64_t ox = 0; ox < xlo; ox++) o[ox * C.cs] = 0.0f;
+                const int64_t ix0 = xlo * g.sw - g.pw + kx;
+                if (C.cs == 1 && X.rs == 1 && g.sw == 1) {
+                    std::copy(row + ix0, row + ix0 + (xhi - xlo), o + xlo);
+                } else {
+                    for (int64_t ox = xlo; ox < xhi; ox++) o[ox * C.cs] = row[(ix0 + (ox - xlo) * g.sw) * X.rs];
+                }
+                for (int64_t ox = xhi; ox < ow; ox++) o[ox * C.cs] = 0.0f;
+            }
+        }
+    });
+}
+
+void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
+    const Plane X = plane(x), C = plane(cols);
+    // One task per (channel, sample): it alone writes that channel of that sample.
+    per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
+        float* img = &X.at(c * hw, n);
+        for (int64_t ky = 0; ky < g.kh; ky++) {
+            for (int64_t kx = 0; kx < g.kw; kx++) {
+                const int64_t r = (c * g.kh + ky) * g.kw + kx;
+                int64_t xlo, xhi, ylo, yhi;
+                inside(g.w, g.sw, g.pw, kx, ow, xlo, xhi);
+                inside(g.h, g.sh, g.ph, ky, oh, ylo, yhi);
+                const float* src = &C.at(r, n * P);
+                for (int64_t oy = ylo; oy < yhi; oy++) {
+                    const int64_t iy = oy * g.sh - g.ph + ky;
+                    float* row = img + iy * g.w * X.rs;
+                    const float* s = src + oy * ow * C.cs;
+                    for (int64_t ox = xlo; ox < xhi; ox++) row[(ox * g.sw - g.pw + kx) * X.rs] += s[ox * C.cs];
+                }
+            }
+        }
+    });
+}
+
+void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
+    const Plane X = plane(x), Y = plane(y), I = plane(idx);
+    per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
+        const float* img = &X.at(c * hw, n);
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const int64_t y0 = std::max<int64_t>(oy * g.sh - g.ph, 0), y1 = std::min(oy * g.sh - g.ph + g.kh, g.h);
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pw, 0), x1 = std::min(ox * g.sw - g.pw + g.kw, g.w);
+                int64_t best = y0 * g.w + x0;
+                float bv = img[best * X.rs];
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++) {
+                        const float v = img[(iy * g.w + ix) * X.rs];
+                        if (v > bv) bv = v, best = iy * g.w + ix;  // the first maximum
+                    }
+                const int64_t o = c * P + oy * ow + ox;
+                Y.at(o, n) = bv;
+                I.at(o, n) = float(c * hw + best + 1);
+            }
+        }
+    });
+}
+
+// An index that is not a pixel of its own output's window is ignored (as on
+// Vulkan, where each pixel gathers from the windows that hold it).
+void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
+    const Plane D = plane(dy), I = plane(idx), X = plane(dx);
+    per_channel(g.c, dx.cols, P + hw, [&](int64_t c, int64_t n) {
+        float* img = &X.at(c * hw, n);
+        for (int64_t k = 0; k < hw; k++) img[k * X.rs] = 0.0f;
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const int64_t o = c * P + oy * ow + ox;
+                const float f = I.at(o, n) - float(c * hw + 1);
+                if (!(f >= 0.0f && f < float(hw))) continue;
+                const int64_t k = int64_t(f), iy = k / g.w, ix = k % g.w;
+                const int64_t wy = iy - (oy * g.sh - g.ph), wx = ix - (ox * g.sw - g.pw);
+                if (wy < 0 || wy >= g.kh || wx < 0 || wx >= g.kw) continue;
+                img[k * X.rs] += D.at(o, n);
+            }
+    });
+}
+
+void avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
+    const Plane X = plane(x), Y = plane(y);
+    const double inv = 1.0 / double(g.kh * g.kw);
+    per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
+        const float* img = &X.at(c * hw, n);
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const int64_t y0 = std::max<int64_t>(oy * g.sh - g.ph, 0), y1 = std::min(oy * g.sh - g.ph + g.kh, g.h);
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pw, 0), x1 = std::min(ox * g.sw - g.pw + g.kw, g.w);
+                float s = 0.0f;
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++) s += img[(iy * g.w + ix) * X.rs];
+                Y.at(c * P + oy * ow + ox, n) = float(double(s) * inv);
+            }
+        }
+    });
+}
+
+void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
+    const Plane D = plane(dy), X = plane(dx);
+    const float inv = float(1.0 / double(g.kh * g.kw));
+    per_channel(g.c, dx.cols, g.kh * g.kw * P + hw, [&](int64_t c, int64_t n) {
+        float* img = &X.at(c * hw, n);
+        for (int64_t k = 0; k < hw; k++) img[k * X.rs] = 0.0f;
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const int64_t y0 = std::max<int64_t>(oy * g.sh - g.ph, 0), y1 = std::min(oy * g.sh - g.ph + g.kh, g.h);
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pw, 0), x1 = std::min(ox * g.sw - g.pw + g.kw, g.w);
+                const float v = D.at(c * P + oy * ow + ox, n) * inv;
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++) img[(iy * g.w + ix) * X.rs] += v;
+            }
+        }
+    });
+}
+
+void to_images(const Matrix& u, const Matrix& b, const Matrix& y) {
+    const int64_t C = u.cols, P = y.rows / C;
+    const Plane U = plane(u), Y = plane(y);
+    const bool has_b = b.buf != nullptr;
+    const float* bp = has_b ? fptr(b) : nullptr;
+    const int64_t bi = has_b ? b.inc() : 0;
+    per_channel(C, y.cols, P, [&](int64_t c, int64_t n) {
+        const float add = has_b ? bp[c * bi] : 0.0f;
+        const float* s = &U.at(n * P, c);
+        float* d = &Y.at(c * P, n);
+        if (U.rs == 1 && Y.rs == 1) {
+            for (int64_t p = 0; p < P; p++) d[p] = s[p] + add;
+        } else {
+            for (int64_t p = 0; p < P; p++) d[p * Y.rs] = s[p * U.rs] + add;
+        }
+    });
+}
+
+void from_images(const Matrix& y, const Matrix& u) {
+    const int64_t C = u.cols, P = y.rows / C;
+    const Plane U = plane(u), Y = plane(y);
+    per_channel(C, y.cols, P, [&](int64_t c, int64_t n) {
+        const float* s = &Y.at(c * P, n);
+        float* d = &U.at(n * P, c);
+        if (U.rs == 1 && Y.rs == 1) {
+            std::copy(s, s + P, d);
+        } else {
+            for (int64_t p = 0; p < P; p++) d[p * U.rs] = s[p * Y.rs];
+        }
+    });
+}
+
+}  // namespace vela::cpu

@@ -1,0 +1,117 @@
+// Convolution and pooling kernels: im2col (shaders/im2col.comp), col2im
+// (col2im.comp), max and average pooling (pool.comp) and their backward steps
+// (pool_backward.comp), and the layout moves around a convolution's GEMM
+// (images.comp). One invocation per output element, gathering, so no two
+// invocations write one element and no atomics are needed; loops over a window
+// are bounded (shaders/conv.glsl).
+#include "vulkan/device.hpp"
+
+namespace vela::vk {
+
+namespace {
+
+// Mirrors the push block of shaders/conv.glsl.
+struct ConvPush {
+    View a, b, c;
+    uint32_t ch = 0, h = 0, w = 0, kh = 0, kw = 0, sh = 0, sw = 0, ph = 0, pw = 0, oh = 0, ow = 0, n = 0;
+};
+static_assert(sizeof(ConvPush) == 120);
+
+// Mirrors the push block of shaders/images.comp.
+struct ImagesPush {
+    View u, b, y;
+    uint32_t ch = 0, positions = 0, n = 0;
+};
+static_assert(sizeof(ImagesPush) == 88);
+
+ConvPush conv_push(const ConvGeom& g, int64_t n) {
+    ConvPush p;
+    p.ch = uint32_t(g.c), p.h = uint32_t(g.h), p.w = uint32_t(g.w);
+    p.kh = uint32_t(g.kh), p.kw = uint32_t(g.kw), p.sh = uint32_t(g.sh), p.sw = uint32_t(g.sw);
+    p.ph = uint32_t(g.ph), p.pw = uint32_t(g.pw), p.oh = uint32_t(g.oh()), p.ow = uint32_t(g.ow());
+    p.n = uint32_t(n);
+    return p;
+}
+
+constexpr uint32_t kMax = 0, kAverage = 1;
+
+void go(VulkanDevice& dev, const char* shader, const char* label, const void* push, uint32_t push_size,
+        uint64_t invocations, uint32_t mode, std::initializer_list<const Matrix*> reads,
+        std::initializer_list<const Matrix*> writes) {
+    if (invocations == 0) return;
+    uint32_t spec[2] = {dev.wg(), mode};
+    Dispatch d{.shader = shader, .push = push, .push_size = push_size, .spec = spec, .spec_count = 2,
+               .reads = reads, .writes = writes, .label = label};
+    dev.grid(invocations, dev.wg(), d.groups);
+    dev.dispatch(d);
+}
+
+}  // namespace
+
+void VulkanDevice::im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
+    ConvPush p = conv_push(g, x.cols);
+    p.a = view(x);
+    p.c = view(cols);
+    go(*this, "im2col", "im2col", &p, sizeof p, uint64_t(cols.size()), 0, {&x}, {&cols});
+}
+
+void VulkanDevice::col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
+    ConvPush p = conv_push(g, x.cols);
+    p.a = view(cols);
+    p.c = view(x);
+    go(*this, "col2im", "col2im", &p, sizeof p, uint64_t(x.size()), 0, {&cols, &x}, {&x});
+}
+
+void VulkanDevice::maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) {
+    ConvPush p = conv_push(g, x.cols);
+    p.a = view(x);
+    p.b = view(idx);
+    p.c = view(y);
+    go(*this, "pool", "maxpool", &p, sizeof p, uint64_t(y.size()), kMax, {&x}, {&y, &idx});
+}
+
+void VulkanDevice::maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) {
+    ConvPush p = conv_push(g, dx.cols);
+    p.a = view(dy);
+    p.b = view(idx);
+    p.c = view(dx);
+    go(*this, "pool_backward", "maxpool_backward", &p, sizeof p, uint64_t(dx.size()), kMax, {&dy, &idx}, {&dx});
+}
+
+void VulkanDevice::avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) {
+    ConvPush p = conv_push(g, x.cols);
+    p.a = view(x);
+    p.c = view(y);
+    go(*this, "pool", "avgpool", &p, sizeof p, uint64_t(y.size()), kAverage, {&x}, {&y});
+}
+
+void VulkanDevice::avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) {
+    ConvPush p = conv_push(g, dx.cols);
+    p.a = view(dy);
+    p.c = view(dx);
+    go(*this, "pool_backward", "avgpool_backward", &p, sizeof p, uint64_t(dx.size()), kAverage, {&dy}, {&dx});
+}
+
+void VulkanDevice::to_images(const Matrix& u, const Matrix& b, const Matrix& y) {
+    ImagesPush p;
+    p.u = view(u);
+    p.y = view(y);
+    p.ch = uint32_t(u.cols), p.positions = uint32_t(y.rows / u.cols), p.n = uint32_t(y.cols);
+    if (b.buf) {
+        p.b = view(b);
+        p.b.rstep = uint32_t(b.inc());
+        go(*this, "images", "to_images", &p, sizeof p, uint64_t(y.size()), 0, {&u, &b}, {&y});
+    } else {
+        go(*this, "images", "to_images", &p, sizeof p, uint64_t(y.size()), 0, {&u}, {&y});
+    }
+}
+
+void VulkanDevice::from_images(const Matrix& y, const Matrix& u) {
+    ImagesPush p;
+    p.u = view(u);
+    p.y = view(y);
+    p.ch = uint32_t(u.cols), p.positions = uint32_t(y.rows / u.cols), p.n = uint32_t(y.cols);
+    go(*this, "images", "from_images", &p, sizeof p, uint64_t(y.size()), 1, {&y}, {&u});
+}
+
+}  // namespace vela::vk

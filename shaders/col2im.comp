@@ -1,6 +1,7 @@
-// x(pixel, n) ← x(pixel, n) + Σ cols(r, q) over every window position that
-// covers the pixel: the adjoint of im2col. One invocation per pixel, which
-// gathers (no atomics, the same order every run); the loops are bounded (conv.glsl).
+// x(pixel, n) ← x(pixel, n) + Σ cols(r, q) over the window positions that
+// cover the pixel: the adjoint of im2col. One invocation per pixel, which
+// gathers (no atomics, the same order every run), over this pass's block of
+// covering positions (conv.glsl).
 #version 450
 #include "common.glsl"
 #include "conv.glsl"
@@ -15,17 +16,20 @@ void main() {
     uint n = k / pix, e = k - n * pix;
     uint c = e / hw, yx = e - c * hw;
     uint iy = yx / p.w, ix = yx - iy * p.w;
+    uint oh = out_h(), ow = out_w();
     uint ylo, yhi, xlo, xhi;
-    holding(iy, p.kh, p.sh, p.ph, p.oh, ylo, yhi);
-    holding(ix, p.kw, p.sw, p.pw, p.ow, xlo, xhi);
-    uint P = p.oh * p.ow;
+    holding(iy, p.kh, p.sh, p.ph, oh, ylo, yhi);
+    holding(ix, p.kw, p.sw, p.pw, ow, xlo, xhi);
+    block(ylo, yhi, p.y0, p.by);
+    block(xlo, xhi, p.x0, p.bx);
+    uint P = oh * ow;
     float s = 0.0;
-    BOUNDED_FOR(oy, ylo, yhi) {
+    for (uint oy = ylo; oy < yhi; ++oy) {
         uint ky = iy + p.ph - oy * p.sh;
-        BOUNDED_FOR(ox, xlo, xhi) {
+        for (uint ox = xlo; ox < xhi; ++ox) {
             uint kx = ix + p.pw - ox * p.sw;
             uint r = (c * p.kh + ky) * p.kw + kx;
-            s += load_f32(p.a.addr, view_index2(p.a, r, n * P + oy * p.ow + ox));
+            s += load_f32(p.a.addr, view_index2(p.a, r, n * P + oy * ow + ox));
         }
     }
     uint at = view_index2(p.c, e, n);

@@ -1,16 +1,14 @@
 // The push block and helpers of the convolution and pooling shaders (im2col,
-// col2im, pool, pool_backward): three views and the geometry of core/conv.hpp,
-// mirroring struct ConvPush in src/vulkan/kernels_conv.cpp (120 bytes).
+// col2im, pool, pool_backward): three views, the geometry of core/conv.hpp and
+// the block of window offsets (or covering outputs) this pass handles,
+// mirroring struct ConvPush in src/vulkan/kernels_conv.cpp (128 bytes).
 // Requires common.glsl.
 //
-// Bounded loops: a driver may end a loop after 65,535 iterations (lavapipe
-// does, silently), so a walk over up to 2^24 window positions (core/ops_conv.cpp's
-// limit per dimension) is two nested loops of at most CHUNK iterations each.
-#define CHUNK 4096u
-#define BOUNDED_FOR(i, lo, hi) \
-    for (uint i##_0 = (lo); i##_0 < (hi); i##_0 += CHUNK) \
-        for (uint i = i##_0; i < min((hi), i##_0 + CHUNK); ++i)
-
+// Bounded loops: llvmpipe ends every loop of an invocation once its loops
+// together have run 65,535 iterations, silently. A kernel that walks a window
+// walks one block of at most by × bx positions per dispatch (by·bx ≤ 4,096,
+// chosen by the host), and the host records as many passes as the window
+// needs, each carrying the partial result in the output.
 layout(push_constant) uniform Push {
     View a;  // the input: x (im2col, pool), cols (col2im), dy (pool_backward)
     View b;  // idx (maxpool, maxpool_backward); unused otherwise
@@ -19,9 +17,14 @@ layout(push_constant) uniform Push {
     uint kh, kw;     // window
     uint sh, sw;     // stride
     uint ph, pw;     // padding
-    uint oh, ow;     // output positions
     uint n;          // samples
+    uint y0, by;     // this pass: offsets y0 .. y0 + by − 1 (window rows, or covering outputs)
+    uint x0, bx;     //            offsets x0 .. x0 + bx − 1
 } p;
+
+uint out_h() { return (p.h + 2u * p.ph - p.kh) / p.sh + 1u; }
+uint out_w() { return (p.w + 2u * p.pw - p.kw) / p.sw + 1u; }
+bool first_pass() { return p.y0 == 0u && p.x0 == 0u; }
 
 // The output positions o whose window (starting at o·s − pad) holds pixel i of
 // an axis: o in [lo, hi), empty when hi ≤ lo.
@@ -31,9 +34,17 @@ void holding(uint i, uint k, uint s, uint pad, uint outs, out uint lo, out uint 
     lo = t + 1u > k ? (t + 1u - k + s - 1u) / s : 0u;  // o·s ≥ t − k + 1
 }
 
-// The window of output o on an axis, clipped to the image: [lo, hi).
-void window(uint o, uint k, uint s, uint pad, uint size, out uint lo, out uint hi) {
-    int start = int(o * s) - int(pad);
-    lo = uint(max(start, 0));
-    hi = uint(min(start + int(k), int(size)));
+// [lo, hi) ∩ [lo + first, lo + first + count): this pass's part of a range.
+void block(inout uint lo, inout uint hi, uint first, uint count) {
+    uint a = lo + first;
+    lo = min(a, hi);
+    hi = min(hi, a + count);
+}
+
+// Window offsets [first, first + count) ∩ [0, k) of output o on an axis,
+// clipped to the image: pixels [lo, hi).
+void window(uint o, uint k, uint s, uint pad, uint size, uint first, uint count, out uint lo, out uint hi) {
+    int start = int(o * s) - int(pad) + int(first);
+    lo = uint(clamp(start, 0, int(size)));
+    hi = uint(clamp(start + int(min(count, k - first)), 0, int(size)));
 }

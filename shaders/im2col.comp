@@ -10,12 +10,13 @@ layout(local_size_x_id = 0) in;
 
 void main() {
     uint k = global_index(WG);
-    uint P = p.oh * p.ow, Q = P * p.n;
+    uint oh = out_h(), ow = out_w();
+    uint P = oh * ow, Q = P * p.n;
     uint R = p.ch * p.kh * p.kw;
     if (Q == 0u || k >= R * Q) return;
     uint r = k / Q, q = k - r * Q;
     uint n = q / P, pos = q - n * P;
-    uint oy = pos / p.ow, ox = pos - oy * p.ow;
+    uint oy = pos / ow, ox = pos - oy * ow;
     uint kx = r % p.kw, t = r / p.kw;
     uint ky = t % p.kh, c = t / p.kh;
     int iy = int(oy * p.sh + ky) - int(p.ph), ix = int(ox * p.sw + kx) - int(p.pw);

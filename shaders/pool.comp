@@ -1,6 +1,9 @@
-// Pooling forward, one invocation per output (c·P + oy·ow + ox, n) over its
-// window clipped to the image. MODE 0 (max): y ← the first maximum, idx ← its
-// 1-based row in x's column. MODE 1 (average): y ← the window's sum / (kh·kw).
+// Pooling forward, one invocation per output (c·P + oy·ow + ox, n), over this
+// pass's block of its window clipped to the image (conv.glsl); later passes
+// carry on from what the earlier ones left in y (and idx). MODE 0 (max): y ←
+// the largest value (NaN never wins; the smallest row on ties, so the result
+// does not depend on the blocks), idx ← its 1-based row in x's column (0 and
+// −inf for a window without a number). MODE 1 (average): y ← Σ / (kh·kw).
 #version 450
 #include "common.glsl"
 #include "conv.glsl"
@@ -11,35 +14,42 @@ layout(local_size_x_id = 0) in;
 
 void main() {
     uint k = global_index(WG);
-    uint P = p.oh * p.ow, outs = p.ch * P;
+    uint oh = out_h(), ow = out_w();
+    uint P = oh * ow, outs = p.ch * P;
     if (k >= outs * p.n) return;
     uint n = k / outs, o = k - n * outs;
     uint c = o / P, pos = o - c * P;
-    uint oy = pos / p.ow, ox = pos - oy * p.ow;
+    uint oy = pos / ow, ox = pos - oy * ow;
     uint ylo, yhi, xlo, xhi;
-    window(oy, p.kh, p.sh, p.ph, p.h, ylo, yhi);
-    window(ox, p.kw, p.sw, p.pw, p.w, xlo, xhi);
+    window(oy, p.kh, p.sh, p.ph, p.h, p.y0, p.by, ylo, yhi);
+    window(ox, p.kw, p.sw, p.pw, p.w, p.x0, p.bx, xlo, xhi);
     uint base = c * p.h * p.w;
+    uint yo = view_index2(p.c, o, n);
     if (MODE == 0u) {
-        uint best = base + ylo * p.w + xlo;
-        float bv = load_f32(p.a.addr, view_index2(p.a, best, n));
-        BOUNDED_FOR(iy, ylo, yhi) {
-            BOUNDED_FOR(ix, xlo, xhi) {
+        uint io = view_index2(p.b, o, n);
+        float bv = uintBitsToFloat(0xff800000u);  // −inf
+        uint best = 0xffffffffu;                  // none yet; as a 1-based row: 0
+        if (!first_pass()) {
+            bv = load_f32(p.c.addr, yo);
+            best = uint(load_f32(p.b.addr, io)) - 1u;
+        }
+        for (uint iy = ylo; iy < yhi; ++iy) {
+            for (uint ix = xlo; ix < xhi; ++ix) {
                 uint e = base + iy * p.w + ix;
                 float v = load_f32(p.a.addr, view_index2(p.a, e, n));
-                if (v > bv) {
+                if (v > bv || (v == bv && e < best)) {
                     bv = v;
                     best = e;
                 }
             }
         }
-        store_f32(p.c.addr, view_index2(p.c, o, n), bv);
-        store_f32(p.b.addr, view_index2(p.b, o, n), float(best + 1u));
+        store_f32(p.c.addr, yo, bv);
+        store_f32(p.b.addr, io, float(best + 1u));
     } else {
         float s = 0.0;
-        BOUNDED_FOR(iy, ylo, yhi) {
-            BOUNDED_FOR(ix, xlo, xhi) { s += load_f32(p.a.addr, view_index2(p.a, base + iy * p.w + ix, n)); }
-        }
-        store_f32(p.c.addr, view_index2(p.c, o, n), s * (1.0 / float(p.kh * p.kw)));
+        for (uint iy = ylo; iy < yhi; ++iy)
+            for (uint ix = xlo; ix < xhi; ++ix) s += load_f32(p.a.addr, view_index2(p.a, base + iy * p.w + ix, n));
+        s *= 1.0 / float(p.kh * p.kw);
+        store_f32(p.c.addr, yo, first_pass() ? s : load_f32(p.c.addr, yo) + s);
     }
 }

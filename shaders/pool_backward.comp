@@ -1,7 +1,8 @@
 // Pooling backward, one invocation per pixel (c·h·w + iy·w + ix, n), which
-// gathers from the outputs whose windows hold it (no atomics). MODE 0 (max):
-// dx ← Σ dy(o) over those o whose idx(o) names this pixel. MODE 1 (average):
-// dx ← Σ dy(o) / (kh·kw). The loops are bounded (conv.glsl).
+// gathers from the outputs whose windows hold it (no atomics), this pass's
+// block of them (conv.glsl); later passes add to what the earlier ones wrote.
+// MODE 0 (max): dx ← Σ dy(o) over those o whose idx(o) names this pixel.
+// MODE 1 (average): dx ← Σ dy(o) / (kh·kw).
 #version 450
 #include "common.glsl"
 #include "conv.glsl"
@@ -17,14 +18,17 @@ void main() {
     uint n = k / pix, e = k - n * pix;
     uint c = e / hw, yx = e - c * hw;
     uint iy = yx / p.w, ix = yx - iy * p.w;
+    uint oh = out_h(), ow = out_w();
     uint ylo, yhi, xlo, xhi;
-    holding(iy, p.kh, p.sh, p.ph, p.oh, ylo, yhi);
-    holding(ix, p.kw, p.sw, p.pw, p.ow, xlo, xhi);
-    uint P = p.oh * p.ow;
+    holding(iy, p.kh, p.sh, p.ph, oh, ylo, yhi);
+    holding(ix, p.kw, p.sw, p.pw, ow, xlo, xhi);
+    block(ylo, yhi, p.y0, p.by);
+    block(xlo, xhi, p.x0, p.bx);
+    uint P = oh * ow;
     float me = float(e + 1u), s = 0.0;
-    BOUNDED_FOR(oy, ylo, yhi) {
-        BOUNDED_FOR(ox, xlo, xhi) {
-            uint o = c * P + oy * p.ow + ox;
+    for (uint oy = ylo; oy < yhi; ++oy) {
+        for (uint ox = xlo; ox < xhi; ++ox) {
+            uint o = c * P + oy * ow + ox;
             float d = load_f32(p.a.addr, view_index2(p.a, o, n));
             if (MODE == 0u) {
                 if (load_f32(p.b.addr, view_index2(p.b, o, n)) == me) s += d;
@@ -34,5 +38,6 @@ void main() {
         }
     }
     if (MODE != 0u) s *= 1.0 / float(p.kh * p.kw);
-    store_f32(p.c.addr, view_index2(p.c, e, n), s);
+    uint at = view_index2(p.c, e, n);
+    store_f32(p.c.addr, at, first_pass() ? s : load_f32(p.c.addr, at) + s);
 }

@@ -112,16 +112,18 @@ void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& 
             const int64_t y0 = std::max<int64_t>(oy * g.sh - g.ph, 0), y1 = std::min(oy * g.sh - g.ph + g.kh, g.h);
             for (int64_t ox = 0; ox < ow; ox++) {
                 const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pw, 0), x1 = std::min(ox * g.sw - g.pw + g.kw, g.w);
-                int64_t best = y0 * g.w + x0;
-                float bv = img[best * X.rs];
+                // The largest value, the first on ties; NaN never wins (a window
+                // without a number gives −inf and index 0), as on Vulkan.
+                int64_t best = -1;
+                float bv = -std::numeric_limits<float>::infinity();
                 for (int64_t iy = y0; iy < y1; iy++)
                     for (int64_t ix = x0; ix < x1; ix++) {
                         const float v = img[(iy * g.w + ix) * X.rs];
-                        if (v > bv) bv = v, best = iy * g.w + ix;  // the first maximum
+                        if (v > bv || (v == bv && best < 0)) bv = v, best = iy * g.w + ix;
                     }
                 const int64_t o = c * P + oy * ow + ox;
                 Y.at(o, n) = bv;
-                I.at(o, n) = float(c * hw + best + 1);
+                I.at(o, n) = best < 0 ? 0.0f : float(c * hw + best + 1);
             }
         }
     });

@@ -3,7 +3,10 @@
 // (pool_backward.comp), and the layout moves around a convolution's GEMM
 // (images.comp). One invocation per output element, gathering, so no two
 // invocations write one element and no atomics are needed; loops over a window
-// are bounded (shaders/conv.glsl).
+// are bounded: each dispatch walks a block of at most kBlock window positions
+// and a large window takes several passes (shaders/conv.glsl).
+#include <algorithm>
+
 #include "vulkan/device.hpp"
 
 namespace vela::vk {
@@ -13,9 +16,15 @@ namespace {
 // Mirrors the push block of shaders/conv.glsl.
 struct ConvPush {
     View a, b, c;
-    uint32_t ch = 0, h = 0, w = 0, kh = 0, kw = 0, sh = 0, sw = 0, ph = 0, pw = 0, oh = 0, ow = 0, n = 0;
+    uint32_t ch = 0, h = 0, w = 0, kh = 0, kw = 0, sh = 0, sw = 0, ph = 0, pw = 0, n = 0;
+    uint32_t y0 = 0, by = 0, x0 = 0, bx = 0;  // this pass's block of offsets
 };
-static_assert(sizeof(ConvPush) == 120);
+static_assert(sizeof(ConvPush) == 128);  // the least maxPushConstantsSize Vulkan allows
+
+// Window positions one invocation walks in one dispatch: with the loop over
+// the block's rows, at most 2·kBlock loop iterations, far below the 65,535
+// after which llvmpipe ends an invocation's loops.
+constexpr uint64_t kBlock = 4096;
 
 // Mirrors the push block of shaders/images.comp.
 struct ImagesPush {
@@ -28,7 +37,7 @@ ConvPush conv_push(const ConvGeom& g, int64_t n) {
     ConvPush p;
     p.ch = uint32_t(g.c), p.h = uint32_t(g.h), p.w = uint32_t(g.w);
     p.kh = uint32_t(g.kh), p.kw = uint32_t(g.kw), p.sh = uint32_t(g.sh), p.sw = uint32_t(g.sw);
-    p.ph = uint32_t(g.ph), p.pw = uint32_t(g.pw), p.oh = uint32_t(g.oh()), p.ow = uint32_t(g.ow());
+    p.ph = uint32_t(g.ph), p.pw = uint32_t(g.pw);
     p.n = uint32_t(n);
     return p;
 }
@@ -46,6 +55,23 @@ void go(VulkanDevice& dev, const char* shader, const char* label, const void* pu
     dev.dispatch(d);
 }
 
+// Records one pass per block of an ey × ex range of offsets (window offsets,
+// or the outputs covering a pixel), blocks of at most kBlock positions.
+void passes(VulkanDevice& dev, ConvPush& p, uint64_t ey, uint64_t ex, const char* shader, const char* label,
+            uint64_t invocations, uint32_t mode, std::initializer_list<const Matrix*> reads,
+            std::initializer_list<const Matrix*> writes) {
+    const uint64_t bx = std::min(ex, kBlock), by = std::min(ey, std::max<uint64_t>(1, kBlock / bx));
+    p.by = uint32_t(by), p.bx = uint32_t(bx);
+    for (uint64_t y0 = 0; y0 < ey; y0 += by)
+        for (uint64_t x0 = 0; x0 < ex; x0 += bx) {
+            p.y0 = uint32_t(y0), p.x0 = uint32_t(x0);
+            go(dev, shader, label, &p, sizeof p, invocations, mode, reads, writes);
+        }
+}
+
+// The most outputs that cover one pixel along an axis: ⌈k / s⌉.
+uint64_t covering(int64_t k, int64_t s) { return uint64_t((k + s - 1) / s); }
+
 }  // namespace
 
 void VulkanDevice::im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
@@ -59,7 +85,8 @@ void VulkanDevice::col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x
     ConvPush p = conv_push(g, x.cols);
     p.a = view(cols);
     p.c = view(x);
-    go(*this, "col2im", "col2im", &p, sizeof p, uint64_t(x.size()), 0, {&cols, &x}, {&x});
+    passes(*this, p, covering(g.kh, g.sh), covering(g.kw, g.sw), "col2im", "col2im", uint64_t(x.size()), 0,
+           {&cols, &x}, {&x});
 }
 
 void VulkanDevice::maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) {
@@ -67,7 +94,8 @@ void VulkanDevice::maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, 
     p.a = view(x);
     p.b = view(idx);
     p.c = view(y);
-    go(*this, "pool", "maxpool", &p, sizeof p, uint64_t(y.size()), kMax, {&x}, {&y, &idx});
+    passes(*this, p, uint64_t(g.kh), uint64_t(g.kw), "pool", "maxpool", uint64_t(y.size()), kMax, {&x, &y, &idx},
+           {&y, &idx});
 }
 
 void VulkanDevice::maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) {
@@ -75,21 +103,24 @@ void VulkanDevice::maxpool_backward(const ConvGeom& g, const Matrix& dy, const M
     p.a = view(dy);
     p.b = view(idx);
     p.c = view(dx);
-    go(*this, "pool_backward", "maxpool_backward", &p, sizeof p, uint64_t(dx.size()), kMax, {&dy, &idx}, {&dx});
+    passes(*this, p, covering(g.kh, g.sh), covering(g.kw, g.sw), "pool_backward", "maxpool_backward",
+           uint64_t(dx.size()), kMax, {&dy, &idx, &dx}, {&dx});
 }
 
 void VulkanDevice::avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) {
     ConvPush p = conv_push(g, x.cols);
     p.a = view(x);
     p.c = view(y);
-    go(*this, "pool", "avgpool", &p, sizeof p, uint64_t(y.size()), kAverage, {&x}, {&y});
+    passes(*this, p, uint64_t(g.kh), uint64_t(g.kw), "pool", "avgpool", uint64_t(y.size()), kAverage, {&x, &y},
+           {&y});
 }
 
 void VulkanDevice::avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) {
     ConvPush p = conv_push(g, dx.cols);
     p.a = view(dy);
     p.c = view(dx);
-    go(*this, "pool_backward", "avgpool_backward", &p, sizeof p, uint64_t(dx.size()), kAverage, {&dy}, {&dx});
+    passes(*this, p, covering(g.kh, g.sh), covering(g.kw, g.sw), "pool_backward", "avgpool_backward",
+           uint64_t(dx.size()), kAverage, {&dy, &dx}, {&dx});
 }
 
 void VulkanDevice::to_images(const Matrix& u, const Matrix& b, const Matrix& y) {

@@ -314,6 +314,19 @@ nn.Sequential = Sequential
 
 function nn.sequential(layers)
   assert(type(layers) == "table" and #layers > 0, "nn.sequential: expected a list of layers")
+  -- Image layers (nn.conv2d, the pools, nn.flatten: lua/vela/conv.lua) take the
+  -- image shape {c, h, w} the layers before them give, through layers that keep
+  -- the size (nn.dropout, nn.batchnorm).
+  local image
+  for i, l in ipairs(layers) do
+    if type(l) == "table" and l.take_image then
+      local ok, res = pcall(l.take_image, l, image, i)
+      if not ok then error(res, 2) end
+      image = res
+    elseif not (type(l) == "table" and (l.bind or (image and l.inputs == l.outputs and l.inputs == image.c * image.h * image.w))) then
+      image = nil
+    end
+  end
   -- A layer of any size (nn.dropout) has no inputs until layer:bind(rows)
   -- gives it its neighbour's: the layer before it, or for the first layer the one after.
   for i = 2, #layers do
@@ -821,6 +834,7 @@ local layer_helpers = {alloc = alloc, buffers = buffers, same_device = same_devi
 nn._helpers = layer_helpers
 require("vela.gradcheck").attach(nn)
 require("vela.layers_regularize").attach(nn, layer_helpers)
+require("vela.conv").attach(nn, layer_helpers)
 
 -- ---------------------------------------------------------------------------
 -- Torch7 and PyTorch names: one clear error naming vela's spelling, instead

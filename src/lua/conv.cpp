@@ -170,6 +170,11 @@ void document() {
         " g = {c =, h =, w =, k =, stride =, pad =}: c channels (default 1) of h×w images, a k×k window (k, stride "
         "and pad may be {height, width})";
     auto d = [&](const char* name, const char* sig, std::string text) { doc(name, sig, text.c_str()); };
+    d("layout", "images: C·H·W rows × one column per sample",
+      "A batch of n images of C channels of H×W pixels is a (C·H·W)×n matrix: pixel (c, y, x) of image j (1-based) "
+      "is row (c−1)·H·W + (y−1)·W + x of column j: channel-major, then the image's rows, then its columns "
+      "(PyTorch's NCHW with the samples as columns). MNIST's 784×n batches are 1×28×28 images. im2col, maxpool, "
+      "avgpool and nn.conv2d take this layout; docs/lua-api.md draws it.");
     d("im2col", "im2col(x, cols, g) -> cols",
       std::string("Unfolds every window of a batch of images into a column: x is (c·h·w)×n (one image per column, "
                   "channel-major, see ?layout), cols (c·k·k)×(oh·ow·n); cols(r, (j−1)·oh·ow + p) is element r of the "

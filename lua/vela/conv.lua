@@ -1,0 +1,604 @@
+-- vela.conv: convolutional layers in the manner of nn.linear (lua/vela/nn.lua):
+-- forward and backward side by side, the equations as comments, one kernel
+-- call per equation, buffers made once per batch size.
+--
+-- Layout (see docs/lua-api.md, "Images"): a batch of images is a matrix of
+-- C·H·W rows (channel-major, then the image's rows, then its columns) and one
+-- column per sample, as MNIST's 784×n already is. Every layer here keeps the
+-- image shape {c =, h =, w =} it takes (layer.image_in) and gives
+-- (layer.image; nil after nn.flatten); nn.sequential hands each layer the
+-- shape of the one before it, so only the first layer of a net is told its
+-- image size ({input = {h = 28, w = 28}}; a number for square images).
+--
+-- nn.conv2d is im2col + one GEMM + the layout move with the bias:
+--   cols = im2col(x)            (C·kh·kw) × (P·n), P = oh·ow positions
+--   uᵀ   = W·cols               (out × P·n)                 mm
+--   z    = images(u) + b        (out·P × n), the image layout  to_images
+--   a    = act(z)
+local vela = require "vela"
+
+local conv = {}
+local fmt = string.format
+
+local nn, alloc, buffers, same_device, resolve, move_layers, matrix_mt, ones_on
+
+local function dev_name(d) return d:name() end
+local function shape_str(s) return fmt("%d×%d×%d", s.c, s.h, s.w) end
+
+-- The input checks every layer makes (once per distinct input matrix).
+local function check_input(self, x, index)
+  if rawequal(x, self._checked) then return end
+  local name = index and fmt("net:forward: layer %d, %s", index, tostring(self)) or fmt("layer:forward: %s", tostring(self))
+  if getmetatable(x) ~= matrix_mt then error(fmt("%s: input is %s, expected a matrix", name, type(x)), 0) end
+  if not self.inputs then
+    error(fmt("%s: the layer does not know its image size: give it {input = {h =, w =}} or put it after an image layer in nn.sequential", name), 0)
+  end
+  if x.cols == 0 then
+    error(fmt("%s: input is %d×0, an empty batch (one sample per column, at least one)", name, x.rows), 0)
+  end
+  if x.rows ~= self.inputs then
+    error(fmt("%s: input is %d×%d but the layer takes %d rows (%s images, one per column)", name, x.rows, x.cols,
+      self.inputs, shape_str(self.image_in)), 0)
+  end
+  if not same_device(x:device(), self.dev) then
+    error(fmt("%s: input is on %s but the layer is on %s (move one: x:to(dev) or net:to(dev))",
+      name, dev_name(x:device()), dev_name(self.dev)), 0)
+  end
+  self._checked = x
+end
+
+-- A size argument: a positive integer, or {height, width} of them.
+local function pair(v, fn, what)
+  local function int(x) return math.type(x) == "integer" and x >= 1 end
+  if int(v) then return v, v end
+  if type(v) == "table" and #v == 2 and int(v[1]) and int(v[2]) then return v[1], v[2] end
+  error(fmt("%s: %s must be a positive integer or {height, width}, got %s", fn, what,
+    type(v) == "table" and "a table" or tostring(v)), 3)
+end
+
+local function pad_pair(v, fn)
+  if v == nil then return 0, 0 end
+  if math.type(v) == "integer" and v >= 0 then return v, v end
+  if type(v) == "table" and #v == 2 and math.type(v[1]) == "integer" and math.type(v[2]) == "integer"
+    and v[1] >= 0 and v[2] >= 0 then return v[1], v[2] end
+  error(fmt("%s: pad must be a non-negative integer or {height, width}, got %s", fn,
+    type(v) == "table" and "a table" or tostring(v)), 3)
+end
+
+-- opts.input: {h =, w = [, c =]}, or a number for square images; nil when absent.
+local function input_shape(v, c, fn)
+  if v == nil then return nil end
+  if math.type(v) == "integer" and v >= 1 then return {c = c, h = v, w = v} end
+  if type(v) == "table" and math.type(v.h) == "integer" and math.type(v.w) == "integer" and v.h >= 1 and v.w >= 1 then
+    if v.c ~= nil and v.c ~= c and c then
+      error(fmt("%s: input has c = %s but the layer takes %d channels", fn, tostring(v.c), c), 3)
+    end
+    local cc = c or v.c
+    if math.type(cc) ~= "integer" or cc < 1 then
+      error(fmt("%s: input must say its channels: {c =, h =, w =}, got c = %s", fn, tostring(v.c)), 3)
+    end
+    return {c = cc, h = v.h, w = v.w}
+  end
+  error(fmt("%s: input must be {h =, w =} (or a number for square images), got %s", fn,
+    type(v) == "table" and "a table without integer h and w" or tostring(v)), 3)
+end
+
+-- Output positions along one axis.
+local function outs(size, k, s, p) return (size + 2 * p - k) // s + 1 end
+
+-- The layer's image shape in → its geometry table for the kernels and its
+-- output shape; errors name fn (nn.sequential or the constructor).
+local function place(self, shape, fn)
+  if shape.c ~= self.channels_in then
+    error(fmt("%s: %s takes %d-channel images but gets %s", fn, tostring(self), self.channels_in, shape_str(shape)), 0)
+  end
+  if self.kh > shape.h + 2 * self.ph or self.kw > shape.w + 2 * self.pw then
+    error(fmt("%s: the %d×%d window of %s does not fit %s images padded by %d×%d", fn, self.kh, self.kw,
+      tostring(self), shape_str(shape), self.ph, self.pw), 0)
+  end
+  self.image_in = {c = shape.c, h = shape.h, w = shape.w}
+  self.g = {c = shape.c, h = shape.h, w = shape.w, k = {self.kh, self.kw}, stride = {self.sh, self.sw},
+            pad = {self.ph, self.pw}}
+  local oh, ow = outs(shape.h, self.kh, self.sh, self.ph), outs(shape.w, self.kw, self.sw, self.pw)
+  self.positions = oh * ow
+  self.image = {c = self.channels_out, h = oh, w = ow}
+  self.inputs, self.outputs = shape.c * shape.h * shape.w, self.channels_out * oh * ow
+  self._checked = nil
+  if self.dev then self:_buffers() end
+end
+
+-- nn.sequential calls this with the image shape of the layers before (nil for
+-- none); returns the shape this layer gives. A layer given its input at
+-- construction keeps it and checks the one it gets.
+local function take_image(self, shape, index)
+  local where = fmt("nn.sequential: layer %d", index)
+  if shape == nil then
+    if not self.image_in then
+      error(fmt("%s (%s) does not know the size of its images: give the first image layer {input = {h =, w =}} " ..
+        "(e.g. nn.conv2d(1, 6, 5, {input = {h = 28, w = 28}}))", where, tostring(self)), 0)
+    end
+    return self.image
+  end
+  if self.fixed and (shape.c ~= self.image_in.c or shape.h ~= self.image_in.h or shape.w ~= self.image_in.w) then
+    error(fmt("%s (%s) takes %s images but the layers before give %s", where, tostring(self),
+      shape_str(self.image_in), shape_str(shape)), 0)
+  end
+  place(self, shape, where)
+  return self.image
+end
+
+local function host(m) return m:to("cpu"):totable() end
+
+-- ---------------------------------------------------------------------------
+-- nn.conv2d(in_ch, out_ch, k [, {stride = 1, pad = 0, activation = "identity", input =, seed =, init =, device =}])
+-- ---------------------------------------------------------------------------
+
+local Conv2d = {}
+Conv2d.__index = Conv2d
+conv.Conv2d = Conv2d
+
+local activations, backward, from_z = {}, {}, {}
+for _, name in ipairs(vela.activations) do
+  activations[name] = true
+  if name ~= "identity" then
+    backward[name] = vela[name .. "_backward"]
+    from_z[name] = vela.ops[name].from == "z"
+  end
+end
+
+-- Weights W (out × in·kh·kw, row o the filter of output channel o, its
+-- columns in im2col's row order (c·kh + ky)·kw + kx) ~ N(0, 1)·s, s = √(2/fan_in)
+-- (He, the default for relu) or √(2/(fan_in + fan_out)) (Xavier), fan_in =
+-- in·kh·kw, fan_out = out·kh·kw; b = 0. The same seed gives the same W on every device.
+function conv.conv2d(in_ch, out_ch, k, opts)
+  local fn = "nn.conv2d"
+  if math.type(in_ch) ~= "integer" or in_ch < 1 then
+    error(fmt("%s: in_ch must be a positive integer (input channels), got %s", fn, tostring(in_ch)), 2)
+  end
+  if math.type(out_ch) ~= "integer" or out_ch < 1 then
+    error(fmt("%s: out_ch must be a positive integer (output channels), got %s", fn, tostring(out_ch)), 2)
+  end
+  if opts ~= nil and type(opts) ~= "table" then error(fmt("%s: opts must be a table, got %s", fn, type(opts)), 2) end
+  opts = opts or {}
+  local kh, kw = pair(k, fn, "k")
+  local sh, sw = pair(opts.stride or 1, fn, "stride")
+  local ph, pw = pad_pair(opts.pad, fn)
+  local activation = opts.activation or "identity"
+  if not activations[activation] then
+    error(fmt("%s: unknown activation '%s' (expected one of %s)", fn, tostring(activation),
+      table.concat(vela.activations, ", ")), 2)
+  end
+  local fan_in, fan_out = in_ch * kh * kw, out_ch * kh * kw
+  local init = opts.init or (activation == "relu" and "he" or "xavier")
+  local scale
+  if init == "he" then scale = math.sqrt(2 / fan_in)
+  elseif init == "xavier" then scale = math.sqrt(2 / (fan_in + fan_out))
+  else error(fmt("%s: unknown init '%s' (expected he or xavier)", fn, tostring(init)), 2) end
+  local dev = opts.device and resolve(opts.device, fn) or vela.device()
+  local self = setmetatable({channels_in = in_ch, channels_out = out_ch, kh = kh, kw = kw, sh = sh, sw = sw,
+    ph = ph, pw = pw, activation = activation, init = init}, Conv2d)
+  local shape = input_shape(opts.input, in_ch, fn)
+  if shape then
+    self.fixed = true
+    local ok, err = pcall(place, self, shape, fn)
+    if not ok then error(err, 2) end
+  end
+  self.w = alloc(dev, out_ch, fan_in)
+  if opts.seed then vela.randn(self.w, opts.seed) else vela.randn(self.w) end
+  vela.scal(scale, self.w)
+  self.b = alloc(dev, out_ch, 1)
+  self:_setup(dev)
+  return self
+end
+
+function Conv2d:_setup(dev)
+  self.dev = dev
+  self.dw = alloc(dev, self.channels_out, self.channels_in * self.kh * self.kw)
+  self.db = alloc(dev, self.channels_out, 1)
+  self.state = self.state or {w = {}, b = {}}
+  self.wt = self.w:t()
+  self._params = {{self.w, self.dw, self.state.w, name = "w"}, {self.b, self.db, self.state.b, name = "b"}}
+  self._checked = nil
+  if self.image then self:_buffers() end
+end
+
+-- Per-batch buffers: cols (C·kh·kw × P·n) and uᵀ (out × P·n) grow with n in
+-- columns; z, a, δ (out·P × n) and dx (C·H·W × n) as nn.linear's.
+function Conv2d:_buffers()
+  local P = self.positions
+  self.wide = buffers(self.dev, {cols = self.channels_in * self.kh * self.kw, ut = self.channels_out})
+  local shapes = {z = self.outputs, delta = self.outputs, dx = self.inputs}
+  if from_z[self.activation] then shapes.a = self.outputs end
+  self.buf = buffers(self.dev, shapes)
+  self.views = {}
+  self._P = P
+end
+
+-- The buffers of a batch of n: the wide ones are views of P·n columns.
+function Conv2d:_get(n)
+  local v = self.views[n]
+  if v then return v end
+  local b, wd = self.buf:get(n), self.wide:get(self._P * n)
+  v = {z = b.z, a = b.a or b.z, delta = b.delta, dx = b.dx, cols = wd.cols, ut = wd.ut, u = wd.ut:t(),
+       colst = wd.cols:t(), ones = ones_on(self.dev, self._P * n)}
+  self.views[n] = v
+  return v
+end
+
+function Conv2d:__tostring()
+  local extra = ""
+  if self.sh ~= 1 or self.sw ~= 1 then extra = extra .. fmt(", stride %s", self.sh == self.sw and self.sh or self.sh .. "×" .. self.sw) end
+  if self.ph ~= 0 or self.pw ~= 0 then extra = extra .. fmt(", pad %s", self.ph == self.pw and self.ph or self.ph .. "×" .. self.pw) end
+  return fmt("conv2d(%d→%d, %d×%d%s, %s)", self.channels_in, self.channels_out, self.kh, self.kw, extra, self.activation)
+end
+
+Conv2d.take_image = take_image
+
+-- forward: x (C·H·W × n) → a (out·oh·ow × n)
+--   cols = im2col(x)             (C·kh·kw) × (P·n)           im2col
+--   uᵀ   = W·cols                out × (P·n)                 mm
+--   z    = to_images(u) + b·1ᵀ   out·P × n, per channel      to_images with the bias
+--   a    = act(z)                (in place when act′ needs a only)
+function Conv2d:forward(x, index)
+  check_input(self, x, index)
+  local n = x.cols
+  local v = self:_get(n)
+  self.x, self.n = x, n
+  vela.im2col(x, v.cols, self.g)
+  vela.mm(self.w, v.cols, v.ut)
+  vela.to_images(v.u, v.z, self.b)
+  if self.activation ~= "identity" then vela[self.activation](v.z, v.a) end
+  self.a = v.a
+  return v.a
+end
+
+-- backward: da = ∂L/∂a (out·P × n) → dx = ∂L/∂x (C·H·W × n), or nothing when
+-- need_dx is false:
+--   δ     = da ∘ act′            out·P × n           <act>_backward
+--   duᵀ   = from_images(δ)ᵀ      out × (P·n)         from_images (into uᵀ's buffer)
+--   dW    = duᵀ·colsᵀ            out × C·kh·kw       mm
+--   db    = duᵀ·1                out                 mv with a ones vector
+--   dcols = Wᵀ·duᵀ               C·kh·kw × (P·n)     mm (into cols' buffer: dW has read it)
+--   dx    = col2im(dcols)        C·H·W × n           fill 0, col2im (which accumulates)
+function Conv2d:backward(da, need_dx)
+  local n = self.n
+  assert(n, "nn.conv2d: backward before forward")
+  if da.rows ~= self.outputs or da.cols ~= n then
+    error(fmt("%s: backward got a %d×%d gradient, expected %d×%d (the shape of the last forward's output)",
+      tostring(self), da.rows, da.cols, self.outputs, n), 2)
+  end
+  local v = self:_get(n)
+  local delta = da
+  local bw = backward[self.activation]
+  if bw then
+    delta = v.delta
+    bw(da, from_z[self.activation] and v.z or v.a, delta)
+  end
+  vela.from_images(delta, v.u)
+  vela.mm(v.ut, v.colst, self.dw)
+  vela.mv(1, v.ut, v.ones, 0, self.db)
+  if need_dx == false then return nil end
+  vela.mm(self.wt, v.ut, v.cols)
+  vela.fill(v.dx, 0)
+  vela.col2im(v.cols, v.dx, self.g)
+  return v.dx
+end
+
+function Conv2d:params() return self._params end
+
+function Conv2d:_moved(dev, made)
+  local n = setmetatable({}, Conv2d)
+  for k, v in pairs(self) do n[k] = v end
+  local function to(m)
+    local c = m:to(dev)
+    made[#made + 1] = c
+    return c
+  end
+  n.w, n.b = to(self.w), to(self.b)
+  local state = {}
+  for name, st in pairs(self.state) do
+    local c = {}
+    for k, m in pairs(st) do c[k] = type(m) == "number" and m or to(m) end
+    state[name] = c
+  end
+  n.state = state
+  n.x, n.a, n.n = nil, nil, nil
+  n:_setup(dev)
+  made[#made + 1] = n.dw
+  made[#made + 1] = n.db
+  return n
+end
+
+function Conv2d:to(dev)
+  dev = resolve(dev, "layer:to")
+  move_layers({self}, dev, "layer:to")
+  return self
+end
+
+-- float64 for nn.gradcheck: the convolution written out, a = act(Σ W·window + b).
+function Conv2d:host_forward(x, P)
+  local f = require("vela.gradcheck").activations[self.activation]
+  local g, W, b = self.image_in, P.w, P.b
+  local oh, ow, n, out = self.image.h, self.image.w, #x[1], {}
+  for o = 1, self.channels_out do
+    for oy = 0, oh - 1 do
+      for ox = 0, ow - 1 do
+        local row = {}
+        for j = 1, n do
+          local s = b[o][1]
+          for c = 0, g.c - 1 do
+            for ky = 0, self.kh - 1 do
+              local iy = oy * self.sh - self.ph + ky
+              if iy >= 0 and iy < g.h then
+                for kx = 0, self.kw - 1 do
+                  local ix = ox * self.sw - self.pw + kx
+                  if ix >= 0 and ix < g.w then
+                    s = s + W[o][(c * self.kh + ky) * self.kw + kx + 1] * x[(c * g.h + iy) * g.w + ix + 1][j]
+                  end
+                end
+              end
+            end
+          end
+          row[j] = f(s)
+        end
+        out[((o - 1) * oh + oy) * ow + ox + 1] = row
+      end
+    end
+  end
+  return out
+end
+
+function Conv2d:describe()
+  return {kind = "conv2d", in_ch = self.channels_in, out_ch = self.channels_out, k = {self.kh, self.kw},
+          stride = {self.sh, self.sw}, pad = {self.ph, self.pw}, activation = self.activation, init = self.init,
+          input = self.image_in and {c = self.image_in.c, h = self.image_in.h, w = self.image_in.w} or nil}
+end
+
+-- ---------------------------------------------------------------------------
+-- nn.maxpool2d(k [, stride] [, {pad =, input =}]) and nn.avgpool2d
+-- ---------------------------------------------------------------------------
+
+local Pool = {}
+Pool.__index = Pool
+conv.Pool = Pool
+
+local function pool(kind, k, stride, opts)
+  local fn = "nn." .. kind
+  if type(stride) == "table" and opts == nil and (stride.pad ~= nil or stride.input ~= nil or next(stride) == nil) then
+    stride, opts = nil, stride
+  end
+  if opts ~= nil and type(opts) ~= "table" then error(fmt("%s: opts must be a table, got %s", fn, type(opts)), 3) end
+  opts = opts or {}
+  local kh, kw = pair(k, fn, "k")
+  local sh, sw = kh, kw
+  if stride ~= nil then sh, sw = pair(stride, fn, "stride") end
+  local ph, pw = pad_pair(opts.pad, fn)
+  if 2 * ph > kh or 2 * pw > kw then
+    error(fmt("%s: pad %d×%d is more than half the %d×%d window (a window would see only padding)", fn, ph, pw, kh, kw), 3)
+  end
+  local dev = opts.device and resolve(opts.device, fn) or vela.device()
+  local self = setmetatable({kind = kind, kh = kh, kw = kw, sh = sh, sw = sw, ph = ph, pw = pw,
+    max = kind == "maxpool2d"}, Pool)
+  if opts.input ~= nil then
+    local shape = input_shape(opts.input, nil, fn)
+    self.channels_in, self.channels_out, self.fixed = shape.c, shape.c, true
+    local ok, err = pcall(place, self, shape, fn)
+    if not ok then error(err, 3) end
+  end
+  self:_setup(dev)
+  return self
+end
+
+function conv.maxpool2d(k, stride, opts) return pool("maxpool2d", k, stride, opts) end
+function conv.avgpool2d(k, stride, opts) return pool("avgpool2d", k, stride, opts) end
+
+function Pool:_setup(dev)
+  self.dev = dev
+  self._params = {}
+  self._checked = nil
+  if self.image then self:_buffers() end
+end
+
+function Pool:_buffers()
+  local shapes = {y = self.outputs, dx = self.inputs}
+  if self.max then shapes.idx = self.outputs end
+  self.buf = buffers(self.dev, shapes)
+end
+
+function Pool:__tostring()
+  local s = self.sh == self.kh and self.sw == self.kw and "" or
+    fmt(", stride %s", self.sh == self.sw and self.sh or self.sh .. "×" .. self.sw)
+  local p = (self.ph == 0 and self.pw == 0) and "" or fmt(", pad %s", self.ph == self.pw and self.ph or self.ph .. "×" .. self.pw)
+  return fmt("%s(%d×%d%s%s)", self.kind, self.kh, self.kw, s, p)
+end
+
+-- A pool keeps the channels of the images it gets.
+function Pool:take_image(shape, index)
+  if shape and not self.fixed then self.channels_in, self.channels_out = shape.c, shape.c end
+  return take_image(self, shape, index)
+end
+
+-- forward: x (C·H·W × n) → y (C·oh·ow × n)
+--   max:     y = the maximum of each window, idx = its row in x      maxpool
+--   average: y = the mean of each window (padding counts as 0)     avgpool
+function Pool:forward(x, index)
+  check_input(self, x, index)
+  local b = self.buf:get(x.cols)
+  self.n = x.cols
+  if self.max then vela.maxpool(x, b.y, b.idx, self.g) else vela.avgpool(x, b.y, self.g) end
+  return b.y
+end
+
+-- backward: dy (C·oh·ow × n) → dx (C·H·W × n)
+--   max:     dx = dy routed to the rows idx names (0 elsewhere)      maxpool_backward
+--   average: dx = Σ over the windows holding each pixel of dy/(kh·kw)   avgpool_backward
+function Pool:backward(dy, need_dx)
+  assert(self.n, fmt("nn.%s: backward before forward", self.kind))
+  if dy.rows ~= self.outputs or dy.cols ~= self.n then
+    error(fmt("%s: backward got a %d×%d gradient, expected %d×%d (the shape of the last forward's output)",
+      tostring(self), dy.rows, dy.cols, self.outputs, self.n), 2)
+  end
+  if need_dx == false then return nil end
+  local b = self.buf:get(self.n)
+  if self.max then vela.maxpool_backward(dy, b.idx, b.dx, self.g) else vela.avgpool_backward(dy, b.dx, self.g) end
+  return b.dx
+end
+
+function Pool:params() return self._params end
+
+function Pool:_moved(dev)
+  local n = setmetatable({}, Pool)
+  for k, v in pairs(self) do n[k] = v end
+  n.n = nil
+  n:_setup(dev)
+  return n
+end
+
+function Pool:to(dev)
+  dev = resolve(dev, "layer:to")
+  move_layers({self}, dev, "layer:to")
+  return self
+end
+
+-- float64 for nn.gradcheck: the maximum (the first on ties) or the mean of each window.
+function Pool:host_forward(x)
+  local g, oh, ow, n, out = self.image_in, self.image.h, self.image.w, #x[1], {}
+  for c = 0, g.c - 1 do
+    for oy = 0, oh - 1 do
+      for ox = 0, ow - 1 do
+        local row = {}
+        for j = 1, n do
+          local m, s = -math.huge, 0
+          for ky = 0, self.kh - 1 do
+            local iy = oy * self.sh - self.ph + ky
+            for kx = 0, self.kw - 1 do
+              local ix = ox * self.sw - self.pw + kx
+              if iy >= 0 and iy < g.h and ix >= 0 and ix < g.w then
+                local v = x[(c * g.h + iy) * g.w + ix + 1][j]
+                s = s + v
+                if v > m then m = v end
+              end
+            end
+          end
+          row[j] = self.max and m or s / (self.kh * self.kw)
+        end
+        out[(c * oh + oy) * ow + ox + 1] = row
+      end
+    end
+  end
+  return out
+end
+
+function Pool:describe()
+  return {kind = self.kind, k = {self.kh, self.kw}, stride = {self.sh, self.sw}, pad = {self.ph, self.pw},
+          input = self.image_in and {c = self.image_in.c, h = self.image_in.h, w = self.image_in.w} or nil}
+end
+
+-- ---------------------------------------------------------------------------
+-- nn.flatten(): the end of the image shapes
+-- ---------------------------------------------------------------------------
+
+-- The layout already is one column per sample: flatten moves nothing. It
+-- ends the image shape (the layers after it see C·H·W rows), so a linear
+-- layer can follow a pool with a clear size check.
+local Flatten = {}
+Flatten.__index = Flatten
+conv.Flatten = Flatten
+
+function conv.flatten(opts)
+  if opts ~= nil and type(opts) ~= "table" then error(fmt("nn.flatten: opts must be a table, got %s", type(opts)), 2) end
+  opts = opts or {}
+  local dev = opts.device and resolve(opts.device, "nn.flatten") or vela.device()
+  return setmetatable({dev = dev, _params = {}}, Flatten)
+end
+
+function Flatten:__tostring()
+  return self.image_in and fmt("flatten(%s→%d)", shape_str(self.image_in), self.inputs) or "flatten"
+end
+
+function Flatten:take_image(shape)
+  if shape then
+    self.image_in = {c = shape.c, h = shape.h, w = shape.w}
+    self.inputs = shape.c * shape.h * shape.w
+    self.outputs = self.inputs
+  end
+  return nil
+end
+
+-- Without an image layer before it, a flatten takes its neighbour's size (as nn.dropout).
+function Flatten:bind(rows) self.inputs, self.outputs = rows, rows end
+
+-- forward: x → x (the same matrix);  backward: dy → dy.
+function Flatten:forward(x, index)
+  if getmetatable(x) ~= matrix_mt then
+    error(fmt("%s: input is %s, expected a matrix", index and fmt("net:forward: layer %d, flatten", index) or "layer:forward: flatten", type(x)), 0)
+  end
+  if self.inputs and x.rows ~= self.inputs then
+    error(fmt("%s: input is %d×%d but the layer takes %d rows", index and fmt("net:forward: layer %d, %s", index,
+      tostring(self)) or "layer:forward: " .. tostring(self), x.rows, x.cols, self.inputs), 0)
+  end
+  self.n = x.cols
+  return x
+end
+
+function Flatten:backward(dy, need_dx)
+  if need_dx == false then return nil end
+  return dy
+end
+
+function Flatten:params() return self._params end
+function Flatten:_moved(dev)
+  local n = setmetatable({}, Flatten)
+  for k, v in pairs(self) do n[k] = v end
+  n.dev = dev
+  return n
+end
+function Flatten:to(dev)
+  self.dev = resolve(dev, "layer:to")
+  return self
+end
+function Flatten:host_forward(x) return x end
+function Flatten:describe()
+  return {kind = "flatten", input = self.image_in and {c = self.image_in.c, h = self.image_in.h, w = self.image_in.w} or nil,
+          rows = self.inputs}
+end
+
+-- ---------------------------------------------------------------------------
+-- attach: nn.conv2d, nn.maxpool2d, nn.avgpool2d, nn.flatten; their kinds for checkpoints
+-- ---------------------------------------------------------------------------
+
+function conv.attach(nn_module, helpers)
+  nn = nn_module
+  alloc, buffers, same_device, resolve = helpers.alloc, helpers.buffers, helpers.same_device, helpers.resolve
+  move_layers, matrix_mt, ones_on = helpers.move_layers, helpers.matrix_mt, helpers.ones_on
+  nn.conv2d, nn.maxpool2d, nn.avgpool2d, nn.flatten = conv.conv2d, conv.maxpool2d, conv.avgpool2d, conv.flatten
+  nn.Conv2d, nn.Pool, nn.Flatten = Conv2d, Pool, Flatten
+  nn.layer_kinds.conv2d = function(d, dev)
+    return conv.conv2d(d.in_ch, d.out_ch, d.k, {stride = d.stride, pad = d.pad, activation = d.activation,
+      init = d.init, input = d.input, device = dev, seed = 1})
+  end
+  nn.layer_kinds.maxpool2d = function(d, dev) return conv.maxpool2d(d.k, d.stride, {pad = d.pad, input = d.input, device = dev}) end
+  nn.layer_kinds.avgpool2d = function(d, dev) return conv.avgpool2d(d.k, d.stride, {pad = d.pad, input = d.input, device = dev}) end
+  nn.layer_kinds.flatten = function(d, dev)
+    local f = conv.flatten({device = dev})
+    if d.input then f:take_image(d.input) elseif d.rows then f:bind(d.rows) end
+    return f
+  end
+  if vela.doc then
+    vela.doc("nn.conv2d", "nn.conv2d(in_ch, out_ch, k [, {stride = 1, pad = 0, activation = 'identity', input = {h =, w =}, seed =, init =, device =}])",
+      "A 2-D convolution a = act(W ⋆ x + b) over images in vela's layout (C·H·W rows, one image per column; see ?layout): im2col, one mm and to_images with the bias; backward by mm and col2im. k, stride and pad are numbers or {height, width}. W is out_ch × (in_ch·k·k), He-initialized for relu. The first image layer of a net is told its image size (input = {h = 28, w = 28}, or 28 for square images); nn.sequential gives the others theirs. layer.image is the {c, h, w} it gives. Example: nn.sequential{nn.conv2d(1, 8, 5, {activation = 'relu', input = 28}), nn.maxpool2d(2), nn.flatten(), nn.linear(8 * 12 * 12, 10)}. PyTorch nn.Conv2d, Torch7 SpatialConvolutionMM.",
+      conv.conv2d)
+    vela.doc("nn.maxpool2d", "nn.maxpool2d(k [, stride = k] [, {pad = 0, input =}])",
+      "Max pooling over k×k windows (k, stride, pad numbers or {height, width}; pad at most k/2) of each channel; backward routes each gradient to the pixel that won (the kernel's idx). Its channels and image size come from the layer before it in nn.sequential. PyTorch nn.MaxPool2d.",
+      conv.maxpool2d)
+    vela.doc("nn.avgpool2d", "nn.avgpool2d(k [, stride = k] [, {pad = 0, input =}])",
+      "Average pooling over k×k windows of each channel (padding counts as zeros: the sum divided by k·k). PyTorch nn.AvgPool2d.",
+      conv.avgpool2d)
+    vela.doc("nn.flatten", "nn.flatten()",
+      "Ends the image layers: the images are already one column of C·H·W rows per sample, so it moves nothing (forward returns its input); the layers after it see C·H·W features. PyTorch nn.Flatten.",
+      conv.flatten)
+  end
+  return conv
+end
+
+return conv

@@ -202,25 +202,30 @@ function Conv2d:_setup(dev)
   if self.image then self:_buffers() end
 end
 
--- Per-batch buffers: cols (C·kh·kw × P·n) and uᵀ (out × P·n) grow with n in
--- columns; z, a, δ (out·P × n) and dx (C·H·W × n) as nn.linear's.
+-- Per-batch buffers: cols (C·kh·kw × P·n, one window per column) grows with
+-- n in columns; u (P·n × out) in rows, a view of the first P·n rows of a
+-- matrix made for the largest batch; z, a, δ (out·P × n) and dx (C·H·W × n)
+-- as nn.linear's.
 function Conv2d:_buffers()
-  local P = self.positions
-  self.wide = buffers(self.dev, {cols = self.channels_in * self.kh * self.kw, ut = self.channels_out})
+  self.wide = buffers(self.dev, {cols = self.channels_in * self.kh * self.kw})
   local shapes = {z = self.outputs, delta = self.outputs, dx = self.inputs}
   if from_z[self.activation] then shapes.a = self.outputs end
   self.buf = buffers(self.dev, shapes)
-  self.views = {}
-  self._P = P
+  self.views, self.u_full, self.u_cap = {}, nil, 0
 end
 
--- The buffers of a batch of n: the wide ones are views of P·n columns.
+-- The buffers of a batch of n.
 function Conv2d:_get(n)
   local v = self.views[n]
   if v then return v end
-  local b, wd = self.buf:get(n), self.wide:get(self._P * n)
-  v = {z = b.z, a = b.a or b.z, delta = b.delta, dx = b.dx, cols = wd.cols, ut = wd.ut, u = wd.ut:t(),
-       colst = wd.cols:t(), ones = ones_on(self.dev, self._P * n)}
+  local P = self.positions
+  if n > self.u_cap then
+    self.u_full, self.u_cap, self.views = alloc(self.dev, P * n, self.channels_out), n, {}
+  end
+  local b, wd = self.buf:get(n), self.wide:get(P * n)
+  local u = n == self.u_cap and self.u_full or self.u_full:view(1, 1, P * n, self.channels_out)
+  v = {z = b.z, a = b.a or b.z, delta = b.delta, dx = b.dx, cols = wd.cols, colst = wd.cols:t(), u = u, ut = u:t(),
+       ones = ones_on(self.dev, P * n)}
   self.views[n] = v
   return v
 end
@@ -236,7 +241,7 @@ Conv2d.take_image = take_image
 
 -- forward: x (C·H·W × n) → a (out·oh·ow × n)
 --   cols = im2col(x)             (C·kh·kw) × (P·n)           im2col
---   uᵀ   = W·cols                out × (P·n)                 mm
+--   u    = colsᵀ·Wᵀ              (P·n) × out                 mm (uᵀ = W·cols stated with the long side as rows)
 --   z    = to_images(u) + b·1ᵀ   out·P × n, per channel      to_images with the bias
 --   a    = act(z)                (in place when act′ needs a only)
 function Conv2d:forward(x, index)
@@ -245,7 +250,7 @@ function Conv2d:forward(x, index)
   local v = self:_get(n)
   self.x, self.n = x, n
   vela.im2col(x, v.cols, self.g)
-  vela.mm(self.w, v.cols, v.ut)
+  vela.mm(v.colst, self.wt, v.u)
   vela.to_images(v.u, v.z, self.b)
   if self.activation ~= "identity" then vela[self.activation](v.z, v.a) end
   self.a = v.a
@@ -255,7 +260,7 @@ end
 -- backward: da = ∂L/∂a (out·P × n) → dx = ∂L/∂x (C·H·W × n), or nothing when
 -- need_dx is false:
 --   δ     = da ∘ act′            out·P × n           <act>_backward
---   duᵀ   = from_images(δ)ᵀ      out × (P·n)         from_images (into uᵀ's buffer)
+--   du    = from_images(δ)       (P·n) × out         from_images (into u's buffer)
 --   dW    = duᵀ·colsᵀ            out × C·kh·kw       mm
 --   db    = duᵀ·1                out                 mv with a ones vector
 --   dcols = Wᵀ·duᵀ               C·kh·kw × (P·n)     mm (into cols' buffer: dW has read it)

@@ -44,9 +44,41 @@ void inside(int64_t size, int64_t s, int64_t pad, int64_t k, int64_t n, int64_t&
 
 }  // namespace
 
+// cols with its rows contiguous (each column one window, the layout nn.conv2d
+// keeps): one task per run of columns, each column written in one pass.
+static void im2col_by_column(const ConvGeom& g, const Plane& X, const Plane& C, int64_t N) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w, R = g.patch();
+    const int64_t grain = R >= kGrain ? 1 : kGrain / std::max<int64_t>(R, 1);
+    parallel_for(P * N, grain, [&](int64_t b, int64_t e) {
+        for (int64_t q = b; q < e; q++) {
+            const int64_t n = q / P, pos = q % P, oy = pos / ow, ox = pos % ow;
+            const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+            float* out = &C.at(0, q);
+            const float* in = &X.at(0, n);
+            const bool inside = y0 >= 0 && y0 + g.kh <= g.h && x0 >= 0 && x0 + g.kw <= g.w;
+            for (int64_t c = 0; c < g.c; c++) {
+                const float* img = in + c * hw * X.rs;
+                for (int64_t ky = 0; ky < g.kh; ky++) {
+                    const int64_t iy = y0 + ky;
+                    float* o = out + (c * g.kh + ky) * g.kw;
+                    if (inside && X.rs == 1) {
+                        std::copy(img + iy * g.w + x0, img + iy * g.w + x0 + g.kw, o);
+                        continue;
+                    }
+                    for (int64_t kx = 0; kx < g.kw; kx++) {
+                        const int64_t ix = x0 + kx;
+                        o[kx] = (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) ? img[(iy * g.w + ix) * X.rs] : 0.0f;
+                    }
+                }
+            }
+        }
+    });
+}
+
 void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w, N = x.cols;
     const Plane X = plane(x), C = plane(cols);
+    if (C.rs == 1) return im2col_by_column(g, X, C, N);
     // One task per (patch row r, sample n): cols(r, n·P + oy·ow + ox) for every position.
     const int64_t R = g.patch();
     const int64_t grain = P >= kGrain ? 1 : kGrain / std::max<int64_t>(P, 1);
@@ -85,6 +117,25 @@ void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
     // One task per (channel, sample): it alone writes that channel of that sample.
     per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
         float* img = &X.at(c * hw, n);
+        if (C.rs == 1) {
+            // Each column of cols one window (contiguous): read it in order, add into the image.
+            for (int64_t oy = 0; oy < oh; oy++)
+                for (int64_t ox = 0; ox < ow; ox++) {
+                    const float* src = &C.at(c * g.kh * g.kw, n * P + oy * ow + ox);
+                    const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+                    for (int64_t ky = 0; ky < g.kh; ky++) {
+                        const int64_t iy = y0 + ky;
+                        if (iy < 0 || iy >= g.h) continue;
+                        float* row = img + iy * g.w * X.rs;
+                        const float* s = src + ky * g.kw;
+                        for (int64_t kx = 0; kx < g.kw; kx++) {
+                            const int64_t ix = x0 + kx;
+                            if (ix >= 0 && ix < g.w) row[ix * X.rs] += s[kx];
+                        }
+                    }
+                }
+            return;
+        }
         for (int64_t ky = 0; ky < g.kh; ky++) {
             for (int64_t kx = 0; kx < g.kw; kx++) {
                 const int64_t r = (c * g.kh + ky) * g.kw + kx;

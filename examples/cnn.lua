@@ -1,0 +1,66 @@
+-- cnn.lua — a LeNet-style convolutional network on MNIST (or, with `fashion`,
+-- Fashion-MNIST): two conv + max-pool blocks, then a hidden linear layer and
+-- the output, trained with SGD (momentum 0.9, batch 128) by nn.fit on the
+-- current device, with the same progress bar, loss curve and confusion table
+-- as examples/mnist.lua.
+--
+--   build/vela examples/cnn.lua [device=cpu|vulkan:0] [epochs=10] [fashion] [seed=1] [threads=N] [save=net.npz]
+--                               [train=N] (the first N training images only: a shorter run)
+--
+--   1×28×28 ─conv 5×5, 16, relu→ 16×24×24 ─max 2×2→ 16×12×12 ─conv 5×5, 32, relu→ 32×8×8 ─max 2×2→ 32×4×4
+--          ─flatten→ 512 ─linear, relu→ 128 ─linear→ 10
+--
+-- The images stay in vela's layout throughout: C·H·W rows, one column per
+-- image (see ?layout); nn.sequential hands each layer the image shape of the
+-- one before it, so only the first conv is told the image size.
+local vela = require "vela"
+local nn, optim, data, plot = require "vela.nn", require "vela.optim", require "vela.data", require "vela.plot"
+
+local opts = require("vela.options").parse(arg,
+  "build/vela examples/cnn.lua [device=cpu|vulkan:0] [epochs=10] [fashion] [seed=1] [threads=N] [save=net.npz] [train=N]", {
+  {"device", nil, "the device to train on (default: the first GPU, else the cpu)"},
+  {"epochs", 10, "epochs to train"},
+  {"fashion", false, "Fashion-MNIST instead of MNIST"},
+  {"seed", 1, "seed of the weights and the shuffle"},
+  {"threads", nil, "OpenBLAS threads on the cpu"},
+  {"save", nil, "save a checkpoint (nn.save) there at the end"},
+  {"train", nil, "train on the first N training images only"},
+})
+
+local sets = opts.fashion and data.fashion_mnist() or data.mnist()
+local ntrain = opts.train and math.tointeger(tonumber(opts.train))
+if opts.train and not (ntrain and ntrain > 0) then error("cnn.lua: train must be a positive integer, got " .. tostring(opts.train), 0) end
+local train = ntrain and data.subset(sets.train, 1, math.min(ntrain, sets.train.n)) or sets.train
+print(("%s on %s: %d training and %d test images"):format(opts.fashion and "Fashion-MNIST" or "MNIST",
+  tostring(vela.device()), train.n, sets.test.n))
+
+local s = opts.seed
+local net = nn.sequential{
+  nn.conv2d(1, 16, 5, {activation = "relu", input = {h = 28, w = 28}, seed = s}),
+  nn.maxpool2d(2),
+  nn.conv2d(16, 32, 5, {activation = "relu", seed = s + 1}),
+  nn.maxpool2d(2),
+  nn.flatten(),
+  nn.linear(32 * 4 * 4, 128, "relu", {seed = s + 2}),
+  nn.linear(128, 10, "identity", {seed = s + 3}),
+}
+print(net)
+print(("%d parameters"):format(net:nparams()))
+
+local opt = optim.sgd{lr = 0.05, momentum = 0.9}
+local hist = nn.fit(net, train, {
+  epochs = opts.epochs, batch = 128, seed = opts.seed,
+  optimizer = opt,
+  -- the rate decays from 0.05 along a cosine to 0.001 at the last epoch
+  schedule = optim.cosine(0.05, opts.epochs, 0.001),
+  loss = nn.softmax_xent(), test = sets.test,
+})
+
+plot(hist.batch_loss, {title = "training loss, every 20 batches", height = 8})
+print(nn.confusion(net, sets.test))
+local acc = nn.evaluate(net, sets.test)
+local total = 0
+for _, sec in ipairs(hist.seconds) do total = total + sec end
+print(("final test accuracy %.2f%% after %d epochs (%.1f s training, %.0f examples/s)"):format(
+  100 * acc, opts.epochs, total, train.n * opts.epochs / total))
+if opts.save then print("saved to " .. nn.save(opts.save, net, opt, {epoch = opts.epochs, seed = opts.seed})) end

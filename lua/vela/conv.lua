@@ -202,31 +202,49 @@ function Conv2d:_setup(dev)
   if self.image then self:_buffers() end
 end
 
--- Per-batch buffers: cols (C·kh·kw × P·n, one window per column) grows with
--- n in columns; u (P·n × out) in rows, a view of the first P·n rows of a
--- matrix made for the largest batch; z, a, δ (out·P × n) and dx (C·H·W × n)
--- as nn.linear's.
+-- Per-batch buffers: z, a, δ (out·P × n) and dx (C·H·W × n) as nn.linear's.
+-- The GEMM's operands cols (C·kh·kw × P·m, one window per column) and u
+-- (P·m × out) are made for a part of m samples of the batch (see _part).
 function Conv2d:_buffers()
   self.wide = buffers(self.dev, {cols = self.channels_in * self.kh * self.kw})
   local shapes = {z = self.outputs, delta = self.outputs, dx = self.inputs}
   if from_z[self.activation] then shapes.a = self.outputs end
   self.buf = buffers(self.dev, shapes)
-  self.views, self.u_full, self.u_cap = {}, nil, 0
+  self.parts, self.u_full, self.u_cap = {}, nil, 0
 end
 
--- The buffers of a batch of n.
-function Conv2d:_get(n)
-  local v = self.views[n]
+-- Samples per part: on the cpu a part's cols stays within ~2 MB (the
+-- cache: im2col, the GEMM and col2im then work on resident data), elsewhere
+-- the whole batch is one part (one dispatch each).
+function Conv2d:_part_size(n)
+  if dev_name(self.dev) ~= "cpu" then return n end
+  local per = self.channels_in * self.kh * self.kw * self.positions
+  return math.max(1, math.min(n, (1 << 19) // per))
+end
+
+-- The GEMM buffers of a part of m samples, made once per m.
+function Conv2d:_part(m)
+  local v = self.parts[m]
   if v then return v end
   local P = self.positions
-  if n > self.u_cap then
-    self.u_full, self.u_cap, self.views = alloc(self.dev, P * n, self.channels_out), n, {}
+  if m > self.u_cap then
+    self.u_full, self.u_cap, self.parts = alloc(self.dev, P * m, self.channels_out), m, {}
   end
-  local b, wd = self.buf:get(n), self.wide:get(P * n)
-  local u = n == self.u_cap and self.u_full or self.u_full:view(1, 1, P * n, self.channels_out)
-  v = {z = b.z, a = b.a or b.z, delta = b.delta, dx = b.dx, cols = wd.cols, colst = wd.cols:t(), u = u, ut = u:t(),
-       ones = ones_on(self.dev, P * n)}
-  self.views[n] = v
+  local wd = self.wide:get(P * m)
+  local u = m == self.u_cap and self.u_full or self.u_full:view(1, 1, P * m, self.channels_out)
+  v = {cols = wd.cols, colst = wd.cols:t(), u = u, ut = u:t(), ones = ones_on(self.dev, P * m)}
+  self.parts[m] = v
+  return v
+end
+
+-- Column views [j, j + m) of the batch matrices, cached per (matrix, j, m).
+local function cols_of(self, m, j, k)
+  if j == 1 and k == m.cols then return m end
+  local c = self._cols[m]
+  if not c then c = {}; self._cols[m] = c end
+  local key = j * 65536 + k
+  local v = c[key]
+  if not v then v = m:columns(j, k); c[key] = v end
   return v
 end
 
@@ -247,14 +265,21 @@ Conv2d.take_image = take_image
 function Conv2d:forward(x, index)
   check_input(self, x, index)
   local n = x.cols
-  local v = self:_get(n)
+  local b = self.buf:get(n)
+  if not rawequal(x, self.x) then self._cols = setmetatable({}, {__mode = "k"}) end
   self.x, self.n = x, n
-  vela.im2col(x, v.cols, self.g)
-  vela.mm(v.colst, self.wt, v.u)
-  vela.to_images(v.u, v.z, self.b)
-  if self.activation ~= "identity" then vela[self.activation](v.z, v.a) end
-  self.a = v.a
-  return v.a
+  local m = self:_part_size(n)
+  for j = 1, n, m do  -- the batch in parts of m samples (one part but on the cpu)
+    local k = math.min(m, n - j + 1)
+    local v = self:_part(k)
+    vela.im2col(cols_of(self, x, j, k), v.cols, self.g)
+    vela.mm(v.colst, self.wt, v.u)
+    vela.to_images(v.u, cols_of(self, b.z, j, k), self.b)
+  end
+  local a = b.a or b.z
+  if self.activation ~= "identity" then vela[self.activation](b.z, a) end
+  self.a = a
+  return a
 end
 
 -- backward: da = ∂L/∂a (out·P × n) → dx = ∂L/∂x (C·H·W × n), or nothing when
@@ -272,21 +297,32 @@ function Conv2d:backward(da, need_dx)
     error(fmt("%s: backward got a %d×%d gradient, expected %d×%d (the shape of the last forward's output)",
       tostring(self), da.rows, da.cols, self.outputs, n), 2)
   end
-  local v = self:_get(n)
+  local b = self.buf:get(n)
   local delta = da
   local bw = backward[self.activation]
   if bw then
-    delta = v.delta
-    bw(da, from_z[self.activation] and v.z or v.a, delta)
+    delta = b.delta
+    bw(da, from_z[self.activation] and b.z or (b.a or b.z), delta)
   end
-  vela.from_images(delta, v.u)
-  vela.mm(v.ut, v.colst, self.dw)
-  vela.mv(1, v.ut, v.ones, 0, self.db)
+  local m = self:_part_size(n)
+  for j = 1, n, m do
+    local k = math.min(m, n - j + 1)
+    local v = self:_part(k)
+    local beta = j == 1 and 0 or 1  -- dW and db sum over the parts
+    -- cols of this part again, unless the forward's one part left it in place
+    if m < n then vela.im2col(cols_of(self, self.x, j, k), v.cols, self.g) end
+    vela.from_images(cols_of(self, delta, j, k), v.u)
+    vela.mm(1, v.ut, v.colst, beta, self.dw)
+    vela.mv(1, v.ut, v.ones, beta, self.db)
+    if need_dx ~= false then
+      local dx = cols_of(self, b.dx, j, k)
+      vela.mm(self.wt, v.ut, v.cols)
+      vela.fill(dx, 0)
+      vela.col2im(v.cols, dx, self.g)
+    end
+  end
   if need_dx == false then return nil end
-  vela.mm(self.wt, v.ut, v.cols)
-  vela.fill(v.dx, 0)
-  vela.col2im(v.cols, v.dx, self.g)
-  return v.dx
+  return b.dx
 end
 
 function Conv2d:params() return self._params end
@@ -307,7 +343,7 @@ function Conv2d:_moved(dev, made)
     state[name] = c
   end
   n.state = state
-  n.x, n.a, n.n = nil, nil, nil
+  n.x, n.a, n.n, n._cols = nil, nil, nil, nil
   n:_setup(dev)
   made[#made + 1] = n.dw
   made[#made + 1] = n.db

@@ -167,6 +167,39 @@ for _, id in ipairs(ids) do
 end
 device("cpu")
 
+-- On the cpu a batch of 28×28 images goes through the convolution in parts
+-- of a few samples (its cols stays in the cache): the batch's dW and db must
+-- be the sums of the per-sample ones, and dx and the output the per-sample ones.
+for _, id in ipairs(ids) do
+  device(id)
+  t.test(id .. ": nn.conv2d on a batch equals the sum of its samples (parts of the batch on the cpu)", function()
+    local layer = nn.conv2d(2, 3, 5, {activation = "tanh", pad = 1, input = 28, seed = 4})
+    local n = 20
+    local X = values(2 * 28 * 28, n, 31)
+    local x, dy = from(X), randn(layer.outputs, n, 32)
+    local a = host(layer:forward(x))
+    local dx = host(layer:backward(dy))
+    local dw, db = host(layer.dw), host(layer.db)
+    local sw, sb = {}, {}
+    for i = 1, #dw do sw[i] = {} for k = 1, #dw[1] do sw[i][k] = 0 end sb[i] = {0} end
+    for j = 1, n do
+      local xj, dyj = x:columns(j, 1), dy:columns(j, 1)
+      local aj = host(layer:forward(xj))
+      local dxj = host(layer:backward(dyj))
+      for i = 1, #aj do t.near(aj[i][1], a[i][j], 1e-5, "output") end
+      for i = 1, #dxj do t.near(dxj[i][1], dx[i][j], 1e-4, "dx") end
+      local w1, b1 = host(layer.dw), host(layer.db)
+      for i = 1, #w1 do
+        for k = 1, #w1[1] do sw[i][k] = sw[i][k] + w1[i][k] end
+        sb[i][1] = sb[i][1] + b1[i][1]
+      end
+    end
+    close(dw, sw, 1e-4, "dW")
+    close(db, sb, 1e-4, "db")
+  end)
+end
+device("cpu")
+
 -- ---- shapes in nn.sequential -------------------------------------------------
 
 t.test("nn.sequential hands the image shapes along; flatten ends them", function()

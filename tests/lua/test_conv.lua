@@ -341,6 +341,27 @@ t.test("nn.fit and nn.evaluate train a conv net", function()
   assert(acc >= 0.95, "accuracy " .. acc)
 end)
 
+t.test("compare, diverge and profile take a conv net", function()
+  for _, id in ipairs(ids) do
+    if id == "cpu" and #ids == 1 then break end  -- diverge needs a second device
+    device(id)
+    local net = lenet(7)
+    local x, y = from(X), from({labels})
+    local loss = nn.softmax_xent()
+    local r = diverge(function() loss:forward(net:forward(x), y); net:backward(loss:backward()) end,
+      {ref = id == "cpu" and ids[2] or "cpu"})
+    assert(not r.diverged, id .. ": diverged at " .. tostring(r.kernel))
+    assert(r.kernels >= 20, id .. ": diverge saw " .. tostring(r.kernels) .. " kernels")
+    local rows = compare(function() return net:forward(x) end, {inputs = {net, x}})
+    for _, row in ipairs(rows) do assert(not row.max_rel or row.max_rel < 1e-5, row.device .. " " .. tostring(row.max_rel)) end
+    local p = profile(function() net:forward(x) end)
+    local seen = {}
+    for _, row in ipairs(p) do seen[row.kernel] = true end
+    assert(seen.im2col and seen.to_images and seen.maxpool and seen.avgpool, id .. ": profile names the conv kernels")
+  end
+  device("cpu")
+end)
+
 t.test("help: the conv kernels and layers are documented", function()
   for _, name in ipairs{"im2col", "col2im", "maxpool", "maxpool_backward", "avgpool", "avgpool_backward",
       "to_images", "from_images", "layout", "nn.conv2d", "nn.maxpool2d", "nn.avgpool2d", "nn.flatten"} do

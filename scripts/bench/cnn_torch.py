@@ -2,8 +2,8 @@
 """The CNN of scripts/bench/cnn.lua (and examples/cnn.lua) in PyTorch, for a
 side-by-side figure.
 
-1×28×28 → conv 5×5, 16, ReLU → max 2×2 → conv 5×5, 32, ReLU → max 2×2 →
-flatten 512 → linear 128, ReLU → linear 10; softmax cross-entropy, SGD (lr
+1×28×28 → conv 5×5, 32, ReLU → max 2×2 → conv 5×5, 64, ReLU → max 2×2 →
+flatten 1024 → linear 128, ReLU → linear 10; softmax cross-entropy, SGD (lr
 0.05, momentum 0.9), batch 128, the same IDX files (data/mnist by default).
 The data set is held as one float tensor and batches are taken by index, as
 vela does on its device, so the figure is the training step and not a
@@ -60,8 +60,8 @@ def main():
     xtr, ytr = load("train")
     xte, yte = load("t10k")
     nn = torch.nn
-    net = nn.Sequential(nn.Conv2d(1, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 5), nn.ReLU(),
-                        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(512, 128), nn.ReLU(), nn.Linear(128, 10))
+    net = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 5), nn.ReLU(),
+                        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1024, 128), nn.ReLU(), nn.Linear(128, 10))
     opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
     lossfn = torch.nn.CrossEntropyLoss()
     n = len(xtr)

@@ -203,8 +203,8 @@ function Conv2d:_setup(dev)
 end
 
 -- Per-batch buffers: z, a, δ (out·P × n) and dx (C·H·W × n) as nn.linear's.
--- The GEMM's operands cols (C·kh·kw × P·m, one window per column) and u
--- (P·m × out) are made for a part of m samples of the batch (see _part).
+-- The GEMM's operands: cols (C·kh·kw × P·n, one window per column) for the
+-- whole batch, u (P·m × out) for a part of m samples of it (see _part).
 function Conv2d:_buffers()
   self.wide = buffers(self.dev, {cols = self.channels_in * self.kh * self.kw})
   local shapes = {z = self.outputs, delta = self.outputs, dx = self.inputs}
@@ -230,23 +230,31 @@ function Conv2d:_part(m)
   if m > self.u_cap then
     self.u_full, self.u_cap, self.parts = alloc(self.dev, P * m, self.channels_out), m, {}
   end
-  local wd = self.wide:get(P * m)
   local u = m == self.u_cap and self.u_full or self.u_full:view(1, 1, P * m, self.channels_out)
-  v = {cols = wd.cols, colst = wd.cols:t(), u = u, ut = u:t(), ones = ones_on(self.dev, P * m)}
+  v = {u = u, ut = u:t(), ones = ones_on(self.dev, P * m)}
   self.parts[m] = v
   return v
 end
 
--- Column views [j, j + m) of the batch matrices, cached per (matrix, j, m).
-local function cols_of(self, m, j, k)
-  if j == 1 and k == m.cols then return m end
+-- Column views [j, j + k) of the batch matrices, and their transposes,
+-- cached per (matrix, j, k).
+local function cols_of(self, m, j, k, transposed)
+  if j == 1 and k == m.cols and not transposed then return m end
   local c = self._cols[m]
   if not c then c = {}; self._cols[m] = c end
-  local key = j * 65536 + k
+  local key = (j * 65536 + k) * 2 + (transposed and 1 or 0)
   local v = c[key]
-  if not v then v = m:columns(j, k); c[key] = v end
+  if not v then
+    v = m:columns(j, k)
+    if transposed then v = v:t() end
+    c[key] = v
+  end
   return v
 end
+
+-- cols of the whole batch (C·kh·kw × P·n): each part fills and reads its
+-- own columns, so the backward finds the forward's windows in place.
+function Conv2d:_batch_cols(n) return self.wide:get(self.positions * n).cols end
 
 function Conv2d:__tostring()
   local extra = ""
@@ -268,12 +276,13 @@ function Conv2d:forward(x, index)
   local b = self.buf:get(n)
   if not rawequal(x, self.x) then self._cols = setmetatable({}, {__mode = "k"}) end
   self.x, self.n = x, n
-  local m = self:_part_size(n)
+  local m, P, cols = self:_part_size(n), self.positions, self:_batch_cols(n)
   for j = 1, n, m do  -- the batch in parts of m samples (one part but on the cpu)
     local k = math.min(m, n - j + 1)
     local v = self:_part(k)
-    vela.im2col(cols_of(self, x, j, k), v.cols, self.g)
-    vela.mm(v.colst, self.wt, v.u)
+    local c = cols_of(self, cols, (j - 1) * P + 1, k * P)
+    vela.im2col(cols_of(self, x, j, k), c, self.g)
+    vela.mm(cols_of(self, cols, (j - 1) * P + 1, k * P, true), self.wt, v.u)
     vela.to_images(v.u, cols_of(self, b.z, j, k), self.b)
   end
   local a = b.a or b.z
@@ -304,21 +313,20 @@ function Conv2d:backward(da, need_dx)
     delta = b.delta
     bw(da, from_z[self.activation] and b.z or (b.a or b.z), delta)
   end
-  local m = self:_part_size(n)
+  local m, P, cols = self:_part_size(n), self.positions, self:_batch_cols(n)
   for j = 1, n, m do
     local k = math.min(m, n - j + 1)
     local v = self:_part(k)
     local beta = j == 1 and 0 or 1  -- dW and db sum over the parts
-    -- cols of this part again, unless the forward's one part left it in place
-    if m < n then vela.im2col(cols_of(self, self.x, j, k), v.cols, self.g) end
+    local c = cols_of(self, cols, (j - 1) * P + 1, k * P)  -- this part's windows, from the forward
     vela.from_images(cols_of(self, delta, j, k), v.u)
-    vela.mm(1, v.ut, v.colst, beta, self.dw)
+    vela.mm(1, v.ut, cols_of(self, cols, (j - 1) * P + 1, k * P, true), beta, self.dw)
     vela.mv(1, v.ut, v.ones, beta, self.db)
     if need_dx ~= false then
       local dx = cols_of(self, b.dx, j, k)
-      vela.mm(self.wt, v.ut, v.cols)
+      vela.mm(self.wt, v.ut, c)  -- dcols over the windows (dW has read them)
       vela.fill(dx, 0)
-      vela.col2im(v.cols, dx, self.g)
+      vela.col2im(c, dx, self.g)
     end
   end
   if need_dx == false then return nil end

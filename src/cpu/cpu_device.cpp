@@ -395,12 +395,13 @@ int default_threads() {
 
 void* base(const Matrix& m) { return static_cast<CpuBuffer*>(m.buf.get())->data(); }
 
-// The pool and OpenBLAS start with one thread per core, on first use of
-// either the device or threads().
+// The pool starts with one thread per core, on first use of either the device
+// or threads(). OpenBLAS stays on one thread: blas.cpp cuts the products across
+// the pool, the one pool of the process (pool.cpp says why).
 void init_threads() {
     static const bool done = [] {
         pool_resize(default_threads());
-        openblas_set_num_threads(default_threads());
+        openblas_set_num_threads(1);
         return true;
     }();
     (void)done;
@@ -416,7 +417,6 @@ void set_threads(int n) {
     if (n < 1 || n > 1024) fail("threads: n is %d (must be 1..1024)", n);
     init_threads();
     pool_resize(n);
-    openblas_set_num_threads(n);
 }
 
 int threads() {

@@ -14,13 +14,17 @@ namespace vela::cpu {
 
 namespace {
 
-// Every op of the table (core/ops.def) gets a dense stride-1 loop with an
-// AVX2 clone, chosen at load time (8 lanes instead of SSE2's 4).
+// Every op of the table (core/ops.def) gets a dense stride-1 loop in three
+// clones chosen at load time from the CPU's features (GCC's target_clones, an
+// ifunc): x86-64-v4 (AVX-512, 16 lanes, FMA), x86-64-v3 (AVX2 + FMA, 8 lanes)
+// and the baseline (SSE2, 4 lanes), so the build runs on any x86-64. On this
+// project's Zen 5 the v4 clone runs tanh 2.3x, exp 2.6x faster than the
+// AVX2-without-FMA clone it replaces (docs/cpu.md).
 struct Params {
     float p0, p1, p2, p3;
 };
 using DenseRun = void (*)(const float* x, float* y, int64_t n, Params p);
-#define VELA_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#define VELA_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define VELA_RUN(op, expr)                                                                       \
     VELA_SIMD_CLONES void op##_run(const float* in, float* out, int64_t n, Params p) {          \
         [[maybe_unused]] const float p0 = p.p0, p1 = p.p1, p2 = p.p2, p3 = p.p3;                \

@@ -49,6 +49,8 @@ enum class Act : uint8_t {
     count_
 };
 enum class Dist : uint8_t { uniform, normal };
+// The fused optimizer updates of Device::optim_step (src/core/ops_optim.cpp says the math).
+enum class Optim : uint8_t { sgd, adam, count_ };
 
 const char* unary_name(Unary);
 const char* binary_name(Binary);
@@ -185,6 +187,13 @@ public:
     // A kernel written at the prompt (core/user_kernel.hpp), its operands
     // checked by the caller. Devices that cannot run SPIR-V throw, saying what to install.
     virtual void run_user(const UserCall& call);
+
+    // One optimizer update per element in one pass over w, g and the state s1
+    // (sgd: the velocity; adam: the first moment) and s2 (adam: the second
+    // moment; sgd: unused, s1 again), all one shape; p: the four scalars of
+    // src/core/ops_optim.cpp. A device without it says so.
+    virtual void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2,
+                            const float* p);
 
     // Introspection.
     virtual DeviceStats stats() const = 0;

@@ -279,6 +279,11 @@ public:
         Timed t(this, "random_shift");
         cpu::random_shift(seed, step, shift, height, width, x, y);
     }
+    void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2,
+                    const float* p) override {
+        Timed t(this, kind == Optim::adam ? "adam_step" : "sgd_step");
+        cpu::optim_step(kind, w, g, s1, s2, p);
+    }
 
     // Kernels written at the prompt: their SPIR-V through a software Vulkan
     // driver, on these buffers' own memory (src/vulkan/host_runner.cpp).

@@ -85,6 +85,9 @@ void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Ma
 void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                   const Matrix& y);
 
+// optim.cpp
+void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const float* p);
+
 // Element k of a vector view (any orientation).
 
 // Calls f(n, p, s) over runs of n elements of K equal-shape float operands,

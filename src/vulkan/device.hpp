@@ -67,6 +67,8 @@ public:
                      float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) override;
     void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                       const Matrix& y) override;
+    void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2,
+                    const float* p) override;  // kernels_optim.cpp
 
     DeviceStats stats() const override { return stream_.stats(); }
     MemoryInfo memory() const override { return memory_.info(); }

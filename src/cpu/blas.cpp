@@ -64,9 +64,13 @@ void scale_only(float beta, const Matrix& c) {
 // depend on the number of threads.
 
 // Below this many flops a product runs whole on the calling thread: a piece
-// must outweigh the microsecond or two of handing it to a spinning worker
-// (measured with scripts/bench/gemm_shapes.lua; see docs/cpu.md).
-constexpr double kSplitFlops = 1e6;
+// must outweigh the microsecond or two of handing it to a spinning worker.
+// Measured on this project's 2-core machine (docs/cpu.md): the output layer's
+// 10×256·256×128 (0.66 MFLOP) ran at 68 GFLOP/s whole and 110 in two column
+// pieces; the rule it replaces (one OpenBLAS thread below 16 MFLOP) slowed the
+// batch-32 forward product 256×784·784×32 from 160 to 91 GFLOP/s. If the worker
+// is busy elsewhere the caller takes the pieces itself, so a low bar costs little.
+constexpr double kSplitFlops = 5e5;
 // A piece of a product has at least this many columns (rows) of c: OpenBLAS's
 // Haswell sgemm kernel works on 16×4 blocks of c.
 constexpr int64_t kMinCols = 8, kMinRows = 16;

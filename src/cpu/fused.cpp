@@ -111,7 +111,18 @@ void argmax(const Matrix& x, const Matrix& idx) {
 void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
     const int64_t m = dst.rows, ncols = src.cols;
     const bool u8 = src.dtype() == DType::u8;
+    const size_t esize = u8 ? 1 : sizeof(float);
+    // The columns of a shuffled batch are far apart in a data set larger than
+    // the caches: ask for column j + 1 while column j is copied.
+    auto prefetch = [&](int64_t j) {
+        if (j >= dst.cols || src.row_step() != 1) return;
+        float v = element(idx, j);
+        if (!(v >= 1.0f && v < float(ncols) + 1.0f)) return;
+        const char* p = reinterpret_cast<const char*>(base(src)) + size_t(src.index(0, int64_t(v) - 1)) * esize;
+        for (size_t b = 0; b < size_t(m) * esize; b += 64) __builtin_prefetch(p + b);
+    };
     per_column(dst, [&](int64_t j) {
+        prefetch(j + 1);
         Col d = column(dst, j);
         float v = element(idx, j);
         if (!(v >= 1.0f && v < float(ncols) + 1.0f)) {

@@ -63,6 +63,8 @@ void fill(const Matrix& x, float v);
 void unary(Unary op, const Matrix& x, const Matrix& y, const float* params);
 void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c);
 void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta);
+// y ← op(x) over n dense floats with unary()'s own stride-1 loop (the one for this CPU).
+void unary_run(Unary op, const float* x, float* y, int64_t n);
 
 // fused.cpp
 void softmax(const Matrix& x, const Matrix& y);

@@ -4,6 +4,10 @@
 // with a stride-1 version the compiler vectorises.
 // No errno and no FP traps are ever observed here; without them GCC vectorises
 // sqrt and if-converts the selects in vmath.hpp (4-5x faster tanh and exp).
+// The x86-64-v3/v4 loops contract a·b + c into FMAs (about 1.6x faster tanh)
+// and so round a little differently from the baseline: dense's epilogue
+// (fused.cpp) calls these same loops (unary_run), so dense stays bit-identical
+// to mm + add_bias + act (tests/test_ops.cpp).
 #pragma GCC optimize("no-math-errno", "no-trapping-math")
 #include <cmath>
 
@@ -86,6 +90,21 @@ void map2(const Matrix& x, const Matrix& y, const Matrix& z, F f) {
 }
 
 }  // namespace
+
+void unary_run(Unary op, const float* x, float* y, int64_t n) {
+    using namespace opmath;
+    switch (op) {
+#define VELA_CASE(op) \
+    case Unary::op: return op##_run(x, y, n, Params{0, 0, 0, 0});
+#define VELA_ACT(name, f, d, from, what) VELA_CASE(name) VELA_CASE(name##_prime)
+#define VELA_FN(name, params, f, what) VELA_CASE(name)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+#undef VELA_CASE
+        case Unary::count_: break;
+    }
+}
 
 void fill(const Matrix& x, float v) {
     walk<1>({&x}, [&](int64_t n, const std::array<float*, 1>& p, const std::array<int64_t, 1>& s) {

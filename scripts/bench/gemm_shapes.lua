@@ -1,7 +1,8 @@
 -- GFLOP/s of the products of the MLP benchmarks on the cpu, each with vela's
 -- pool at 1 thread and at all threads, interleaved (thread count alternating
 -- rep by rep, so a busy machine hurts both alike), medians of --reps runs of
--- enough calls to last about 2 ms each. Also the few-rows product stated both
+-- enough calls to last about 20 ms each, after 10 ms of warm-up (a resized
+-- pool's new worker must first be scheduled). Also the few-rows product stated both
 -- ways round (c = a·b with 10 rows, and cᵀ = bᵀ·aᵀ with 10 columns).
 --
 --   build/vela scripts/bench/gemm_shapes.lua [--reps 15]
@@ -31,12 +32,13 @@ for _, s in ipairs(shapes) do
   local b = tb and vela.rand(n, k, 2):t() or vela.rand(k, n, 2)
   local c = vela.zeros(m, n)
   local flop = 2 * m * n * k
-  local calls = math.max(1, math.floor(2e-3 * 50e9 / flop))
+  local calls = math.max(1, math.floor(20e-3 * 100e9 / flop))
   local t = {[1] = {}, [all] = {}}
   for r = 1, 2 * reps do
     local th = r % 2 == 1 and 1 or all
     vela.threads(th)
-    vela.mm(a, b, c)
+    local w0 = vela.clock()
+    repeat vela.mm(a, b, c) until vela.clock() - w0 > 10e-3
     local t0 = vela.clock()
     for _ = 1, calls do vela.mm(a, b, c) end
     local dt = (vela.clock() - t0) / calls

@@ -1,5 +1,6 @@
--- vela.optim: optimizers that update parameters in place with the axpy
--- family and elementwise kernels, and learning-rate schedules.
+-- vela.optim: optimizers that update parameters in place, each parameter in
+-- one pass of a fused kernel (vela.sgd_step, vela.adam_step; plain SGD is one
+-- axpy), and learning-rate schedules.
 --
 -- An optimizer steps a list of {param, grad, state} (what net:params()
 -- returns). Its state (velocities, moments) lives in that state table, made
@@ -8,7 +9,7 @@
 local vela = require "vela"
 
 local optim = {}
-local axpy, axpby = vela.axpy, vela.axpby
+local axpy, sgd_step, adam_step = vela.axpy, vela.sgd_step, vela.adam_step
 local fmt = string.format
 
 local matrix_mt = getmetatable(vela.zeros(0, 0, "float32", "cpu"))
@@ -75,7 +76,8 @@ end
 --   plain:     w ← w − lr·g
 --   momentum:  v ← μ·v + g ;  w ← w − lr·v            (PyTorch's form)
 --   nesterov:  v ← μ·v + g ;  w ← w − lr·(g + μ·v)
--- weight decay adds λ·w to g first (g ← g + λ·w, in the gradient buffer).
+-- weight decay adds λ·w to g first (g' = g + λ·w; with momentum inside the
+-- fused sgd_step, which leaves g as it was; without, in the gradient buffer).
 local SGD = {}
 SGD.__index = SGD
 
@@ -108,18 +110,12 @@ function SGD:step(params)
   for i = 1, #params do
     local p = params[i]
     local w, g, st = p[1], p[2], p[3]
-    if wd ~= 0 then axpy(wd, w, g) end
     if mu == 0 then
+      if wd ~= 0 then axpy(wd, w, g) end
       axpy(-lr, g, w)
     else
-      local v = st.v
-      axpby(1, g, mu, v)             -- v ← g + μ·v
-      if self.nesterov then
-        axpy(-lr, g, w)
-        axpy(-lr * mu, v, w)
-      else
-        axpy(-lr, v, w)              -- w ← w − lr·v
-      end
+      -- v ← μ·v + g'; w ← w − lr·v (nesterov: w ← w − lr·(g' + μ·v)), one pass
+      sgd_step(w, g, st.v, lr, mu, wd, self.nesterov)
     end
   end
 end
@@ -155,20 +151,14 @@ function Adam:step(params)
   params = check_params("optim.adam", params)
   self.steps = (self.steps or 0) + 1
   local b1, b2 = self.beta1, self.beta2
-  make_state("optim.adam", params, "m", {"m", "v", "tmp"})
+  make_state("optim.adam", params, "m", {"m", "v"})
   for i = 1, #params do
     local p = params[i]
     local w, g, st = p[1], p[2], p[3]
     st.t = (st.t or 0) + 1
     local c1, c2 = 1 - b1 ^ st.t, 1 - b2 ^ st.t
-    local m, v, tmp = st.m, st.v, st.tmp
-    axpby(1 - b1, g, b1, m)                              -- m ← β₁m + (1−β₁)g
-    vela.sqr(g, tmp)                                     -- tmp ← g²
-    axpby(1 - b2, tmp, b2, v)                            -- v ← β₂v + (1−β₂)g²
-    vela.sqrt(v, tmp)                                    -- tmp ← √v
-    vela.linear_frac(tmp, 1, self.eps * math.sqrt(c2), 0, 1)  -- tmp ← √v + ε̂
-    vela.div(m, tmp)                                     -- tmp ← m / tmp
-    axpy(-self.lr * math.sqrt(c2) / c1, tmp, w)          -- w ← w − lrₜ·tmp
+    -- m ← β₁m + (1−β₁)g; v ← β₂v + (1−β₂)g²; w ← w − lrₜ·m/(√v + ε̂), one pass
+    adam_step(w, g, st.m, st.v, self.lr * math.sqrt(c2) / c1, b1, b2, self.eps * math.sqrt(c2))
   end
 end
 
@@ -212,15 +202,15 @@ end})
 -- help(nn.fit), ?nn.linear: documentation for the shell's help.
 if vela.doc then
   vela.doc("optim.sgd", "optim.sgd{lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false}",
-    "SGD in place with axpy; opt:step(net) or opt:step(net:params()).", optim.sgd)
+    "SGD in place: with momentum one fused sgd_step per parameter, else one axpy; opt:step(net) or opt:step(net:params()).", optim.sgd)
   vela.doc("optim.momentum", "optim.momentum{lr =, momentum = 0.9}",
     "SGD with momentum: v ← μv + g, w ← w − lr·v.", optim.momentum)
   vela.doc("optim.adam", "optim.adam{lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-8}",
     "Adam, state on the parameters' device.", optim.adam)
   vela.doc("sgd:step", "opt:step(net)  |  opt:step(net:params())",
-    "One SGD update of every parameter from its gradient (after net:backward), in place with axpy; momentum state lives beside each parameter. PyTorch optimizer.step().", SGD.step)
+    "One SGD update of every parameter from its gradient (after net:backward), in place, one pass per parameter (sgd_step); momentum state lives beside each parameter. PyTorch optimizer.step().", SGD.step)
   vela.doc("adam:step", "opt:step(net)  |  opt:step(net:params())",
-    "One Adam update of every parameter (moments and step count kept per parameter, on its device). PyTorch optimizer.step().", Adam.step)
+    "One Adam update of every parameter in one pass each (adam_step; moments and step count kept per parameter, on its device). PyTorch optimizer.step().", Adam.step)
   vela.doc("optim.step_lr", "optim.step_lr(lr, every, gamma) -> schedule",
     "lr·gamma^⌊(epoch−1)/every⌋, for nn.fit's schedule option.", optim.step_lr)
   vela.doc("optim.cosine", "optim.cosine(lr, epochs [, min_lr]) -> schedule",

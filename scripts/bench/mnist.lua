@@ -8,11 +8,15 @@
 -- second of processor time (all threads of this process), which a machine
 -- shared with other work does not distort.
 --
+-- set=fashion trains on Fashion-MNIST (60,000 training images) instead; torch_threads=N
+-- gives PyTorch N threads (it starts with one here).
+--
 --   build/vela scripts/bench/mnist.lua [epochs=5] [devices=cpu,vulkan:0] [torch=yes|no] [threads=N]
+--                                      [batch=128] [set=mnist|fashion] [torch_threads=N]
 local vela = require "vela"
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
 
-local opts = {epochs = 5, devices = "cpu,vulkan:0", torch = "yes", batch = 128}
+local opts = {epochs = 5, devices = "cpu,vulkan:0", torch = "yes", batch = 128, set = "mnist"}
 for _, a in ipairs(arg or {}) do
   local k, v = a:match("^%-*([%w_]+)=(.*)$")
   if k then opts[k] = tonumber(v) or v end
@@ -25,7 +29,7 @@ for id in tostring(opts.devices):gmatch("[^,]+") do
   if not pcall(vela.device, id) then
     rows[#rows + 1] = {id, "not available"}
   else
-    local sets = data.mnist()
+    local sets = opts.set == "fashion" and data.fashion_mnist() or data.mnist()
     local net = nn.sequential{nn.linear(784, 256, "relu", {seed = 1}), nn.linear(256, 10, nil, {seed = 2})}
     local h = nn.fit(net, sets.train, {epochs = opts.epochs, batch = opts.batch, test = sets.test, progress = false,
                                       optimizer = optim.sgd{lr = 0.05, momentum = 0.9}})
@@ -47,8 +51,8 @@ for id in tostring(opts.devices):gmatch("[^,]+") do
   end
 end
 
-print(("MLP 784-256-10, batch %d, %d epochs of MNIST (7,996 training images), %d cpu threads"):format(
-  opts.batch, opts.epochs, vela.threads()))
+print(("MLP 784-256-10, batch %d, %d epochs of %s, %d cpu threads"):format(opts.batch, opts.epochs,
+  opts.set == "fashion" and "Fashion-MNIST (60,000 training images)" or "MNIST (7,996 training images)", vela.threads()))
 for _, r in ipairs(rows) do print(("%-12s %s"):format(r[1], r[2])) end
 
 if opts.torch ~= "no" then
@@ -58,7 +62,9 @@ if opts.torch ~= "no" then
     if os.execute(cand .. " -c 'import torch' 2>/dev/null") then py = cand break end
   end
   if py then
-    local p = io.popen(("%s scripts/bench/mnist_torch.py --epochs %d --batch %d 2>&1"):format(py, opts.epochs, opts.batch))
+    local dir = opts.set == "fashion" and "data/fashion-mnist" or "data/mnist"
+    local p = io.popen(("%s scripts/bench/mnist_torch.py --epochs %d --batch %d --dir %s --threads %d 2>&1"):format(
+      py, opts.epochs, opts.batch, dir, tonumber(opts.torch_threads) or 0))
     local last
     for line in p:lines() do last = line end
     p:close()

@@ -13,6 +13,7 @@
 
 #include "core/registry.hpp"
 #include "bench/native.hpp"
+#include "cpu/cpu_device.hpp"
 #include "lua/text.hpp"
 #include "lua/vela.hpp"
 
@@ -29,8 +30,16 @@ struct Floats {
     float* data() { return v.data(); }
 };
 
+// OpenBLAS on its own threads, one per vela thread, for the call: vela keeps
+// it on one (its products are cut across vela's pool), the comparison does not.
+struct BlasThreads {
+    BlasThreads() { openblas_set_num_threads(cpu::threads()); }
+    ~BlasThreads() { openblas_set_num_threads(1); }
+};
+
 template <class F>
 double median_of(int reps, F&& f) {
+    BlasThreads threads;
     f();  // warm-up: page faults, OpenBLAS thread start
     std::vector<double> t;
     for (int r = 0; r < reps; r++) {

@@ -104,4 +104,8 @@ void Device::run_user(const UserCall& call) {
     fail("%s: %s: this device cannot run kernels written at the prompt", name().c_str(), call.kernel->name);
 }
 
+void Device::optim_step(Optim kind, const Matrix&, const Matrix&, const Matrix&, const Matrix&, const float*) {
+    fail("%s: %s has no fused optimizer kernel", kind == Optim::adam ? "adam_step" : "sgd_step", name().c_str());
+}
+
 }  // namespace vela

@@ -63,6 +63,11 @@ void add_bias(const Matrix& b, const Matrix& y);
 void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y);
 void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta);
 void random(Dist dist, uint64_t seed, const Matrix& x);
+// The fused optimizer updates, one pass per parameter (src/core/ops_optim.cpp).
+void sgd_step(const Matrix& w, const Matrix& g, const Matrix& v, float lr, float momentum, float weight_decay = 0.0f,
+              bool nesterov = false);
+void adam_step(const Matrix& w, const Matrix& g, const Matrix& m, const Matrix& v, float lr, float beta1, float beta2,
+               float eps);
 
 // Regularization and augmentation (core/ops_regularize.cpp; see Device for the equations).
 // dropout: 0 ≤ p < 1; mask and y the shape of x; y may be x; mask overlaps neither.

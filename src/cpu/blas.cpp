@@ -25,6 +25,15 @@ void chunked(int64_t n, int64_t xinc, int64_t yinc, F&& f) {
     for (int64_t done = 0; done < n; done += kChunk) f(int(std::min(kChunk, n - done)), done * xinc, done * yinc);
 }
 
+// chunked, and cut across the pool when the run is long (elementwise
+// operations only: the pieces are independent).
+template <class F>
+void par_chunked(int64_t n, int64_t xinc, int64_t yinc, F&& f) {
+    parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+        chunked(e - b, xinc, yinc, [&](int cn, int64_t dx, int64_t dy) { f(cn, b * xinc + dx, b * yinc + dy); });
+    });
+}
+
 int blas_dim(const char* fn, int64_t n) {
     if (n > INT_MAX) fail("%s: dimension %lld exceeds what BLAS accepts (2^31 − 1)", fn, (long long)n);
     return int(n);
@@ -48,22 +57,41 @@ void scale_only(float beta, const Matrix& c) {
     else if (beta != 1.0f) scal(beta, c);
 }
 
-// Below this many flops OpenBLAS's threads cost more than they save: on this
-// 2-core machine a 10×784·784×256 product (4 MFLOP, softmax regression's
-// forward step) takes 66 µs on one thread and 135 µs on two; the two meet
-// between 13 and 26 MFLOP (measured with bench() on mm of m×784·784×256 for m = 10…256).
-constexpr double kSerialGemmFlops = 16e6;
+// OpenBLAS runs on one thread (cpu_device.cpp sets it so, pool.cpp says why):
+// the products and the long level-1 runs are cut here across vela's pool, one
+// OpenBLAS call per piece on the thread that takes it. Every element of c is
+// computed by the same OpenBLAS loop whatever the cut, so the result does not
+// depend on the number of threads.
 
-// Runs a small gemm on one OpenBLAS thread, restoring the user's setting.
-struct SerialBlas {
-    bool active;
-    explicit SerialBlas(double flops) : active(flops < kSerialGemmFlops && pool_threads() > 1) {
-        if (active) openblas_set_num_threads(1);
-    }
-    ~SerialBlas() {
-        if (active) openblas_set_num_threads(pool_threads());
-    }
-};
+// Below this many flops a product runs whole on the calling thread: a piece
+// must outweigh the microsecond or two of handing it to a spinning worker.
+// Measured on this project's 2-core machine (docs/cpu.md): the output layer's
+// 10×256·256×128 (0.66 MFLOP) ran at 68 GFLOP/s whole and 110 in two column
+// pieces; the rule it replaces (one OpenBLAS thread below 16 MFLOP) slowed the
+// batch-32 forward product 256×784·784×32 from 160 to 91 GFLOP/s. If the worker
+// is busy elsewhere the caller takes the pieces itself, so a low bar costs little.
+constexpr double kSplitFlops = 5e5;
+// A piece of a product has at least this many columns (rows) of c: OpenBLAS's
+// Haswell sgemm kernel works on 16×4 blocks of c.
+constexpr int64_t kMinCols = 8, kMinRows = 16;
+
+// Cuts [0, n) into `parts` pieces whose starts are multiples of `align`; calls f(b, e) on the pool.
+template <class F>
+void split(int64_t n, int64_t parts, int64_t align, F&& f) {
+    int64_t step = (n + parts - 1) / parts;
+    step = (step + align - 1) / align * align;
+    parallel_for(n, step, [&](int64_t b, int64_t e) {
+        // The pool hands out ranges of at least `step` items that start at multiples of it.
+        for (int64_t i = b; i < e; i += step) f(i, std::min(e, i + step));
+    });
+}
+
+// How many pieces a job of `flops` and `len` items (at least `min_len` each) is cut into.
+int64_t pieces(double flops, int64_t len, int64_t min_len) {
+    const int64_t t = pool_threads();
+    if (t == 1 || flops < kSplitFlops) return 1;
+    return std::max<int64_t>(1, std::min(t, len / min_len));
+}
 
 }  // namespace
 
@@ -74,9 +102,22 @@ void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix&
     if (a.cols == 0) return scale_only(beta, c);
     // β = 0: OpenBLAS's gemm zero-fills c without reading it (NaN included), as
     // the kernel tests check at small and large sizes.
-    SerialBlas serial(2.0 * double(c.rows) * double(c.cols) * double(a.cols));
-    cblas_sgemm(CblasColMajor, op(a), op(b), blas_dim("mm", c.rows), blas_dim("mm", c.cols), blas_dim("mm", a.cols),
-                alpha, fptr(a), blas_ld("mm", a), fptr(b), blas_ld("mm", b), beta, fptr(c), blas_ld("mm", c));
+    const int m = blas_dim("mm", c.rows), n = blas_dim("mm", c.cols), k = blas_dim("mm", a.cols);
+    const int lda = blas_ld("mm", a), ldb = blas_ld("mm", b), ldc = blas_ld("mm", c);
+    float *ab = fbase(a), *bb = fbase(b), *cb = fbase(c);
+    // Rows r0..r1 and columns c0..c1 of c: rows of op(a), columns of op(b).
+    auto gemm = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+        cblas_sgemm(CblasColMajor, op(a), op(b), int(r1 - r0), int(c1 - c0), k, alpha, ab + a.index(r0, 0), lda,
+                    bb + b.index(0, c0), ldb, beta, cb + c.index(r0, c0), ldc);
+    };
+    const double flops = 2.0 * double(m) * double(n) * double(k);
+    // Columns of c when there are enough, else rows: each piece then packs all of
+    // op(a) once (columns) or all of op(b) (rows), and column pieces measured faster.
+    if (int64_t p = pieces(flops, n, kMinCols); p > 1)
+        return split(n, p, kMinCols, [&](int64_t c0, int64_t c1) { gemm(0, m, c0, c1); });
+    if (int64_t p = pieces(flops, m, kMinRows); p > 1)
+        return split(m, p, kMinRows, [&](int64_t r0, int64_t r1) { gemm(r0, r1, 0, n); });
+    gemm(0, m, 0, n);
 }
 
 void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) {
@@ -85,19 +126,39 @@ void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix&
     // β = 0: y is not read. OpenBLAS versions differ on whether their internal
     // y·0 keeps a NaN; zeroing y first (a vector: cheap) settles it.
     if (beta == 0.0f) fill(y, 0.0f);
-    cblas_sgemv(CblasColMajor, op(a), blas_dim("mv", a.srows()), blas_dim("mv", a.scols()), alpha, fptr(a),
-                blas_ld("mv", a), fptr(x), blas_inc("mv", x.inc()), beta, fptr(y), blas_inc("mv", y.inc()));
+    const int lda = blas_ld("mv", a), xinc = blas_inc("mv", x.inc()), yinc = blas_inc("mv", y.inc());
+    blas_dim("mv", a.srows());
+    blas_dim("mv", a.scols());
+    float *ab = fbase(a), *xb = fptr(x), *yb = fbase(y);
+    // Elements r0..r1 of y: rows r0..r1 of op(a), stored rows (plain a) or columns (transposed a).
+    auto gemv = [&](int64_t r0, int64_t r1) {
+        const int part = int(r1 - r0);
+        cblas_sgemv(CblasColMajor, op(a), a.trans ? int(a.cols) : part, a.trans ? part : int(a.cols), alpha,
+                    ab + a.index(r0, 0), lda, xb, xinc, beta, yb + y.offset + r0 * y.inc(), yinc);
+    };
+    if (int64_t p = pieces(2.0 * double(a.rows) * double(a.cols), a.rows, kMinRows); p > 1)
+        return split(a.rows, p, kMinRows, gemv);
+    gemv(0, a.rows);
 }
 
 void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) {
     if (a.empty()) return;
     const char* fn = "rk";
-    if (a.trans)  // aᵀ ← α·y·xᵀ + aᵀ on the stored layout
-        cblas_sger(CblasColMajor, blas_dim(fn, a.cols), blas_dim(fn, a.rows), alpha, fptr(y), blas_inc(fn, y.inc()),
-                   fptr(x), blas_inc(fn, x.inc()), fptr(a), blas_ld(fn, a));
-    else
-        cblas_sger(CblasColMajor, blas_dim(fn, a.rows), blas_dim(fn, a.cols), alpha, fptr(x), blas_inc(fn, x.inc()),
-                   fptr(y), blas_inc(fn, y.inc()), fptr(a), blas_ld(fn, a));
+    // The stored a (M×N) ← α·u·vᵀ + a: u = x, v = y, or for a transposed a
+    // (aᵀ ← α·y·xᵀ + aᵀ) u = y, v = x. Pieces are stored columns.
+    const Matrix& u = a.trans ? y : x;
+    const Matrix& v = a.trans ? x : y;
+    const int rows = blas_dim(fn, a.srows());
+    blas_dim(fn, a.scols());
+    const int lda = blas_ld(fn, a), ui = blas_inc(fn, u.inc()), vi = blas_inc(fn, v.inc());
+    float *ab = fbase(a), *ub = fptr(u), *vb = fbase(v);
+    auto ger = [&](int64_t j0, int64_t j1) {
+        cblas_sger(CblasColMajor, rows, int(j1 - j0), alpha, ub, ui, vb + v.offset + j0 * v.inc(), vi,
+                   ab + a.offset + j0 * a.ld, lda);
+    };
+    const int64_t cols = a.scols();
+    if (int64_t p = pieces(2.0 * double(rows) * double(cols), cols, kMinCols); p > 1) return split(cols, p, kMinCols, ger);
+    ger(0, cols);
 }
 
 void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) {
@@ -116,7 +177,7 @@ void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) {
         return;
     }
     runs(x, &y, true, [&](int64_t n, int64_t, int64_t xo, int64_t xi, int64_t yo, int64_t yi) {
-        chunked(n, xi, yi, [&](int cn, int64_t dx, int64_t dy) {
+        par_chunked(n, xi, yi, [&](int cn, int64_t dx, int64_t dy) {
             if (beta == 1.0f)
                 cblas_saxpy(cn, alpha, xb + xo + dx, int(xi), yb + yo + dy, int(yi));
             else
@@ -137,7 +198,7 @@ void scal(float alpha, const Matrix& x) {
         return;
     }
     runs(x, nullptr, true, [&](int64_t n, int64_t, int64_t xo, int64_t xi, int64_t, int64_t) {
-        chunked(n, xi, 0, [&](int cn, int64_t dx, int64_t) { cblas_sscal(cn, alpha, xb + xo + dx, int(xi)); });
+        par_chunked(n, xi, 0, [&](int cn, int64_t dx, int64_t) { cblas_sscal(cn, alpha, xb + xo + dx, int(xi)); });
     });
 }
 
@@ -147,10 +208,12 @@ void copy(const Matrix& x, const Matrix& y) {
         float* yb = fbase(y);
         runs(x, &y, true, [&](int64_t n, int64_t, int64_t xo, int64_t xi, int64_t yo, int64_t yi) {
             if (xi == 1 && yi == 1) {
-                std::memmove(yb + yo, xb + xo, size_t(n) * sizeof(float));
+                parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+                    std::memmove(yb + yo + b, xb + xo + b, size_t(e - b) * sizeof(float));
+                });
                 return;
             }
-            chunked(n, xi, yi, [&](int cn, int64_t dx, int64_t dy) {
+            par_chunked(n, xi, yi, [&](int cn, int64_t dx, int64_t dy) {
                 cblas_scopy(cn, xb + xo + dx, int(xi), yb + yo + dy, int(yi));
             });
         });
@@ -178,7 +241,7 @@ void swap(const Matrix& x, const Matrix& y) {
     float* xb = fbase(x);
     float* yb = fbase(y);
     runs(x, &y, true, [&](int64_t n, int64_t, int64_t xo, int64_t xi, int64_t yo, int64_t yi) {
-        chunked(n, xi, yi, [&](int cn, int64_t dx, int64_t dy) {
+        par_chunked(n, xi, yi, [&](int cn, int64_t dx, int64_t dy) {
             cblas_sswap(cn, xb + xo + dx, int(xi), yb + yo + dy, int(yi));
         });
     });

@@ -280,6 +280,11 @@ public:
         Timed t(this, "random_shift");
         cpu::random_shift(seed, step, shift, height, width, x, y);
     }
+    void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2,
+                    const float* p) override {
+        Timed t(this, kind == Optim::adam ? "adam_step" : "sgd_step");
+        cpu::optim_step(kind, w, g, s1, s2, p);
+    }
 
     // Convolution and pooling (cpu/conv.cpp).
     void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) override {
@@ -430,12 +435,13 @@ int default_threads() {
 
 void* base(const Matrix& m) { return static_cast<CpuBuffer*>(m.buf.get())->data(); }
 
-// The pool and OpenBLAS start with one thread per core, on first use of
-// either the device or threads().
+// The pool starts with one thread per core, on first use of either the device
+// or threads(). OpenBLAS stays on one thread: blas.cpp cuts the products across
+// the pool, the one pool of the process (pool.cpp says why).
 void init_threads() {
     static const bool done = [] {
         pool_resize(default_threads());
-        openblas_set_num_threads(default_threads());
+        openblas_set_num_threads(1);
         return true;
     }();
     (void)done;
@@ -451,7 +457,6 @@ void set_threads(int n) {
     if (n < 1 || n > 1024) fail("threads: n is %d (must be 1..1024)", n);
     init_threads();
     pool_resize(n);
-    openblas_set_num_threads(n);
 }
 
 int threads() {

@@ -63,6 +63,8 @@ void fill(const Matrix& x, float v);
 void unary(Unary op, const Matrix& x, const Matrix& y, const float* params);
 void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c);
 void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta);
+// y ← op(x) over n dense floats with unary()'s own stride-1 loop (the one for this CPU).
+void unary_run(Unary op, const float* x, float* y, int64_t n);
 
 // fused.cpp
 void softmax(const Matrix& x, const Matrix& y);
@@ -84,6 +86,9 @@ void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Ma
                  float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx);
 void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                   const Matrix& y);
+
+// optim.cpp
+void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const float* p);
 
 // Element k of a vector view (any orientation).
 

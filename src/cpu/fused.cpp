@@ -111,7 +111,18 @@ void argmax(const Matrix& x, const Matrix& idx) {
 void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
     const int64_t m = dst.rows, ncols = src.cols;
     const bool u8 = src.dtype() == DType::u8;
+    const size_t esize = u8 ? 1 : sizeof(float);
+    // The columns of a shuffled batch are far apart in a data set larger than
+    // the caches: ask for column j + 1 while column j is copied.
+    auto prefetch = [&](int64_t j) {
+        if (j >= dst.cols || src.row_step() != 1) return;
+        float v = element(idx, j);
+        if (!(v >= 1.0f && v < float(ncols) + 1.0f)) return;
+        const char* p = reinterpret_cast<const char*>(base(src)) + size_t(src.index(0, int64_t(v) - 1)) * esize;
+        for (size_t b = 0; b < size_t(m) * esize; b += 64) __builtin_prefetch(p + b);
+    };
     per_column(dst, [&](int64_t j) {
+        prefetch(j + 1);
         Col d = column(dst, j);
         float v = element(idx, j);
         if (!(v >= 1.0f && v < float(ncols) + 1.0f)) {
@@ -140,15 +151,18 @@ void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float 
 
 namespace {
 
-// y(:, j) ← act(y(:, j) + b) for every column.
+// y(:, j) ← act(y(:, j) + b) for every column. A dense column gets the bias,
+// then unary()'s own loop for `op` (while the column is in cache), so the result
+// is bit-identical to add_bias then the activation kernel.
 template <class F>
-void bias_act(const Matrix& b, const Matrix& y, F act) {
+void bias_act(const Matrix& b, const Matrix& y, F act, Unary op = Unary::count_) {
     const float* bp = fbase(b) + b.offset;
     const int64_t bi = b.inc(), m = y.rows;
     per_column(y, [&](int64_t j) {
         Col yc = column(y, j);
         if (yc.s == 1 && bi == 1) {
-            for (int64_t i = 0; i < m; i++) yc.p[i] = act(yc.p[i] + bp[i]);
+            for (int64_t i = 0; i < m; i++) yc.p[i] = yc.p[i] + bp[i];
+            if (op != Unary::count_) unary_run(op, yc.p, yc.p, m);
         } else {
             for (int64_t i = 0; i < m; i++) yc.p[i * yc.s] = act(yc.p[i * yc.s] + bp[i * bi]);
         }
@@ -167,7 +181,7 @@ void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Mat
     switch (act) {
         case Act::identity: return bias_act(b, y, [](float v) { return v; });
 #define VELA_ACT(name, f, d, from, what) \
-    case Act::name: return bias_act(b, y, [](float x) { return (f); });
+    case Act::name: return bias_act(b, y, [](float x) { return (f); }, Unary::name);
 #define VELA_FN(name, params, f, what)
 #include "core/ops.def"
 #undef VELA_ACT

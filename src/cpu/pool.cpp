@@ -1,12 +1,25 @@
-// The thread pool behind parallel_for. One job at a time: a job is published
-// under the mutex with a new generation number, workers and the caller claim
-// chunks with an atomic counter, and the caller waits until every chunk is done
-// and every worker has left the job (so the next job may rewrite its fields).
+// The thread pool behind parallel_for, and the only pool of the process:
+// OpenBLAS runs on one thread and the products are cut across this pool
+// (blas.cpp), so two pools never wake, spin and yield against each other.
+//
+// One job at a time. A job is published as one 64-bit word `next` = job tag
+// (24 bits) | chunk count (20 bits) | next chunk (20 bits); a thread claims a
+// chunk with a compare-and-swap on that word, so a claim succeeds only while
+// the job still has chunks, i.e. while the caller is still waiting for it and
+// the job's fields are stable. Whoever claimed a chunk reads the fields after
+// the claim, runs it and counts it in `finished`; the caller returns when every
+// chunk is counted. A worker that sleeps through a job cannot touch it.
+//
+// Waking: a worker spins (pause) for kSpin after its last chunk, since the next
+// kernel of a training step follows within microseconds, then sleeps on a futex
+// (std::atomic::wait). The caller only makes the futex call when a worker sleeps.
 #include "cpu/pool.hpp"
+
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -15,73 +28,124 @@ namespace vela::cpu {
 
 namespace {
 
-struct Pool {
-    std::mutex m;
-    std::condition_variable wake, done;
-    std::vector<std::thread> workers;
-    std::mutex job_mutex;  // one job at a time (a second host thread runs inline)
-    uint64_t generation = 0;
-    bool stop = false;
+using Clock = std::chrono::steady_clock;
 
+// How long an idle worker spins before it sleeps. A training step's kernels
+// come tens of microseconds apart; waking a sleeping thread costs about as much.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+constexpr int kIdxBits = 20;
+constexpr uint64_t kIdxMask = (uint64_t(1) << kIdxBits) - 1;
+constexpr int64_t kMaxChunks = int64_t(kIdxMask);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+inline uint64_t pack(uint64_t tag, uint64_t nchunks, uint64_t idx) {
+    return (tag << (2 * kIdxBits)) | (nchunks << kIdxBits) | idx;
+}
+
+struct Pool {
+    std::vector<std::thread> workers;
+    std::mutex job_mutex;  // one job at a time (a second host thread, or a nested loop, runs inline)
+    int threads = 1;
+
+    // The job: written by the caller before it publishes `next`, read by a thread after it claims a chunk.
     RangeFn fn = nullptr;
     void* ctx = nullptr;
-    int64_t n = 0, chunk = 1, nchunks = 0;
-    std::atomic<int64_t> next{0};
+    int64_t n = 0, chunk = 1;
+    uint64_t tag = 0;
+
+    std::atomic<uint64_t> next{0};
     std::atomic<int64_t> finished{0};
+    std::atomic<uint32_t> wake_seq{0};  // bumped on every job; sleeping workers wait on it
+    std::atomic<int> sleepers{0};
+    std::atomic<bool> stop{false};
 
-    int threads = 1;
-    int active = 0;  // workers inside work(); job fields change only when 0
-
+    // Claims and runs chunks of the job in `next` until none is left; returns how many it ran.
     void work() {
         for (;;) {
-            int64_t c = next.fetch_add(1, std::memory_order_relaxed);
-            if (c >= nchunks) return;
-            int64_t b = c * chunk, e = std::min(n, b + chunk);
+            uint64_t v = next.load(std::memory_order_acquire);
+            uint64_t nchunks = (v >> kIdxBits) & kIdxMask, idx = v & kIdxMask;
+            if (idx >= nchunks) return;
+            if (!next.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_relaxed)) continue;
+            int64_t b = int64_t(idx) * chunk, e = std::min(n, b + chunk);
             fn(ctx, b, e);
-            if (finished.fetch_add(1, std::memory_order_acq_rel) + 1 == nchunks) {
-                std::lock_guard<std::mutex> lock(m);
-                done.notify_all();
+            finished.fetch_add(1, std::memory_order_acq_rel);
+        }
+    }
+
+    bool has_work() const {
+        uint64_t v = next.load(std::memory_order_relaxed);
+        return (v & kIdxMask) < ((v >> kIdxBits) & kIdxMask);
+    }
+
+    void worker_loop() {
+        while (!stop.load(std::memory_order_relaxed)) {
+            work();
+            // Spin a while for the next job, then sleep until one is published.
+            auto t0 = Clock::now();
+            for (int i = 0; !has_work() && !stop.load(std::memory_order_relaxed); i++) {
+                cpu_relax();
+                if ((i & 63) == 63 && Clock::now() - t0 > kSpin) {
+                    uint32_t s = wake_seq.load();
+                    sleepers.fetch_add(1);
+                    if (!has_work() && !stop.load()) wake_seq.wait(s);
+                    sleepers.fetch_sub(1);
+                    t0 = Clock::now();
+                }
             }
         }
     }
 
-    void worker_loop() {
-        uint64_t seen = 0;
-        for (;;) {
-            {
-                std::unique_lock<std::mutex> lock(m);
-                wake.wait(lock, [&] { return stop || generation != seen; });
-                if (stop) return;
-                seen = generation;
-                active++;
-            }
-            work();
-            std::lock_guard<std::mutex> lock(m);
-            if (--active == 0) done.notify_all();
-        }
+    void stop_workers() {
+        stop.store(true);
+        wake_seq.fetch_add(1);
+        wake_seq.notify_all();
+        for (auto& w : workers) w.join();
+        workers.clear();
+        stop.store(false);
     }
 
     void resize(int t) {
         std::lock_guard<std::mutex> jl(job_mutex);
-        {
-            std::lock_guard<std::mutex> lock(m);
-            stop = true;
-        }
-        wake.notify_all();
-        for (auto& w : workers) w.join();
-        workers.clear();
-        stop = false;
+        stop_workers();
         threads = std::max(1, t);
         for (int i = 1; i < threads; i++) workers.emplace_back([this] { worker_loop(); });
     }
 
-    ~Pool() {
-        {
-            std::lock_guard<std::mutex> lock(m);
-            stop = true;
+    void run(int64_t total, int64_t grain, RangeFn f, void* c) {
+        // A few chunks per thread balance uneven speeds without much overhead.
+        int64_t target = int64_t(threads) * 4;
+        int64_t ch = std::max(grain, (total + target - 1) / target);
+        int64_t nchunks = (total + ch - 1) / ch;
+        if (nchunks > kMaxChunks) {
+            ch = (total + kMaxChunks - 1) / kMaxChunks;
+            nchunks = (total + ch - 1) / ch;
         }
-        wake.notify_all();
-        for (auto& w : workers) w.join();
+        fn = f;
+        ctx = c;
+        n = total;
+        chunk = ch;
+        tag = (tag + 1) & ((uint64_t(1) << (64 - 2 * kIdxBits)) - 1);
+        finished.store(0, std::memory_order_relaxed);
+        next.store(pack(tag, uint64_t(nchunks), 0));  // seq_cst: ordered before the sleepers check
+        wake_seq.fetch_add(1);
+        if (sleepers.load() > 0) wake_seq.notify_all();
+        work();
+        // Only chunks a worker claimed and is running are left: wait for them.
+        for (int i = 0; finished.load(std::memory_order_acquire) != nchunks; i++) {
+            cpu_relax();
+            if (i > 4096) sched_yield();  // that worker lost its core: let it have ours
+        }
+    }
+
+    ~Pool() {
+        std::lock_guard<std::mutex> jl(job_mutex);
+        stop_workers();
     }
 };
 
@@ -102,25 +166,7 @@ void pool_run(int64_t n, int64_t grain, RangeFn fn, void* ctx) {
         fn(ctx, 0, n);
         return;
     }
-    // A few chunks per thread balance uneven speeds without much overhead.
-    int64_t target = int64_t(p.threads) * 4;
-    int64_t chunk = std::max(grain, (n + target - 1) / target);
-    {
-        std::unique_lock<std::mutex> lock(p.m);
-        p.done.wait(lock, [&] { return p.active == 0; });  // a late worker leaves the last job first
-        p.fn = fn;
-        p.ctx = ctx;
-        p.n = n;
-        p.chunk = chunk;
-        p.nchunks = (n + chunk - 1) / chunk;
-        p.next.store(0, std::memory_order_relaxed);
-        p.finished.store(0, std::memory_order_relaxed);
-        p.generation++;
-    }
-    p.wake.notify_all();
-    p.work();
-    std::unique_lock<std::mutex> lock(p.m);
-    p.done.wait(lock, [&] { return p.finished.load(std::memory_order_acquire) == p.nchunks && p.active == 0; });
+    p.run(n, grain, fn, ctx);
 }
 
 }  // namespace vela::cpu

@@ -1,4 +1,5 @@
-// A small persistent thread pool for the CPU device's own loops. Work is a
+// A small persistent thread pool for the CPU device's loops and products (the
+// only one: OpenBLAS runs on one thread, called from each). Work is a
 // range [0, n) cut into chunks; the calling thread takes chunks too, so a pool
 // of t threads has t − 1 workers. Jobs below a size threshold run inline:
 // waking a worker costs microseconds, more than a small kernel.

@@ -275,6 +275,34 @@ static int k_dense(lua_State* L) {
     return 1;
 }
 
+// sgd_step(w, g, v, lr, momentum [, weight_decay [, nesterov]]) -> w and
+// adam_step(w, g, m, v, lr, beta1, beta2, eps) -> w: the fused optimizer updates.
+static int k_sgd_step(lua_State* L) {
+    check_nargs(L, 7);
+    Matrix& w = check_matrix(L, 1);
+    Matrix& g = check_matrix(L, 2);
+    Matrix& v = check_matrix(L, 3);
+    float lr = check_float(L, 4), momentum = check_float(L, 5);
+    float wd = lua_isnoneornil(L, 6) ? 0.0f : check_float(L, 6);
+    if (!lua_isnoneornil(L, 7) && !lua_isboolean(L, 7)) luaL_typeerror(L, 7, "boolean (nesterov)");
+    bool nesterov = lua_toboolean(L, 7);
+    guarded(L, [&] { sgd_step(w, g, v, lr, momentum, wd, nesterov); });
+    lua_pushvalue(L, 1);
+    return 1;
+}
+
+static int k_adam_step(lua_State* L) {
+    check_nargs(L, 8);
+    Matrix& w = check_matrix(L, 1);
+    Matrix& g = check_matrix(L, 2);
+    Matrix& m = check_matrix(L, 3);
+    Matrix& v = check_matrix(L, 4);
+    float lr = check_float(L, 5), b1 = check_float(L, 6), b2 = check_float(L, 7), eps = check_float(L, 8);
+    guarded(L, [&] { adam_step(w, g, m, v, lr, b1, b2, eps); });
+    lua_pushvalue(L, 1);
+    return 1;
+}
+
 /* ---------------------------------------------------------------------- */
 /* registration                                                           */
 /* ---------------------------------------------------------------------- */
@@ -311,6 +339,8 @@ static const luaL_Reg kernels[] = {
     {"gather_cols", k_gather_cols},
     {"add_bias", k_add_bias},
     {"dense", k_dense},
+    {"sgd_step", k_sgd_step},
+    {"adam_step", k_adam_step},
     {nullptr, nullptr}};
 // clang-format on
 
@@ -416,6 +446,14 @@ static void document() {
         "y m×n; act one of vela.activations (\"identity\" (default), \"relu\", \"sigmoid\", \"tanh\", \"elu\", "
         "\"gelu\", \"leaky_relu\", \"softplus\"), computed with the same functions as the elementwise kernels. "
         "PyTorch F.linear + activation.");
+    doc("sgd_step", "sgd_step(w, g, v, lr, momentum [, weight_decay [, nesterov]]) -> w",
+        "One SGD-with-momentum update in one pass: g' = g + weight_decay·w, v ← momentum·v + g', "
+        "w ← w − lr·v (nesterov: w ← w − lr·(g' + momentum·v)); w, g, v one shape, separate matrices; g is only "
+        "read. optim.sgd uses it. Example: sgd_step(w, dw, v, 0.05, 0.9). PyTorch SGD(momentum=) step, fused.");
+    doc("adam_step", "adam_step(w, g, m, v, lr, beta1, beta2, eps) -> w",
+        "One Adam update in one pass: m ← β₁m + (1 − β₁)g, v ← β₂v + (1 − β₂)g², w ← w − lr·m/(√v + ε), with "
+        "the bias correction in lr and eps (optim.adam passes lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) and ε·√(1 − β₂ᵗ)). "
+        "Example: adam_step(w, dw, m, v, 0.001, 0.9, 0.999, 1e-8). PyTorch Adam step, fused.");
 }
 
 // vela.activations: the activation names in code order (nn.linear's list and

@@ -64,9 +64,9 @@ status=0
 echo "test.sh: pass 1 of 3: the whole suite, Vulkan on lavapipe ($lvp_icd)"
 VK_ICD_FILENAMES=$lvp_icd VELA_TEST_DRIVERS=llvmpipe \
   ctest --output-on-failure -j"$(nproc)" --timeout 600 || status=1
-echo "test.sh: pass 2 of 3: the Vulkan, kernel and Lua tests on SwiftShader ($sws_icd)"
+echo "test.sh: pass 2 of 3: the Vulkan, kernel, op and Lua tests on SwiftShader ($sws_icd)"
 VK_ICD_FILENAMES=$sws_icd VELA_TEST_DRIVERS=swiftshader \
-  ctest --output-on-failure -j"$(nproc)" --timeout 600 -R '^(vulkan|kernels|lua\.)' || status=1
+  ctest --output-on-failure -j"$(nproc)" --timeout 600 -R '^(vulkan|kernels|ops|lua\.)' || status=1
 echo "test.sh: pass 3 of 3: both drivers at once"
 VK_ICD_FILENAMES=$lvp_icd:$sws_icd VELA_TEST_DRIVERS=llvmpipe,swiftshader \
   ctest --output-on-failure --timeout 600 -R '^vulkan drivers:' || status=1

@@ -46,27 +46,36 @@ std::vector<float> chosen_inputs() {
     return v;
 }
 
-// The activations the issue asked to hold to 2 ulp on every device, value and
-// derivative. (The older ops keep the relative tolerances of test_kernels.cpp.)
-bool two_ulp_op(Unary op) {
-    for (Act a : {Act::elu, Act::gelu, Act::leaky_relu, Act::softplus})
-        if (op == act_unary(a)) return true;
-    return false;
+// Every float from 0 to the largest finite one, of both signs, in steps of an odd
+// number of ulps (so all exponents and mantissa patterns come up), and the
+// chosen inputs: about 2·10⁶ inputs per op.
+std::vector<float> sweep_inputs() {
+    std::vector<float> v = chosen_inputs();
+    for (uint32_t bits = 0; bits < 0x7F800000u; bits += 4099) {
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        v.push_back(f), v.push_back(-f);
+    }
+    return v;
 }
 
-// How much the rounding of the float32 exponent argument inside gelu (2u) and
-// softplus (−|x|) is multiplied in the result: e^t turns a relative error ε of t
-// into |t|·ε. 1 elsewhere.
-double amplification(Unary op, float x) {
-    if (op == Unary::gelu || op == Unary::gelu_prime) return std::max(1.0, std::fabs(ref::gelu_arg64(x)) / 2);
-    if (op == Unary::softplus || op == Unary::softplus_prime) return std::max(1.0, std::fabs(double(x)) / 2);
-    return 1.0;
+// The activations the issue asked to hold to 2 ulp on every device, and their
+// derivatives. (The older ops keep the relative tolerances of test_kernels.cpp.)
+bool two_ulp_op(Unary op) {
+    for (Act a : {Act::elu, Act::gelu, Act::leaky_relu, Act::softplus})
+        if (op == act_unary(a) || op == act_prime(a)) return true;
+    return false;
 }
 
 }  // namespace
 
-TEST_CASE("ops: elu, gelu, leaky_relu, softplus within 2 ulp of float64 on every device", "[ops]") {
-    const std::vector<float> in = chosen_inputs();
+// 2 ulp wherever the float64 value is a normal float. The one exception is
+// where a result is a difference of terms that cancel: gelu′ = σ + zσ(1 − σ)(2u)′
+// crosses 0 at z ≈ −0.7518 and, around it, rounding is relative to its terms, not
+// to the result (the reference's scale: 2 ulp of |σ| + |zσ(1 − σ)(2u)′|); 1 elsewhere.
+TEST_CASE("ops: elu, gelu, leaky_relu, softplus and their derivatives within 2 ulp of float64 on every device",
+          "[ops]") {
+    const std::vector<float> in = sweep_inputs();
     for (Device* d : usable_devices()) {
         for (uint8_t i = 0; i < uint8_t(Unary::count_); i++) {
             const Unary op = Unary(i);
@@ -78,17 +87,27 @@ TEST_CASE("ops: elu, gelu, leaky_relu, softplus within 2 ulp of float64 on every
             std::vector<float> got = to_host(y);
             const ref::UnaryRef r = ref::unary(op);
             double worst = 0;
+            size_t checked = 0, bad = 0;
             for (size_t k = 0; k < in.size(); k++) {
-                // The float32 argument of exp inside gelu (2u) and softplus's tail carry their own
-                // rounding, which the exponential multiplies by |argument|: a bound of 2 ulp holds where
-                // that argument is small; the far negative tails get 2 ulp per unit of it.
-                const double amp = amplification(op, in[k]);
-                const double u = ulps(got[k], r.f(in[k]));
-                worst = std::max(worst, u / amp);
-                INFO("x = " << in[k] << ": got " << got[k] << ", float64 " << r.f(in[k]) << ", " << u << " ulp");
-                CHECK(u <= 2.0 * amp);
+                const double want = r.f(in[k]);
+                if (!(std::fabs(want) >= double(std::numeric_limits<float>::min())) ||
+                    !(std::fabs(want) <= double(std::numeric_limits<float>::max())))
+                    continue;  // subnormal, zero or out of range: not a normal float
+                const double cancel = op == Unary::gelu_prime ? std::max(1.0, r.scale(in[k]) / std::fabs(want)) : 1.0;
+                double u = ulps(got[k], want) / cancel;
+                // A device that flushes subnormal inputs (SwiftShader) computes f(±0) for them.
+                if (in[k] != 0 && std::fabs(in[k]) < std::numeric_limits<float>::min())
+                    u = std::min(u, ulps(got[k], r.f(std::copysign(0.0, double(in[k])))));
+                checked++;
+                worst = std::max(worst, u);
+                if (u > 2.0 && ++bad <= 10) {
+                    INFO("x = " << in[k] << ": got " << got[k] << ", float64 " << want << ", " << u << " ulp");
+                    CHECK(u <= 2.0);
+                }
             }
-            WARN(d->name() << " " << unary_name(op) << ": worst " << worst << " ulp (per unit of amplification)");
+            CHECK(bad == 0);
+            CHECK(checked > in.size() / 4);
+            WARN(d->name() << " " << unary_name(op) << ": worst " << worst << " ulp over " << checked << " inputs");
         }
     }
 }
@@ -109,7 +128,7 @@ TEST_CASE("ops: every activation's derivative against float64 on every device", 
             for (size_t k = 0; k < in.size(); k++) {
                 const double want = r.f(in[k]), scale = r.scale ? r.scale(in[k]) : std::fabs(want);
                 INFO("x = " << in[k] << ": got " << got[k] << ", float64 " << want);
-                CHECK(std::fabs(double(got[k]) - want) <= 4 * 0x1p-24 * scale * amplification(op, in[k]) + 1e-30);
+                CHECK(std::fabs(double(got[k]) - want) <= 4 * 0x1p-24 * scale + 1e-30);
             }
         }
     }
@@ -136,7 +155,7 @@ TEST_CASE("ops: the fused backward step da ∘ act′ against float64 on every d
                 const double want = double(da[k]) * prime;
                 const double scale = std::fabs(double(da[k])) * (r.scale ? r.scale(x[k]) : std::fabs(prime));
                 INFO("da = " << da[k] << ", x = " << x[k] << ": got " << got[k] << ", float64 " << want);
-                CHECK(std::fabs(double(got[k]) - want) <= 5 * 0x1p-24 * scale * (act == Act::identity ? 1.0 : amplification(act_prime(act), x[k])) + 1e-30);
+                CHECK(std::fabs(double(got[k]) - want) <= 5 * 0x1p-24 * scale + 1e-30);
             }
             // In place into da, the way nn.linear could call it.
             act_backward(act, mda, mx, mda);

@@ -39,17 +39,6 @@ VELA_INLINE float exp_f(float x) {
     return isnan_f(x) ? x : v;
 }
 
-// e^x − 1 without the cancellation near 0: a Taylor polynomial for |x| < ln2/2
-// (the first omitted term is below 2^−30 relative there), e^x − 1 elsewhere.
-VELA_INLINE float expm1_f(float x) {
-    float s = x * (1.0f / 2.0f + x * (1.0f / 6.0f + x * (1.0f / 24.0f + x * (1.0f / 120.0f + x * (1.0f / 720.0f +
-              x * (1.0f / 5040.0f + x * (1.0f / 40320.0f)))))));
-    float small = x + x * s;
-    float big = exp_f(x) - 1.0f;
-    float ax = x < 0.0f ? -x : x;
-    return ax < 0.34657359f ? small : big;
-}
-
 // ln x for x > 0 (Cephes logf): x = m·2^e with m ∈ [√½, √2), ln(1 + (m − 1)) by a
 // polynomial; 0 → −inf, negative → NaN, inf and NaN pass through.
 VELA_INLINE float log_f(float x) {
@@ -112,20 +101,220 @@ VELA_INLINE float sigmoid_f(float x) {
     return x >= 0.0f ? s : e * s;
 }
 
+// ---- Double-float arithmetic: a value carried as hi + lo ---------------------------------
+// elu, gelu, softplus and their derivatives are held to 2 ulp of the exact value
+// over the whole range where it is a normal float. In the tails that needs more
+// than float arithmetic: gelu's e^(2u) multiplies the rounding of its argument
+// 2u by |2u| (up to 87), and a few roundings of about ½ ulp each add up. So their
+// inner sums and products are exact pairs (hi, lo) and only the result is
+// rounded. Every step is `precise` (a shader compiler must not reassociate it);
+// the C++ is built without -ffast-math for the same reason. A fused multiply-add
+// changes nothing: the products below are exact.
+
+// 2^k for an integer k in [−126, 127].
+VELA_INLINE float pow2_f(int k) { return as_float((k + 127) << 23); }
+// v·2^k for k in [−252, 254], in two steps so no factor leaves the normal range.
+VELA_INLINE float scale2_f(float v, int k) {
+    int k1 = k >> 1;
+    return v * pow2_f(k1) * pow2_f(k - k1);
+}
+
+// hi + lo = a + b exactly (Knuth's two-sum).
+VELA_INLINE vec2 two_sum_f(float a, float b) {
+    VELA_PRECISE float s = a + b;
+    VELA_PRECISE float bb = s - a;
+    VELA_PRECISE float e = (a - (s - bb)) + (b - bb);
+    return vec2(s, e);
+}
+
+// hi + lo = a·b exactly (Dekker): each factor split into 12-bit halves by
+// clearing low bits, so every partial product is exact.
+VELA_INLINE vec2 two_prod_f(float a, float b) {
+    VELA_PRECISE float ah = as_float(as_int(a) & -4096);
+    VELA_PRECISE float bh = as_float(as_int(b) & -4096);
+    VELA_PRECISE float al = a - ah;
+    VELA_PRECISE float bl = b - bh;
+    VELA_PRECISE float p = a * b;
+    VELA_PRECISE float e = (((ah * bh - p) + ah * bl) + al * bh) + al * bl;
+    return vec2(p, e);
+}
+
+// n/d for pairs, to a pair: a quotient, then its remainder's correction (the
+// correction also repairs a division that is not correctly rounded).
+VELA_INLINE vec2 div_df(vec2 n, vec2 d) {
+    VELA_PRECISE float q = n.x / d.x;
+    vec2 p = two_prod_f(q, d.x);
+    VELA_PRECISE float r = (((n.x - p.x) - p.y) + n.y) - q * d.y;
+    VELA_PRECISE float c = r / d.x;
+    return two_sum_f(q, c);
+}
+
+// a·b for pairs, to a pair.
+VELA_INLINE vec2 mul_df(vec2 a, vec2 b) {
+    vec2 p = two_prod_f(a.x, b.x);
+    VELA_PRECISE float lo = p.y + (a.x * b.y + a.y * b.x);
+    return two_sum_f(p.x, lo);
+}
+
+// e^(xh + xl) = 2^k·(1 + r + t), returned as (k, r, t): k = round(xh/ln2), r the
+// reduced argument, t the rest (|t| < |r|/5). ln2 in three parts, the first two
+// short enough that k·L1 and k·L2 are exact; the polynomial is Cephes expf's.
+// For |xh| ≤ 120 (the callers clamp).
+VELA_INLINE vec3 exp_parts_f(float xh, float xl) {
+    VELA_PRECISE float t0 = xh * 1.44269504088896341f + 12582912.0f;  // round to nearest via 1.5·2^23
+    int ki = as_int(t0) - 0x4B400000;
+    float k = float(ki);
+    VELA_PRECISE float r1 = xh - k * 0.693145751953125f;  // exact
+    vec2 r2 = two_sum_f(r1, -(k * 1.4285906217992306e-6f));
+    VELA_PRECISE float small = (r2.y + xl) - k * 1.6198509548e-11f;
+    vec2 r = two_sum_f(r2.x, small);
+    float poly = 1.9875691500e-4f;
+    poly = poly * r.x + 1.3981999507e-3f;
+    poly = poly * r.x + 8.3334519073e-3f;
+    poly = poly * r.x + 4.1665795894e-2f;
+    poly = poly * r.x + 1.6666665459e-1f;
+    poly = poly * r.x + 5.0000001201e-1f;
+    VELA_PRECISE float t = r.y + poly * (r.x * r.x);
+    return vec3(k, r.x, t);
+}
+
+// gelu's argument 2u = x·(c1 + c2·x²), c1 = 2√(2/π), c2 = 0.044715·c1, as a pair
+// (and the derivative's x·(c1 + 3c2·x²) with c = c3 = 3c2): the constants are
+// pairs too. For |x| ≤ 14 (the callers clamp).
+VELA_INLINE vec2 gelu_arg_df(float x, float ch, float cl) {
+    vec2 x2 = two_prod_f(x, x);
+    vec2 p = two_prod_f(ch, x2.x);
+    VELA_PRECISE float pl = p.y + (ch * x2.y + cl * x2.x);
+    vec2 s = two_sum_f(1.5957691669464111f, p.x);
+    VELA_PRECISE float sl = s.y + (pl - 4.534068054340423e-8f);
+    vec2 t = two_sum_f(s.x, sl);
+    vec2 a = two_prod_f(x, t.x);
+    VELA_PRECISE float al = a.y + x * t.y;
+    return two_sum_f(a.x, al);
+}
+
+// e^a for a pair a ≤ 0 as 2^k·m with m a pair in [0.7, 1.42]: vec3(m.x, m.y, k).
+// a below −120 is taken as −120 (e^−120 is below half the smallest float).
+VELA_INLINE vec3 exp_df(vec2 a) {
+    bool low = a.x < -120.0f;
+    vec3 p = exp_parts_f(low ? -120.0f : a.x, low ? 0.0f : a.y);
+    vec2 m = two_sum_f(1.0f, p.y);
+    VELA_PRECISE float ml = m.y + p.z;
+    vec2 mn = two_sum_f(m.x, ml);  // normalised: |lo| ≤ ½ ulp of hi, as div_df and mul_df expect
+    return vec3(mn.x, mn.y, p.x);
+}
+
+// x clamped to [lo, hi], NaN to 0 (the callers select the NaN, inf and tail results themselves).
+VELA_INLINE float clamp_f(float x, float lo, float hi) {
+    float c = x < lo ? lo : x;
+    c = c > hi ? hi : c;
+    return isnan_f(x) ? 0.0f : c;
+}
+
+// ---- the activations ----------------------------------------------------------------------
+
 VELA_INLINE float relu_f(float x) { return x < 0.0f ? 0.0f : x; }
+
+// e^x − 1 = 2^k·((1 − 2^−k) + r + t), the bracket summed exactly then rounded once,
+// so no cancellation near 0 and none near −1.
+VELA_INLINE float expm1_f(float x) {
+    float xc = clamp_f(x, -30.0f, 89.0f);  // e^−30 − 1 rounds to −1; e^89 − 1 overflows
+    VELA_PRECISE vec3 p = exp_parts_f(xc, 0.0f);
+    int k = int(p.x);
+    VELA_PRECISE vec2 a = two_sum_f(1.0f, -pow2_f(k > 126 ? -126 : -k));
+    VELA_PRECISE vec2 s = two_sum_f(a.x, p.y);
+    VELA_PRECISE float b = s.x + ((s.y + a.y) + p.z);
+    return isnan_f(x) ? x : scale2_f(b, k);
+}
 
 // elu with α = 1: x for x > 0, e^x − 1 otherwise.
 VELA_INLINE float elu_f(float x) { return x > 0.0f ? x : expm1_f(x); }
 
-// gelu, tanh form: ½x(1 + tanh(√(2/π)(x + 0.044715x³))) = x·σ(2√(2/π)(x + 0.044715x³)),
-// the σ form having no cancellation for negative x.
-VELA_INLINE float gelu_f(float x) { return x * sigmoid_f(x * (1.5957691216057308f + 0.071354816272919f * (x * x))); }
+// gelu, tanh form: ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³), computed as
+// x·σ(2u) = x/(1 + e^−2u), which has no cancellation for negative x: with
+// e^−|2u| = 2^k·m, gelu = x/(1 + 2^k·m) for x ≥ 0 and 2^k·x·m/(1 + 2^k·m) below.
+// |x| > 14: x itself, or −0 (e^−218 is far below the smallest float).
+VELA_INLINE float gelu_f(float x) {
+    float xc = clamp_f(x, -14.0f, 14.0f);
+    VELA_PRECISE vec2 a = gelu_arg_df(xc, 0.07135481387376785f, 2.3988324659995897e-9f);
+    bool neg = a.x < 0.0f;
+    VELA_PRECISE vec3 e = exp_df(neg ? a : vec2(-a.x, -a.y));
+    int k = int(e.z);
+    VELA_PRECISE vec2 d = two_sum_f(1.0f, scale2_f(e.x, k));
+    d.y = d.y + scale2_f(e.y, k);
+    VELA_PRECISE vec2 n = two_prod_f(xc, e.x);
+    n.y = n.y + xc * e.y;
+    VELA_PRECISE vec2 q = div_df(neg ? n : vec2(xc, 0.0f), d);
+    float v = scale2_f(q.x, neg ? k : 0);
+    v = x > 14.0f ? x : (x < -14.0f ? -0.0f : v);
+    return isnan_f(x) ? x : v;
+}
+
+// gelu′(z) = σ + z·σ(1 − σ)·(2u)′ = σ·(1 + b·(1 − σ)), b = z·(c1 + 3c2·z²), σ = σ(2u);
+// with e^−|2u| = 2^k·m and d = 1 + 2^k·m: for 2u < 0, σ = 2^k·m/d and 1 − σ = 1/d;
+// for 2u ≥ 0, σ = 1/d and 1 − σ = 2^k·m/d. All as pairs: the bracket cancels near
+// the minimum of gelu (z ≈ −0.75), where the error is relative to its terms.
 VELA_INLINE float gelu_prime_f(float z) {
-    float s = sigmoid_f(z * (1.5957691216057308f + 0.071354816272919f * (z * z)));
-    return s + z * (s * (1.0f - s)) * (1.5957691216057308f + 0.214064448818757f * (z * z));
+    float zc = clamp_f(z, -14.0f, 14.0f);
+    VELA_PRECISE vec2 a = gelu_arg_df(zc, 0.07135481387376785f, 2.3988324659995897e-9f);
+    VELA_PRECISE vec2 b = gelu_arg_df(zc, 0.21406444907188416f, -2.540834209696641e-10f);
+    bool neg = a.x < 0.0f;
+    VELA_PRECISE vec3 e = exp_df(neg ? a : vec2(-a.x, -a.y));
+    int k = int(e.z);
+    VELA_PRECISE vec2 big = vec2(scale2_f(e.x, k), scale2_f(e.y, k));  // e^−|2u|
+    VELA_PRECISE vec2 d = two_sum_f(1.0f, big.x);
+    d.y = d.y + big.y;
+    VELA_PRECISE vec2 one = div_df(vec2(1.0f, 0.0f), d);
+    VELA_PRECISE vec2 other = div_df(neg ? vec2(e.x, e.y) : big, d);
+    VELA_PRECISE vec2 bf = mul_df(b, neg ? one : other);
+    VELA_PRECISE vec2 g = two_sum_f(1.0f, bf.x);
+    g.y = g.y + bf.y;
+    VELA_PRECISE vec2 r = mul_df(neg ? other : one, g);
+    float v = scale2_f(r.x, neg ? k : 0);
+    v = z > 14.0f ? 1.0f : (z < -14.0f ? -0.0f : v);
+    return isnan_f(z) ? z : v;
 }
 
 VELA_INLINE float leaky_relu_f(float x) { return x > 0.0f ? x : 0.01f * x; }
 
-// ln(1 + e^x) = max(x, 0) + ln(1 + e^−|x|): no overflow, exact tails.
-VELA_INLINE float softplus_f(float x) { return (x > 0.0f ? x : 0.0f) + log1p_f(exp_f(x < 0.0f ? x : -x)); }
+// softplus(x) = ln(1 + eˣ) = max(x, 0) + ln(1 + E), E = e^−|x| = 2^k·m, and
+// ln(1 + E) = 2·atanh(w) = 2w·(1 + w²/3 + w⁴/5 + …), w = E/(2 + E) ≤ ⅓ (the series
+// to w¹⁴ is below 2^−27 of its sum); 2w = 2^k·2m/(2 + E) as a pair, and the sum
+// with x as a pair: rounded once.
+VELA_INLINE float softplus_f(float x) {
+    float xc = clamp_f(x, -120.0f, 120.0f);
+    VELA_PRECISE vec3 e = exp_df(vec2(xc < 0.0f ? xc : -xc, 0.0f));
+    int k = int(e.z);
+    VELA_PRECISE vec2 d = two_sum_f(2.0f, scale2_f(e.x, k));
+    d.y = d.y + scale2_f(e.y, k);
+    VELA_PRECISE vec2 w2 = div_df(vec2(2.0f * e.x, 2.0f * e.y), d);  // 2w·2^−k
+    float w = scale2_f(0.5f * w2.x, k);
+    float v = w * w;
+    float s = 1.0f / 15.0f;
+    s = s * v + 1.0f / 13.0f;
+    s = s * v + 1.0f / 11.0f;
+    s = s * v + 1.0f / 9.0f;
+    s = s * v + 1.0f / 7.0f;
+    s = s * v + 1.0f / 5.0f;
+    s = s * v + 1.0f / 3.0f;
+    VELA_PRECISE float lo = w2.y + w2.x * (v * s);
+    VELA_PRECISE float neg = w2.x + lo;
+    VELA_PRECISE vec2 sum = two_sum_f(xc, scale2_f(w2.x, k));
+    VELA_PRECISE float pos = sum.x + (sum.y + scale2_f(lo, k));
+    float r = x > 0.0f ? pos : scale2_f(neg, k);
+    r = x > 120.0f ? x : r;
+    return isnan_f(x) ? x : r;
+}
+
+// softplus′ = σ(x) to 2 ulp: with e^−|x| = 2^k·m and d = 1 + 2^k·m, σ = 1/d for
+// x ≥ 0 and 2^k·m/d below, as pairs.
+VELA_INLINE float softplus_prime_f(float x) {
+    float xc = clamp_f(x, -120.0f, 120.0f);
+    bool neg = xc < 0.0f;
+    VELA_PRECISE vec3 e = exp_df(vec2(neg ? xc : -xc, 0.0f));
+    int k = int(e.z);
+    VELA_PRECISE vec2 d = two_sum_f(1.0f, scale2_f(e.x, k));
+    d.y = d.y + scale2_f(e.y, k);
+    VELA_PRECISE vec2 q = div_df(neg ? vec2(e.x, e.y) : vec2(1.0f, 0.0f), d);
+    return isnan_f(x) ? x : scale2_f(q.x, neg ? k : 0);
+}

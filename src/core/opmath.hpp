@@ -12,6 +12,13 @@ inline float as_float(int i) { return std::bit_cast<float>(i); }
 inline bool isnan_f(float x) { return x != x; }
 inline float sqrt_f(float x) { return std::sqrt(x); }
 inline float abs_f(float x) { return std::fabs(x); }
+// GLSL's vec2 and vec3, as far as the shared text uses them (construction, .x .y .z).
+struct vec2 {
+    float x, y;
+};
+struct vec3 {
+    float x, y, z;
+};
 
 // always_inline: the vectorised loops need the calls gone (GCC stops inlining them once a unit holds a clone per op).
 #define VELA_INLINE [[gnu::always_inline]] inline

@@ -6,21 +6,24 @@
 // pointer is in the table kernels.cpp registered (note_kernels), whatever
 // local name the Lua code gave it. Lua runs hooks with hooks off, so the
 // reference run of a kernel inside the hook is not observed again.
+//
+// The tools themselves: observe_diverge.cpp, observe_trace.cpp; the state they
+// share with the hook: observe_hook.hpp.
 #include "lua/observe.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdlib>
-#include <map>
 #include <vector>
 
 #include "core/ops.hpp"
 #include "core/registry.hpp"
 #include "lua/check.hpp"
+#include "lua/observe_hook.hpp"
 #include "lua/text.hpp"
 #include "lua/vela.hpp"
 
 namespace vela::lua {
+
+namespace observe {
 
 namespace {
 
@@ -56,84 +59,7 @@ const char* kernel_name(lua_State* L) {
     return name;
 }
 
-// Device counters summed over every open device.
-struct Totals {
-    uint64_t dispatches = 0, submissions = 0, waits = 0, uploads = 0, upload_bytes = 0, downloads = 0,
-             download_bytes = 0;
-    double wait_s = 0;
-};
-Totals totals() {
-    Totals t;
-    for (Device* d : vela::open_devices()) {
-        DeviceStats s = d->stats();
-        t.dispatches += s.dispatches, t.submissions += s.submissions, t.waits += s.host_waits;
-        t.uploads += s.uploads, t.upload_bytes += s.upload_bytes;
-        t.downloads += s.downloads, t.download_bytes += s.download_bytes;
-        t.wait_s += s.wait_seconds;
-    }
-    return t;
-}
-
-struct TraceRow {
-    std::string line;
-    uint64_t waits = 0, submissions = 0, uploads = 0, upload_bytes = 0, downloads = 0, download_bytes = 0;
-    double wait_s = 0;
-    uint64_t order = 0;  // first seen
-};
-
-// One argument of the kernel being checked: its copy on the reference device.
-struct Copy {
-    int arg = 0;               // 1-based argument index
-    const void* ud = nullptr;  // the userdata (the same one twice shares a copy)
-    Matrix original, copy;
-};
-
-struct Divergence {
-    bool found = false;
-    std::string kernel, inner, user, shapes;
-    double max_abs = 0, max_rel = 0, value = 0, ref_value = 0;
-    int64_t row = 0, col = 0;  // 1-based, of the largest absolute difference
-    std::string output;        // which argument ("argument 3", "result")
-};
-
-struct Frame {
-    lua_CFunction f = nullptr;
-    const char* kernel = nullptr;
-    std::string line;  // trace: the user's line that called it
-    int narg = 0;
-    Where at;  // diverge: where the kernel was called
-    std::vector<Copy> copies;
-};
-
-struct Observer {
-    bool label = false, trace = false, diverge = false;
-    std::vector<Frame> stack;
-    // The kernel being checked by diverge: kept here, not in a local of the
-    // hook, because a divergence (or an error on the reference device) leaves
-    // the hook by longjmp, which runs no destructor.
-    Frame done;
-    uint64_t next_call = 1;
-    std::string moddir;  // "@/…/lua/vela/": sources of vela's own modules
-    // trace
-    Totals last;
-    std::map<std::string, TraceRow> rows;
-    uint64_t seen = 0;
-    // diverge
-    Device* ref = nullptr;
-    Device* cur = nullptr;
-    double rtol = 1e-4, atol = 0;
-    uint64_t checked = 0;
-    Divergence first, worst;  // worst: the largest relative difference among kernels that agreed
-    // VELA_PERTURB="kernel@device" (tests): while the hook is on (diverge,
-    // trace, profile, compare's warm-up; the shell clears hooks after each
-    // call), that kernel's result on that device gets its first element
-    // changed, a planted divergence.
-    std::string perturb_kernel, perturb_device;
-    // compare's row check
-    Device* guard = nullptr;
-    std::string stray;
-    bool any() const { return label || trace || diverge || guard || !perturb_kernel.empty(); }
-};
+}  // namespace
 
 Observer& obs() {
     static Observer o;
@@ -151,7 +77,7 @@ std::string module_dir(lua_State* L) {
         if (lua_isfunction(L, -3) && lua_pcall(L, 2, 1, 0) == LUA_OK && lua_isstring(L, -1)) {
             std::string p = lua_tostring(L, -1);
             size_t slash = p.rfind('/');
-            if (slash != std::string::npos) dir = "@" + p.substr(0, slash + 1);
+            if (slash != std::string::npos) dir.assign(1, '@').append(p, 0, slash + 1);
         }
         lua_pop(L, 1);
     }
@@ -159,167 +85,7 @@ std::string module_dir(lua_State* L) {
     return dir;
 }
 
-void account(Observer& o) {
-    Totals now = totals();
-    Totals d;
-    d.submissions = now.submissions - o.last.submissions;
-    d.waits = now.waits - o.last.waits;
-    d.uploads = now.uploads - o.last.uploads, d.upload_bytes = now.upload_bytes - o.last.upload_bytes;
-    d.downloads = now.downloads - o.last.downloads, d.download_bytes = now.download_bytes - o.last.download_bytes;
-    d.wait_s = now.wait_s - o.last.wait_s;
-    o.last = now;
-    if (!d.submissions && !d.waits && !d.uploads && !d.downloads && d.wait_s <= 0) return;
-    const std::string& line = o.stack.empty() ? std::string("(outside a call)") : o.stack.back().line;
-    TraceRow& r = o.rows[line];
-    if (r.line.empty()) r.line = line, r.order = ++o.seen;
-    r.submissions += d.submissions, r.waits += d.waits;
-    r.uploads += d.uploads, r.upload_bytes += d.upload_bytes;
-    r.downloads += d.downloads, r.download_bytes += d.download_bytes;
-    r.wait_s += d.wait_s;
-}
-
-std::string shape(const Matrix& m) { return format("%lld×%lld", (long long)m.rows, (long long)m.cols); }
-
-// Copies the kernel's matrix arguments to the reference device (the host waits for them).
-void snapshot(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
-    lua_getinfo(L, "r", ar);
-    fr.narg = ar->ntransfer;
-    for (int i = 1; i <= fr.narg; i++) {
-        if (!lua_getlocal(L, ar, i)) break;
-        Matrix* m = test_matrix(L, -1);
-        if (m && m->buf && !m->buf->released()) {  // (a released one: the kernel itself says so)
-            const void* ud = lua_touserdata(L, -1);
-            Copy c;
-            c.arg = i, c.ud = ud, c.original = *m;
-            for (const Copy& prev : fr.copies)
-                if (prev.ud == ud) c.copy = prev.copy;
-            if (!c.copy.buf) c.copy = guarded(L, [&] { return to_device(*m, *o.ref); });
-            fr.copies.push_back(std::move(c));
-        }
-        lua_pop(L, 1);
-    }
-}
-
-// Largest differences of `got` from `want`; fills d when beyond tolerance (or records the worst).
-bool differs(Observer& o, const std::vector<float>& got, const std::vector<float>& want, int64_t rows, Divergence& d) {
-    double amax = 0, refmax = 0;
-    size_t at = 0;
-    bool nan = false;
-    for (size_t k = 0; k < want.size(); k++) refmax = std::max(refmax, std::fabs(double(want[k])));
-    for (size_t k = 0; k < want.size(); k++) {
-        double a = got[k], b = want[k];
-        if (std::isnan(a) && std::isnan(b)) continue;
-        double diff = std::isnan(a) || std::isnan(b) ? INFINITY : std::fabs(a - b);
-        if (diff > amax || (!nan && std::isinf(diff))) {
-            amax = diff, at = k;
-            nan = std::isinf(diff);
-        }
-    }
-    d.max_abs = amax;
-    d.max_rel = refmax > 0 ? amax / refmax : (amax > 0 ? INFINITY : 0);
-    if (!want.empty()) {
-        d.value = got[at], d.ref_value = want[at];
-        d.row = rows > 0 ? int64_t(at) % rows + 1 : 1;
-        d.col = rows > 0 ? int64_t(at) / rows + 1 : 1;
-    }
-    return amax > o.atol + o.rtol * refmax;
-}
-
-int sentinel_key;  // the error value diverge raises to stop fn at the first divergence
-
-// The planted divergence: the first element of the kernel's matrix result
-// becomes v·(1 + 1e-2) + 1e-2.
-void perturb(lua_State* L, lua_Debug* ar, Observer& o, const Frame& fr) {
-    if (o.perturb_kernel != fr.kernel) return;
-    lua_getinfo(L, "r", ar);
-    if (ar->ntransfer < 1 || !lua_getlocal(L, ar, ar->ftransfer)) return;
-    Matrix* m = test_matrix(L, -1);
-    if (m && m->buf && !m->empty() && m->dtype() == DType::f32 && m->device().name() == o.perturb_device) {
-        guarded(L, [&] {
-            Matrix first = *m;
-            first.rows = first.cols = 1;
-            float v = 0;
-            first.device().download(first, &v);
-            v = v * 1.01f + 0.01f;
-            first.device().upload(first, &v);
-        });
-    }
-    lua_pop(L, 1);
-}
-
-// After the kernel ran on the current device: the same call on the copies, then compare.
-// Compares one kernel's output with the reference device's; true when it
-// diverges (o.first says how). Raises no error of its own, so that its
-// locals are destroyed before check_kernel raises.
-bool compare_kernel(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
-    lua_getinfo(L, "r", ar);
-    int fres = ar->ftransfer, nres = ar->ntransfer;
-    lua_getinfo(L, "f", ar);  // the kernel itself (a closure keeps its upvalues)
-    for (int i = 1; i <= fr.narg; i++) {
-        const Copy* c = nullptr;
-        for (const Copy& k : fr.copies)
-            if (k.arg == i) c = &k;
-        if (c)
-            push_matrix(L, c->copy);
-        else if (!lua_getlocal(L, ar, i))
-            lua_pushnil(L);
-    }
-    lua_call(L, fr.narg, 1);  // on the reference device; an error there ends diverge with it
-    int refres = lua_gettop(L);
-    o.checked++;
-    Divergence d;
-    d.kernel = fr.kernel, d.inner = fr.at.inner, d.user = fr.at.user;
-    for (const Copy& c : fr.copies) d.shapes += (d.shapes.empty() ? "" : ", ") + shape(c.original);
-    bool bad = false;
-    if (lua_type(L, refres) == LUA_TNUMBER && nres >= 1 && lua_getlocal(L, ar, fres)) {
-        double got = lua_tonumber(L, -1), want = lua_tonumber(L, refres);
-        lua_pop(L, 1);
-        std::vector<float> g{float(got)}, w{float(want)};
-        bad = differs(o, g, w, 1, d);
-        d.value = got, d.ref_value = want;
-        d.output = "result";
-    } else {
-        Matrix* want_m = test_matrix(L, refres);
-        if (want_m && nres >= 1 && lua_getlocal(L, ar, fres)) {  // a new matrix, not one of the arguments
-            Matrix* got_m = test_matrix(L, -1);
-            bool arg = false;
-            for (const Copy& c : fr.copies) arg |= c.ud == lua_touserdata(L, -1);
-            if (got_m && !arg && got_m->buf && want_m->buf && got_m->size() == want_m->size()) {
-                std::vector<float> got = guarded(L, [&] { return to_host(*got_m); });
-                std::vector<float> want = guarded(L, [&] { return to_host(*want_m); });
-                bad = differs(o, got, want, got_m->rows, d);
-                d.output = "result";
-            }
-            lua_pop(L, 1);
-        }
-        for (size_t k = 0; k < fr.copies.size() && !bad; k++) {
-            const Copy& c = fr.copies[k];
-            bool dup = false;
-            for (size_t j = 0; j < k; j++) dup |= fr.copies[j].ud == c.ud;
-            if (dup || c.original.buf->released()) continue;
-            Divergence e = d;
-            std::vector<float> got = guarded(L, [&] { return to_host(c.original); });
-            std::vector<float> want = guarded(L, [&] { return to_host(c.copy); });
-            bad = differs(o, got, want, c.original.rows, e);
-            e.output = format("argument %d", c.arg);
-            if (bad || e.max_rel > d.max_rel || d.output.empty()) d = e;
-        }
-    }
-    lua_settop(L, refres - 1);
-    if (bad) {
-        d.found = true;
-        o.first = d;
-        return true;
-    }
-    if (!o.worst.found && (o.worst.kernel.empty() || d.max_rel > o.worst.max_rel)) o.worst = d;
-    return false;
-}
-
-void check_kernel(lua_State* L, lua_Debug* ar, Observer& o, Frame& fr) {
-    if (!compare_kernel(L, ar, o, fr)) return;
-    lua_pushlightuserdata(L, &sentinel_key);  // diverge's pcall tells this from an error
-    lua_error(L);
-}
+namespace {
 
 void hook(lua_State* L, lua_Debug* ar) {
     Observer& o = obs();
@@ -378,6 +144,10 @@ void hook(lua_State* L, lua_Debug* ar) {
     o.stack.pop_back();
 }
 
+}  // namespace
+
+namespace {
+
 // The kernel table by function value, from the module as it is now: a later
 // area may take a name over (sum(x [, dim]) replaces the kernel sum(x)).
 void refresh_kernels(lua_State* L) {
@@ -398,6 +168,8 @@ void refresh_kernels(lua_State* L) {
     lua_setfield(L, LUA_REGISTRYINDEX, kKernels);
 }
 
+}  // namespace
+
 void install(lua_State* L) {
     Observer& o = obs();
     kernels_fresh = false;  // looked up again at the next kernel call
@@ -407,204 +179,9 @@ void install(lua_State* L) {
         lua_sethook(L, nullptr, 0, 0);
 }
 
-std::string num(double v) {
-    if (std::isinf(v)) return "inf";
-    return format("%.3g", v);
-}
+}  // namespace observe
 
-/* ---------------------------------------------------------------------- */
-/* diverge                                                                */
-/* ---------------------------------------------------------------------- */
-
-void push_divergence(lua_State* L, const Divergence& d) {
-    lua_pushstring(L, d.kernel.c_str()), lua_setfield(L, -2, "kernel");
-    lua_pushstring(L, d.inner.c_str()), lua_setfield(L, -2, "line");
-    lua_pushstring(L, d.user.c_str()), lua_setfield(L, -2, "user_line");
-    lua_pushstring(L, d.shapes.c_str()), lua_setfield(L, -2, "shapes");
-    lua_pushstring(L, d.output.c_str()), lua_setfield(L, -2, "output");
-    lua_pushnumber(L, d.max_abs), lua_setfield(L, -2, "max_abs");
-    lua_pushnumber(L, d.max_rel), lua_setfield(L, -2, "max_rel");
-    lua_pushinteger(L, d.row), lua_setfield(L, -2, "row");
-    lua_pushinteger(L, d.col), lua_setfield(L, -2, "col");
-    lua_pushnumber(L, d.value), lua_setfield(L, -2, "value");
-    lua_pushnumber(L, d.ref_value), lua_setfield(L, -2, "ref_value");
-}
-
-std::string where_text(const Divergence& d) {
-    if (d.user.empty() || d.user == d.inner) return d.inner;
-    return d.inner + " (called from " + d.user + ")";
-}
-
-void end_diverge(lua_State* L) {
-    Observer& o = obs();
-    o.diverge = false;
-    o.stack.clear();
-    o.done = Frame{};  // its copies are device matrices: none may outlive diverge
-    install(L);
-}
-
-// diverge(fn [, {ref = "cpu", rtol = 1e-4, atol = 0}])
-int l_diverge(lua_State* L) {
-    check_nargs(L, 2);
-    luaL_checktype(L, 1, LUA_TFUNCTION);
-    Observer& o = obs();
-    if (o.diverge || o.trace) luaL_error(L, "diverge: already inside diverge or trace (they do not nest)");
-    Device* ref = nullptr;
-    double rtol = 1e-4, atol = 0;
-    if (!lua_isnoneornil(L, 2)) {
-        luaL_checktype(L, 2, LUA_TTABLE);
-        if (lua_getfield(L, 2, "ref") == LUA_TSTRING) {
-            std::string spec = lua_tostring(L, -1);
-            ref = guarded(L, [&] {
-                try {
-                    return &get_device(spec);
-                } catch (const Error& e) {
-                    std::string m = e.what();
-                    if (m.rfind("device: ", 0) == 0) m = m.substr(8);
-                    throw Error("diverge: ref: " + m);
-                }
-            });
-        } else if (!lua_isnil(L, -1)) {
-            ref = test_device(L, -1);
-            if (!ref) luaL_error(L, "diverge: ref must be a device or a device name, got %s", luaL_typename(L, -1));
-        }
-        lua_pop(L, 1);
-        if (lua_getfield(L, 2, "rtol") != LUA_TNIL) {
-            if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) < 0)
-                luaL_error(L, "diverge: rtol must be a number >= 0, got %s", luaL_tolstring(L, -1, nullptr));
-            rtol = lua_tonumber(L, -1);
-        }
-        if (lua_getfield(L, 2, "atol") != LUA_TNIL) {
-            if (!lua_isnumber(L, -1) || lua_tonumber(L, -1) < 0)
-                luaL_error(L, "diverge: atol must be a number >= 0, got %s", luaL_tolstring(L, -1, nullptr));
-            atol = lua_tonumber(L, -1);
-        }
-        lua_settop(L, 2);
-    }
-    Device& cur = guarded(L, []() -> Device& { return current_device(); });
-    if (!ref) ref = guarded(L, [] { return &get_device("cpu"); });
-    if (ref == &cur)
-        luaL_error(L, "diverge: the reference device %s is the current device; switch to the device to check "
-                      "(device(\"vulkan:0\")) or pass another ref ({ref = \"vulkan:0\"})",
-                   cur.name().c_str());
-    sync_all(L);
-    o.ref = ref, o.cur = &cur, o.rtol = rtol, o.atol = atol, o.checked = 0;
-    o.first = Divergence{}, o.worst = Divergence{};
-    o.moddir = module_dir(L);
-    o.stack.clear();
-    o.diverge = true;
-    install(L);
-    lua_pushvalue(L, 1);
-    int status = lua_pcall(L, 0, 0, 0);
-    end_diverge(L);
-    bool found = status != LUA_OK && lua_touserdata(L, -1) == &sentinel_key;
-    if (status != LUA_OK && !found) return lua_error(L);
-    lua_settop(L, 2);
-    std::string text, cname = cur.name(), rname = ref->name();
-    lua_createtable(L, 0, 16);
-    lua_pushboolean(L, found), lua_setfield(L, -2, "diverged");
-    lua_pushstring(L, cname.c_str()), lua_setfield(L, -2, "device");
-    lua_pushstring(L, rname.c_str()), lua_setfield(L, -2, "ref");
-    lua_pushinteger(L, lua_Integer(o.checked)), lua_setfield(L, -2, "kernels");
-    if (found) {
-        const Divergence& d = o.first;
-        push_divergence(L, d);
-        text = format("diverged at kernel %llu of %s vs %s: %s at %s\n", (unsigned long long)o.checked, cname.c_str(),
-                      rname.c_str(), d.kernel.c_str(), where_text(d).c_str()) +
-               format("  shapes %s; %s differs by up to %s (abs), %s (rel. to max |ref|)\n", d.shapes.c_str(),
-                      d.output.c_str(), num(d.max_abs).c_str(), num(d.max_rel).c_str()) +
-               format("  largest at (%lld, %lld): %.9g on %s, %.9g on %s", (long long)d.row, (long long)d.col, d.value,
-                      cname.c_str(), d.ref_value, rname.c_str());
-    } else if (o.checked == 0) {
-        text = "no kernel ran: nothing to compare";
-    } else {
-        const Divergence& w = o.worst;
-        lua_createtable(L, 0, 11);
-        push_divergence(L, w);
-        lua_setfield(L, -2, "worst");
-        text = format("all %llu kernels agreed (%s vs %s, rtol %g, atol %g); worst: %s at %s, %s abs, %s rel",
-                      (unsigned long long)o.checked, cname.c_str(), rname.c_str(), rtol, atol, w.kernel.c_str(),
-                      where_text(w).c_str(), num(w.max_abs).c_str(), num(w.max_rel).c_str());
-    }
-    set_report(L, "vela.Diverge", text);
-    return 1;
-}
-
-/* ---------------------------------------------------------------------- */
-/* trace                                                                  */
-/* ---------------------------------------------------------------------- */
-
-int l_trace(lua_State* L) {
-    check_nargs(L, 1);
-    luaL_checktype(L, 1, LUA_TFUNCTION);
-    Observer& o = obs();
-    if (o.diverge || o.trace) luaL_error(L, "trace: already inside diverge or trace (they do not nest)");
-    guarded(L, [] { current_device(); });
-    sync_all(L);
-    o.moddir = module_dir(L);
-    o.rows.clear();
-    o.seen = 0;
-    o.stack.clear();
-    o.last = guarded(L, totals);
-    o.trace = true;
-    install(L);
-    lua_pushvalue(L, 1);
-    int status = lua_pcall(L, 0, 0, 0);
-    o.trace = false;
-    o.stack.clear();
-    install(L);
-    if (status != LUA_OK) return lua_error(L);
-    // Work fn queued but left unsubmitted: submitted now, on a row of its own.
-    Frame end;
-    end.line = "(end of fn: queued work submitted)";
-    o.stack.push_back(std::move(end));
-    guarded(L, [&] {
-        for (Device* d : vela::open_devices()) d->flush();
-        account(o);
-    });
-    o.stack.clear();
-    std::vector<TraceRow> rows;
-    for (auto& [_, r] : o.rows) rows.push_back(r);
-    o.rows.clear();
-    std::sort(rows.begin(), rows.end(), [](const TraceRow& a, const TraceRow& b) {
-        if (a.waits != b.waits) return a.waits > b.waits;
-        if (a.wait_s != b.wait_s) return a.wait_s > b.wait_s;
-        if (a.downloads + a.uploads != b.downloads + b.uploads) return a.downloads + a.uploads > b.downloads + b.uploads;
-        return a.order < b.order;
-    });
-    std::vector<std::vector<std::string>> table = {
-        {"line", "waits", "wait ms", "downloads", "uploads", "submits"}};
-    char b1[32], b2[32];
-    lua_createtable(L, int(rows.size()), 0);
-    for (size_t k = 0; k < rows.size(); k++) {
-        const TraceRow& r = rows[k];
-        table.push_back({r.line, std::to_string(r.waits), format("%.3f", r.wait_s * 1e3),
-                         r.downloads ? format("%llu (%s)", (unsigned long long)r.downloads,
-                                              format_bytes(b1, sizeof b1, r.download_bytes))
-                                     : "0",
-                         r.uploads ? format("%llu (%s)", (unsigned long long)r.uploads,
-                                            format_bytes(b2, sizeof b2, r.upload_bytes))
-                                   : "0",
-                         std::to_string(r.submissions)});
-        lua_createtable(L, 0, 8);
-        lua_pushstring(L, r.line.c_str()), lua_setfield(L, -2, "line");
-        lua_pushinteger(L, lua_Integer(r.waits)), lua_setfield(L, -2, "waits");
-        lua_pushnumber(L, r.wait_s), lua_setfield(L, -2, "wait_seconds");
-        lua_pushinteger(L, lua_Integer(r.downloads)), lua_setfield(L, -2, "downloads");
-        lua_pushinteger(L, lua_Integer(r.download_bytes)), lua_setfield(L, -2, "download_bytes");
-        lua_pushinteger(L, lua_Integer(r.uploads)), lua_setfield(L, -2, "uploads");
-        lua_pushinteger(L, lua_Integer(r.upload_bytes)), lua_setfield(L, -2, "upload_bytes");
-        lua_pushinteger(L, lua_Integer(r.submissions)), lua_setfield(L, -2, "submissions");
-        lua_rawseti(L, -2, lua_Integer(k + 1));
-    }
-    std::string text = rows.empty() ? "no host waits, transfers or submissions"
-                                    : table_text(table, {false, true, true, true, true, true});
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    set_report(L, "vela.Trace", text);
-    return 1;
-}
-
-}  // namespace
+using namespace observe;
 
 // The table on top gets a metatable that prints it as `text` (and names it).
 void set_report(lua_State* L, const char* name, std::string text) {
@@ -662,7 +239,7 @@ Where where(lua_State* L, int level) {
         if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
         bool ours = !mod.empty() && std::string(ar.source).rfind(mod, 0) == 0;
         // vela's own modules by their module path: "vela/nn.lua:150".
-        std::string file = ours ? "vela/" + std::string(ar.source + mod.size()) : std::string(ar.short_src);
+        std::string file = ours ? std::string("vela/").append(ar.source + mod.size()) : std::string(ar.short_src);
         std::string at = file + ":" + std::to_string(ar.currentline);
         if (w.inner.empty()) w.inner = at;
         if (!ours) {
@@ -670,8 +247,8 @@ Where where(lua_State* L, int level) {
             break;
         }
     }
+    if (w.inner.empty()) return Where{"?", "?"};
     if (w.user.empty()) w.user = w.inner;
-    if (w.inner.empty()) w.inner = w.user = "?";
     return w;
 }
 

@@ -107,9 +107,11 @@ VELA_INLINE float sigmoid_f(float x) {
 // than float arithmetic: gelu's e^(2u) multiplies the rounding of its argument
 // 2u by |2u| (up to 87), and a few roundings of about ½ ulp each add up. So their
 // inner sums and products are exact pairs (hi, lo) and only the result is
-// rounded. Every step is `precise` (a shader compiler must not reassociate it);
-// the C++ is built without -ffast-math for the same reason. A fused multiply-add
-// changes nothing: the products below are exact.
+// rounded. Every step is `precise`: a shader compiler must neither reassociate
+// it nor fuse a rounded product into a later add (a pair's low part is the
+// rounding error of exactly that product). The C++ is built with
+// -ffp-contract=off and without -ffast-math for the same reason (CMakeLists.txt;
+// with -mfma and contraction on, gelu is off by 50 ulp).
 
 // 2^k for an integer k in [−126, 127].
 VELA_INLINE float pow2_f(int k) { return as_float((k + 127) << 23); }
@@ -143,7 +145,7 @@ VELA_INLINE vec2 two_prod_f(float a, float b) {
 // correction also repairs a division that is not correctly rounded).
 VELA_INLINE vec2 div_df(vec2 n, vec2 d) {
     VELA_PRECISE float q = n.x / d.x;
-    vec2 p = two_prod_f(q, d.x);
+    VELA_PRECISE vec2 p = two_prod_f(q, d.x);
     VELA_PRECISE float r = (((n.x - p.x) - p.y) + n.y) - q * d.y;
     VELA_PRECISE float c = r / d.x;
     return two_sum_f(q, c);
@@ -151,7 +153,7 @@ VELA_INLINE vec2 div_df(vec2 n, vec2 d) {
 
 // a·b for pairs, to a pair.
 VELA_INLINE vec2 mul_df(vec2 a, vec2 b) {
-    vec2 p = two_prod_f(a.x, b.x);
+    VELA_PRECISE vec2 p = two_prod_f(a.x, b.x);
     VELA_PRECISE float lo = p.y + (a.x * b.y + a.y * b.x);
     return two_sum_f(p.x, lo);
 }
@@ -165,9 +167,9 @@ VELA_INLINE vec3 exp_parts_f(float xh, float xl) {
     int ki = as_int(t0) - 0x4B400000;
     float k = float(ki);
     VELA_PRECISE float r1 = xh - k * 0.693145751953125f;  // exact
-    vec2 r2 = two_sum_f(r1, -(k * 1.4285906217992306e-6f));
+    VELA_PRECISE vec2 r2 = two_sum_f(r1, -(k * 1.4285906217992306e-6f));
     VELA_PRECISE float small = (r2.y + xl) - k * 1.6198509548e-11f;
-    vec2 r = two_sum_f(r2.x, small);
+    VELA_PRECISE vec2 r = two_sum_f(r2.x, small);
     float poly = 1.9875691500e-4f;
     poly = poly * r.x + 1.3981999507e-3f;
     poly = poly * r.x + 8.3334519073e-3f;
@@ -182,13 +184,13 @@ VELA_INLINE vec3 exp_parts_f(float xh, float xl) {
 // (and the derivative's x·(c1 + 3c2·x²) with c = c3 = 3c2): the constants are
 // pairs too. For |x| ≤ 14 (the callers clamp).
 VELA_INLINE vec2 gelu_arg_df(float x, float ch, float cl) {
-    vec2 x2 = two_prod_f(x, x);
-    vec2 p = two_prod_f(ch, x2.x);
+    VELA_PRECISE vec2 x2 = two_prod_f(x, x);
+    VELA_PRECISE vec2 p = two_prod_f(ch, x2.x);
     VELA_PRECISE float pl = p.y + (ch * x2.y + cl * x2.x);
-    vec2 s = two_sum_f(1.5957691669464111f, p.x);
+    VELA_PRECISE vec2 s = two_sum_f(1.5957691669464111f, p.x);
     VELA_PRECISE float sl = s.y + (pl - 4.534068054340423e-8f);
-    vec2 t = two_sum_f(s.x, sl);
-    vec2 a = two_prod_f(x, t.x);
+    VELA_PRECISE vec2 t = two_sum_f(s.x, sl);
+    VELA_PRECISE vec2 a = two_prod_f(x, t.x);
     VELA_PRECISE float al = a.y + x * t.y;
     return two_sum_f(a.x, al);
 }
@@ -197,10 +199,10 @@ VELA_INLINE vec2 gelu_arg_df(float x, float ch, float cl) {
 // a below −120 is taken as −120 (e^−120 is below half the smallest float).
 VELA_INLINE vec3 exp_df(vec2 a) {
     bool low = a.x < -120.0f;
-    vec3 p = exp_parts_f(low ? -120.0f : a.x, low ? 0.0f : a.y);
-    vec2 m = two_sum_f(1.0f, p.y);
+    VELA_PRECISE vec3 p = exp_parts_f(low ? -120.0f : a.x, low ? 0.0f : a.y);
+    VELA_PRECISE vec2 m = two_sum_f(1.0f, p.y);
     VELA_PRECISE float ml = m.y + p.z;
-    vec2 mn = two_sum_f(m.x, ml);  // normalised: |lo| ≤ ½ ulp of hi, as div_df and mul_df expect
+    VELA_PRECISE vec2 mn = two_sum_f(m.x, ml);  // normalised: |lo| ≤ ½ ulp of hi, as div_df and mul_df expect
     return vec3(mn.x, mn.y, p.x);
 }
 

@@ -18,6 +18,7 @@ void open_kernels(lua_State* L);  // kernels.cpp: every kernel of the table
 void open_devices(lua_State* L);  // devices.cpp: devices, device, sync, threads, seed, the Device userdata
 void open_memory(lua_State* L);   // memory.cpp: stats, mem, who
 void open_measure(lua_State* L);  // measure.cpp: time, bench, profile, compare
+void open_compare(lua_State* L);  // compare.cpp: compare (opened by open_measure)
 void open_observe(lua_State* L);  // observe.cpp: diverge, trace
 void open_data(lua_State* L);     // data.cpp: read_idx and the data-set helpers in C
 void open_help(lua_State* L);     // help.cpp: help, doc

@@ -99,6 +99,9 @@ public:
     // Workgroups covering `invocations` invocations in groups of `wg`, split over y and z when needed.
     void grid(uint64_t invocations, uint32_t wg, uint32_t out[3]) const;
     uint32_t wg() const { return wg_; }  // workgroup size of the elementwise shaders
+    // Workgroup size of the shaders with one invocation per column or row (softmax, argmax, mv, rk):
+    // at most 64, so a batch of 64 columns fills one.
+    uint32_t small_wg() const { return wg_ < 64 ? wg_ : 64; }
 
 private:
     // Reductions finish on the host from per-workgroup partials written to this scratch buffer.

@@ -245,8 +245,7 @@ void VulkanDevice::mv(float alpha, const Matrix& a, const Matrix& x, float beta,
     // it coalesced and reduces in shared memory. Otherwise (and always on a
     // CPU implementation, where barriers are costly) one invocation per row.
     bool reduce = forced == GemmVariant::automatic ? !caps.software && a.trans : forced == GemmVariant::tiled;
-    uint32_t wg = 64;
-    while (wg > caps.max_workgroup_invocations || wg > caps.max_workgroup_size[0]) wg /= 2;
+    const uint32_t wg = r.small_wg();
     uint32_t spec[3] = {wg, uint32_t(a.trans), uint32_t(reduce)};
     uint32_t groups[3];
     grid_1d(caps, reduce ? uint64_t(p.m) : ceil_div(p.m, wg), groups);
@@ -284,8 +283,7 @@ void VulkanDevice::rk(float alpha, const Matrix& x, const Matrix& y, const Matri
     p.ars = u32("rk", "a's row step", a.row_step());
     p.acs = u32("rk", "a's column step", a.col_step());
     p.alpha = alpha;
-    uint32_t wg = 64;
-    while (wg > caps.max_workgroup_invocations || wg > caps.max_workgroup_size[0]) wg /= 2;
+    const uint32_t wg = r.small_wg();
     const uint32_t cb = 8;
     uint32_t spec[2] = {wg, cb};
     const uint64_t rows_per = uint64_t(caps.max_workgroup_count[0]) * wg;

@@ -88,9 +88,6 @@ static Matrix column_stats(VulkanDevice& dev, uint32_t op, const Matrix& x) {
     }
 }
 
-// One invocation per column: a small workgroup, so a batch of 64 columns fills one.
-static uint32_t column_wg(const VulkanDevice& dev) { return std::min<uint32_t>(64, dev.wg()); }
-
 void VulkanDevice::softmax(const Matrix& x, const Matrix& y) {
     if (y.empty()) return;
     if (uint64_t(x.rows) > kColumnRows) {
@@ -108,7 +105,7 @@ void VulkanDevice::softmax(const Matrix& x, const Matrix& y) {
         dispatch(d);
         return;
     }
-    const uint32_t cwg = column_wg(*this);
+    const uint32_t cwg = small_wg();
     SoftmaxPush p;
     p.x = view(x);
     p.y = view(y);
@@ -150,7 +147,7 @@ void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Mat
         with_loss ? go({&dz, &loss}) : go({&dz});
         return;
     }
-    const uint32_t cwg = column_wg(*this);
+    const uint32_t cwg = small_wg();
     SoftmaxPush p;
     p.x = view(z);
     p.y = view(dz);
@@ -190,7 +187,7 @@ void VulkanDevice::argmax(const Matrix& x, const Matrix& idx) {
         dispatch(d);
         return;
     }
-    const uint32_t cwg = column_wg(*this);
+    const uint32_t cwg = small_wg();
     ArgmaxPush p;
     p.x = view(x);
     p.idx = view(idx);

@@ -209,17 +209,6 @@ TEST_CASE("registry: VELA_DEVICE picks the default device", "[core]") {
     unsetenv("VELA_DEVICE");
 }
 
-TEST_CASE("cpu threads: set and read back, bad counts rejected", "[core]") {
-    int before = cpu::threads();
-    cpu::set_threads(1);
-    CHECK(cpu::threads() == 1);
-    cpu::set_threads(3);
-    CHECK(cpu::threads() == 3);
-    CHECK(error_of([] { cpu::set_threads(0); }) == "threads: n is 0 (must be 1..1024)");
-    CHECK(error_of([] { cpu::set_threads(5000); }) == "threads: n is 5000 (must be 1..1024)");
-    cpu::set_threads(before);
-}
-
 // ---- argument checks -------------------------------------------------------------
 
 TEST_CASE("ops: sizes, indices and views are checked", "[ops]") {

@@ -124,20 +124,21 @@ t.test("the same text on every device", function()
 end)
 
 t.test("help: every function of this surface and every method is documented", function()
-  local names = {
-    "matrix", "zeros", "ones", "rand", "randn", "from", "mm", "mv", "rk", "axpy", "axpby", "scal", "copy", "swap",
-    "fill", "dot", "nrm2", "asum", "sum", "imax", "mul", "div", "add", "sub", "softmax", "softmax_xent",
-    "argmax", "gather_cols", "add_bias", "dense", "devices", "device", "sync", "stats", "mem", "who", "threads",
-    "seed", "time", "bench", "profile", "compare"}
-  -- every op of the op table (vela.ops) and every activation's fused backward step, discovered
-  local ops = {}
-  for name in pairs(vela.ops) do ops[#ops + 1] = name end
-  table.sort(ops)
-  for _, name in ipairs(ops) do names[#names + 1] = name end
-  for i = 2, #vela.activations do names[#names + 1] = vela.activations[i] .. "_backward" end
-  for _, m in ipairs{"t", "view", "row", "col", "columns", "get", "set", "shape", "dtype", "device", "totable",
-    "copy", "raw", "to", "release"} do names[#names + 1] = "Matrix:" .. m end
-  for _, m in ipairs{"sync", "stats", "info", "name"} do names[#names + 1] = "Device:" .. m end
+  -- discovered: every function of the vela table (the op table's kernels, their
+  -- derivatives and fused backward steps included), every Matrix and Device method
+  local names = {}
+  local function add(prefix, tbl)
+    local found = {}
+    for k, v in pairs(tbl) do
+      if type(k) == "string" and not k:match("^_") and type(v) == "function" then found[#found + 1] = prefix .. k end
+    end
+    table.sort(found)
+    for _, n in ipairs(found) do names[#names + 1] = n end
+  end
+  add("", vela)
+  add("Matrix:", getmetatable(zeros(1, 1)))
+  add("Device:", getmetatable(device()))
+  assert(#names > 100, "the vela table has only " .. #names .. " functions and methods")
   local script = {}
   for _, n in ipairs(names) do script[#script + 1] = ("print('@@%s') help(%q)"):format(n, n) end
   local path = os.tmpname()

@@ -5,7 +5,7 @@
 # each of the two software drivers, one pass per driver:
 #   1. lavapipe (vulkan:0): the whole suite;
 #   2. SwiftShader (vulkan:0 in this pass): every Vulkan and kernel test and the
-#      Lua tests (the Catch cases named vulkan*/kernels*, lua.*);
+#      Lua tests (the Catch cases named vulkan*/kernels*/ops*, lua.*);
 #   3. both drivers at once: devices() lists vulkan:0 lavapipe, vulkan:1
 #      SwiftShader, each selectable by name.
 # Both drivers must be present: without one the command fails and says which.

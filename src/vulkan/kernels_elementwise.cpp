@@ -28,6 +28,20 @@ void record(VulkanDevice& dev, const char* shader, const char* label, ElementPus
     dev.dispatch(d);
 }
 
+// z ← op(x, y), elementwise over one size: binary.comp and backward.comp, whose
+// specialisation is (workgroup size, op, vec4) and whose batch step is kind | op.
+void record_xyz(VulkanDevice& dev, const char* shader, const char* label, uint32_t op, uint32_t kind,
+                const Matrix& x, const Matrix& y, const Matrix& z) {
+    ElementPush p;
+    p.x = dev.view(x);
+    p.y = dev.view(y);
+    p.z = dev.view(z);
+    p.n = uint32_t(z.size());
+    bool vec4 = dense16({&x, &y, &z}, {&p.x, &p.y, &p.z});
+    uint32_t spec[3] = {dev.wg(), op, vec4};
+    record(dev, shader, label, p, spec, 3, {&x, &y}, {&z}, vec4, kind | op | (vec4 ? step::vec4 : 0));
+}
+
 }  // namespace
 
 void VulkanDevice::unary(Unary op, const Matrix& x, const Matrix& y, const float* params) {
@@ -48,27 +62,11 @@ void VulkanDevice::unary(Unary op, const Matrix& x, const Matrix& y, const float
 }
 
 void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
-    ElementPush p;
-    p.x = view(a);
-    p.y = view(b);
-    p.z = view(c);
-    p.n = uint32_t(c.size());
-    bool vec4 = dense16({&a, &b, &c}, {&p.x, &p.y, &p.z});
-    uint32_t spec[3] = {wg(), uint32_t(op), vec4};
-    record(*this, "binary", binary_name(op), p, spec, 3, {&a, &b}, {&c}, vec4,
-           step::binary | uint32_t(op) | (vec4 ? step::vec4 : 0));
+    record_xyz(*this, "binary", binary_name(op), uint32_t(op), step::binary, a, b, c);
 }
 
 void VulkanDevice::act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) {
-    ElementPush p;
-    p.x = view(da);
-    p.y = view(x);
-    p.z = view(delta);
-    p.n = uint32_t(delta.size());
-    bool vec4 = dense16({&da, &x, &delta}, {&p.x, &p.y, &p.z});
-    uint32_t spec[3] = {wg(), uint32_t(act), vec4};
-    record(*this, "backward", act_backward_name(act), p, spec, 3, {&da, &x}, {&delta}, vec4,
-           step::backward | uint32_t(act) | (vec4 ? step::vec4 : 0));
+    record_xyz(*this, "backward", act_backward_name(act), uint32_t(act), step::backward, da, x, delta);
 }
 
 void VulkanDevice::add_bias(const Matrix& b, const Matrix& y) {

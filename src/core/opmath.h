@@ -254,8 +254,8 @@ VELA_INLINE float gelu_f(float x) {
 
 // gelu′(z) = σ + z·σ(1 − σ)·(2u)′ = σ·(1 + b·(1 − σ)), b = z·(c1 + 3c2·z²), σ = σ(2u);
 // with e^−|2u| = 2^k·m and d = 1 + 2^k·m: for 2u < 0, σ = 2^k·m/d and 1 − σ = 1/d;
-// for 2u ≥ 0, σ = 1/d and 1 − σ = 2^k·m/d. All as pairs: the bracket cancels near
-// the minimum of gelu (z ≈ −0.75), where the error is relative to its terms.
+// for 2u ≥ 0, σ = 1/d and 1 − σ = 2^k·m/d. All as pairs; near the minimum of gelu,
+// where the bracket cancels, a Taylor series about the zero of gelu′.
 VELA_INLINE float gelu_prime_f(float z) {
     float zc = clamp_f(z, -14.0f, 14.0f);
     VELA_PRECISE vec2 a = gelu_arg_df(zc, 0.07135481387376785f, 2.3988324659995897e-9f);
@@ -273,6 +273,16 @@ VELA_INLINE float gelu_prime_f(float z) {
     g.y = g.y + bf.y;
     VELA_PRECISE vec2 r = mul_df(neg ? other : one, g);
     float v = scale2_f(r.x, neg ? k : 0);
+    // Within 1/64 of gelu′'s zero z0 = −0.752461422…, where the bracket cancels: the Taylor
+    // series about z0, gelu″(z0)·d·(1 + h3·d + … + h6·d⁴), d = z − z0, with z0 and gelu″(z0)
+    // as pairs (z + z0.x is exact there), so the result is accurate relative to itself.
+    VELA_PRECISE float dh = z + 0.7524614334106445f;
+    VELA_PRECISE vec2 dz = two_sum_f(dh, -1.1339627903339533e-8f);
+    float q = dz.x * (0.9003679752349854f + dz.x * (-0.03667018935084343f + dz.x * (-0.26474085450172424f +
+              dz.x * -0.03861367329955101f)));
+    VELA_PRECISE vec2 t = mul_df(vec2(0.4304001033306122f, -1.2305753749330961e-8f), dz);
+    VELA_PRECISE float at_zero = t.x + (t.y + t.x * q);
+    v = abs_f(dh) < 0.015625f ? at_zero : v;
     v = z > 14.0f ? 1.0f : (z < -14.0f ? -0.0f : v);
     return isnan_f(z) ? z : v;
 }

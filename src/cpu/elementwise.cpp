@@ -4,8 +4,9 @@
 // with a stride-1 version the compiler vectorises.
 // No errno and no FP traps are ever observed here; without them GCC vectorises
 // sqrt and if-converts the selects in vmath.hpp (4-5x faster tanh and exp).
-// The x86-64-v3/v4 loops contract a·b + c into FMAs (about 1.6x faster tanh)
-// and so round a little differently from the baseline: dense's epilogue
+// vela_core is built with -ffp-contract=off (opmath's exact float pairs need
+// every product rounded), so the x86-64-v3/v4 loops round exactly as the
+// baseline and the strided loops do (tests/test_cpu.cpp); dense's epilogue
 // (fused.cpp) calls these same loops (unary_run), so dense stays bit-identical
 // to mm + add_bias + act (tests/test_ops.cpp).
 #pragma GCC optimize("no-math-errno", "no-trapping-math")

@@ -266,6 +266,29 @@ function training.fit(net, train, opts)
                              last = epochs}, training.History)
   local nb, n_total = loader.nbatches, loader.set.n
 
+  -- One training step; run under pcall, so a bad label stops fit naming its batch.
+  local function train_step(x, y, k)
+    local z = net:forward(x)
+    local loss = lossfn:forward(z, y)
+    net:backward(lossfn:backward())
+    opt:step(net:params())
+    count:add(z, y, loss)
+    count:record(k, loss)
+    return z
+  end
+  -- A label or index the kernels refused (core/index_check.hpp): on cpu the
+  -- step itself raises; on a Vulkan device the next read does (no host wait per
+  -- batch), and the batch is the first since the last read whose mean loss is
+  -- NaN (the kernel wrote NaN there). Other errors go on unchanged.
+  local function stopped(err, epoch, b, k)
+    local words = type(err) == "string" and err:match("([%w_]+: [%w_]+ at position %d+ is not [^;]-%(an integer in 1%.%.%d+%))")
+    if not words then error(err, 0) end
+    local ok, bad = pcall(count.first_bad, count, k)
+    if progress then out:write("\n"); out:flush() end
+    return fmt("nn.fit: epoch %d, batch %d: %s; training stopped after batch %d", epoch,
+      b - k + ((ok and bad) or k), words, b)
+  end
+
   for epoch = first, epochs do
     if type(net.train) == "function" then net:train() end  -- training mode (nn.evaluate switched it off and back)
     if opts.schedule then opt.lr = opts.schedule(epoch) end
@@ -275,22 +298,19 @@ function training.fit(net, train, opts)
     local seen, seen_at_read, correct_sum, loss_sum, read_batches = 0, 0, 0, 0, 0
     local shown_loss, shown_acc = 0 / 0, 0 / 0
     for x, y, b, n in loader:epoch(epoch) do
-      local z = net:forward(x)
-      local loss = lossfn:forward(z, y)
-      net:backward(lossfn:backward())
-      opt:step(net:params())
-      count:add(z, y, loss)
-      count:record(b - read_batches, loss)
+      local ok, z = pcall(train_step, x, y, b - read_batches)
+      if not ok then error(stopped(z, epoch, b, b - read_batches), 2) end
       seen = seen + n
       if b % every == 0 or b == nb then
-        local correct, l = count:read()          -- the one host wait per `every` batches
         local k = b - read_batches
+        local ok2, correct, l = pcall(count.read, count)  -- the one host wait per `every` batches
+        if not ok2 then error(stopped(correct, epoch, b, k), 2) end
         if l ~= l or l == math.huge or l == -math.huge then
           local first, v = count:first_bad(k)
           if progress then out:write("\n"); out:flush() end
-          error(fmt("nn.fit: the loss of epoch %d, batch %d is %s (a label outside 1..%d, or a diverging "
-            .. "learning rate); training stopped after batch %d", epoch, read_batches + (first or k),
-            (v or l) ~= (v or l) and "nan" or tostring(v or l), z.rows, b), 2)
+          error(fmt("nn.fit: the loss of epoch %d, batch %d is %s (a diverging learning rate, or data that is not "
+            .. "finite); training stopped after batch %d", epoch, read_batches + (first or k),
+            (v or l) ~= (v or l) and "nan" or tostring(v or l), b), 2)
         end
         correct_sum, loss_sum, read_batches = correct_sum + correct, loss_sum + l, b
         shown_loss, shown_acc = l / k, correct / (seen - seen_at_read)

@@ -249,27 +249,50 @@ for _, id in ipairs(ids) do
     session_works(id)
   end)
 
-  t.test(id .. ": nn.fit stops at the first non-finite loss, naming the epoch and the batch", function()
+  t.test(id .. ": nn.fit stops at the first bad label, naming the epoch, the batch and the position", function()
     local n = 64
     local labels = {}
     for j = 1, n do labels[j] = (j % 3) + 1 end
-    labels[50] = 7
+    labels[50] = 2.5  -- not a class index: fractional
     local set = {images = rand(4, n, 1, id), labels = matrix(1, n, labels, "float32", id), n = n}
     local net = nn.sequential{nn.linear(4, 3, {device = id, seed = 1})}
-    -- without shuffling, sample 50 is in batch 7 of 8 samples; reads every 4 batches
+    -- sample 50 is in a later batch of the shuffled order; reads every 4 batches
     local err = t.raises(function()
       nn.fit(net, set, {epochs = 2, batch = 8, every = 4, progress = false, seed = 3})
-    end, "nn.fit: the loss of epoch 1, batch", "is nan", "a label outside 1..3")
-    local b = tonumber(err:match("batch (%d+) is nan"))
-    -- the batch named holds sample 50: recompute the loader's order
+    end, "nn.fit: epoch 1, batch ", "softmax_xent: labels at position ",
+      " is not a class index (an integer in 1..3); training stopped after batch ")
+    local b, pos = err:match("batch (%d+): [%w_.]*softmax_xent: labels at position (%d+)")
+    b, pos = tonumber(b), tonumber(pos)
+    -- the batch and position named hold the bad label: recompute the loader's order
     local loader = data.loader(set, 8, {seed = 3})
-    local k = 0
+    local found
     for _, y, bb in loader:epoch(1) do
-      k = k + 1
+      if bb == b then found = y:to("cpu"):totable()[1][pos] end
+    end
+    assert(found == 2.5, "batch " .. tostring(b) .. " position " .. tostring(pos) .. " holds " .. tostring(found))
+    assert(b > 1, "the bad label is in batch " .. b .. ": the test wants a later batch than the first")
+    session_works(id)
+  end)
+
+  t.test(id .. ": nn.fit stops at the first non-finite loss, naming the epoch and the batch", function()
+    local n = 64
+    local images = rand(4, n, 1, id)
+    images:set(2, 50, math.huge)  -- sample 50: an infinite input, so its loss is not finite
+    local labels = {}
+    for j = 1, n do labels[j] = (j % 3) + 1 end
+    local set = {images = images, labels = matrix(1, n, labels, "float32", id), n = n}
+    local net = nn.sequential{nn.linear(4, 3, {device = id, seed = 1})}
+    local err = t.raises(function()
+      nn.fit(net, set, {epochs = 2, batch = 8, every = 4, progress = false, seed = 3})
+    end, "nn.fit: the loss of epoch 1, batch", "training stopped after batch")
+    local b = tonumber(err:match("batch (%d+) is [%w%-]+ %(a diverging learning rate"))
+    local loader = data.loader(set, 8, {seed = 3})
+    for x, _, bb in loader:epoch(1) do
       if bb == b then
-        local found = false
-        for _, v in ipairs(y:to("cpu"):totable()[1]) do if v == 7 then found = true end end
-        assert(found, "batch " .. b .. " does not hold the bad label")
+        local cols = x:to("cpu"):totable()
+        local inf = false
+        for _, row in ipairs(cols) do for _, v in ipairs(row) do if v == math.huge then inf = true end end end
+        assert(inf, "batch " .. b .. " does not hold the infinite input")
       end
     end
     session_works(id)

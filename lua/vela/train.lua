@@ -113,6 +113,21 @@ local function in_eval(net, fn, ...)
   return table.unpack(res, 2, res.n)
 end
 
+-- The labels of a set read to the host, each checked to be a class index
+-- 1..k, in the kernels' words (core/index_check.hpp): evaluate's count and
+-- confusion's table would otherwise take a bad label as a wrong prediction, or
+-- round it.
+local function host_labels(fn, labels, k)
+  local v = labels:to("cpu"):totable()[1]
+  for j = 1, #v do
+    local x = v[j]
+    if x ~= math.floor(x) or x < 1 or x > k then  -- NaN too (NaN ~= NaN)
+      error(fmt("%s: labels at position %d is not a class index (an integer in 1..%d)", fn, j, k), 3)
+    end
+  end
+  return v
+end
+
 local eval_cache = setmetatable({}, {__mode = "k"})
 
 -- The loader and counter evaluate uses for a set, kept while the set lives.
@@ -132,6 +147,7 @@ end
 -- accuracy in [0, 1], and the mean loss when a loss is given.
 function training.evaluate(net, set, opts)
   check_net_set("nn.evaluate", net, set)
+  host_labels("nn.evaluate", set.labels, net.outputs)
   return in_eval(net, training._evaluate, net, set, opts)
 end
 
@@ -177,7 +193,7 @@ function training.confusion(net, set)
   check_net_set("nn.confusion", net, set)
   local k = net.outputs
   local pred = training.predict(net, set):to("cpu"):totable()[1]
-  local truth = set.labels:to("cpu"):totable()[1]
+  local truth = host_labels("nn.confusion", set.labels, k)
   local counts = {}
   for i = 1, k do counts[i] = {} for j = 1, k do counts[i][j] = 0 end end
   for s = 1, #pred do

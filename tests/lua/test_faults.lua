@@ -274,6 +274,21 @@ for _, id in ipairs(ids) do
     session_works(id)
   end)
 
+  t.test(id .. ": nn.evaluate and nn.confusion refuse labels that are not class indices", function()
+    local net = nn.sequential{nn.linear(4, 3, {device = id, seed = 1})}
+    for _, bad in ipairs({0, 4, 1.5, 0 / 0, math.huge}) do
+      local set = {images = rand(4, 5, 1, id), labels = matrix(1, 5, {1, 2, 3, bad, 1}, "float32", id), n = 5}
+      t.raises(function() nn.evaluate(net, set) end,
+        "nn.evaluate: labels at position 4 is not a class index (an integer in 1..3)")
+      t.raises(function() nn.confusion(net, set) end,
+        "nn.confusion: labels at position 4 is not a class index (an integer in 1..3)")
+    end
+    local good = {images = rand(4, 5, 1, id), labels = matrix(1, 5, {1, 2, 3, 3, 1}, "float32", id), n = 5}
+    local acc = nn.evaluate(net, good)
+    assert(acc >= 0 and acc <= 1)
+    session_works(id)
+  end)
+
   t.test(id .. ": nn.fit stops at the first non-finite loss, naming the epoch and the batch", function()
     local n = 64
     local images = rand(4, n, 1, id)

@@ -116,6 +116,7 @@ void argmax(const Matrix& x, const Matrix& idx) {
 void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
     const int64_t m = dst.rows;
     const bool u8 = src.dtype() == DType::u8;
+    if (dst.empty()) return;  // nothing to gather (as on Vulkan, where no invocation runs to check)
     check_indices(idx, dst.cols, {"gather_cols", "idx", "a column index of src", uint64_t(src.cols)});
     per_column(dst, [&](int64_t j) {
         Col d = column(dst, j);

@@ -79,6 +79,68 @@ t.test("cpu: out of memory under an address-space limit is an error, and the ses
   assert(out:find("SUM 12.0", 1, true), out)
 end)
 
+-- The cgroup limit, through files the test writes (VELA_CGROUP_DIR names the
+-- directory the cpu device reads instead of the process's own cgroup).
+local function fake_cgroup(files)
+  local dir = tmp .. "/cgroup"
+  os.execute("rm -rf '" .. dir .. "' && mkdir -p '" .. dir .. "/memory'")
+  for name, text in pairs(files) do
+    local f = assert(io.open(dir .. "/" .. name, "w"))
+    f:write(text)
+    f:close()
+  end
+  return "VELA_CGROUP_DIR=" .. dir
+end
+
+local cgroup_fill = [[
+local t, ok, err = {}, true, nil
+while true do
+  ok, err = pcall(zeros, 4096, 4096, "cpu")  -- 64 MiB each
+  if not ok then break end
+  t[#t + 1] = err
+  if #t > 400 then error("no limit was reached") end
+end
+print("ERR " .. err)
+print("COUNT " .. #t)
+for i = 1, #t do t[i]:release() end
+print("SUM " .. sum(axpy(2, ones(2, 2, "cpu"), ones(2, 2, "cpu"))))
+]]
+local MiB = 1048576
+
+t.test("cpu: the cgroup's limit (v2 memory.max) is what is available, its inactive page cache counted free", function()
+  -- 100 MiB in use of 400, 20 of it inactive page cache: 320 MiB of room (the files do not
+  -- change as the child allocates), so a 256 MiB matrix fits and a 384 MiB one does not
+  local env = fake_cgroup{["memory.max"] = tostring(400 * MiB) .. "\n", ["memory.current"] = tostring(100 * MiB) .. "\n",
+    ["memory.stat"] = "anon 1000\ninactive_file " .. tostring(20 * MiB) .. "\nactive_file 5\n"}
+  local status, out = child(env, [[
+    local ok, err = pcall(zeros, 8192, 8192 + 4096, "cpu")  -- 384 MiB: more than the 320 MiB of room
+    print("ERR " .. tostring(err))
+    local m = zeros(8192, 8192, "cpu")                          -- 256 MiB: fits
+    print("OK " .. m:get(8192, 8192))
+  ]])
+  assert(status == 0, out)
+  local err = out:match("ERR ([^\n]*)")
+  assert(err and err:find("zeros: out of memory on cpu", 1, true) and err:find("384.0 MiB", 1, true)
+    and err:find("320.0 MiB available (the cgroup's memory.max)", 1, true), out)
+  assert(out:find("OK 0.0", 1, true), out)
+  -- "max" (no limit) in v2 and no v1 files: the cgroup sets nothing
+  env = fake_cgroup{["memory.max"] = "max\n", ["memory.current"] = tostring(100 * MiB) .. "\n"}
+  status, out = child(env, 'print("OK " .. zeros(8192, 8192, "cpu"):get(1, 1))')
+  assert(status == 0 and out:find("OK 0.0", 1, true), out)
+end)
+
+t.test("cpu: the cgroup's limit (v1 memory.limit_in_bytes) is what is available", function()
+  local env = fake_cgroup{["memory/memory.limit_in_bytes"] = tostring(300 * MiB) .. "\n",
+    ["memory/memory.usage_in_bytes"] = tostring(250 * MiB) .. "\n",
+    ["memory/memory.stat"] = "cache 1\ntotal_inactive_file " .. tostring(10 * MiB) .. "\n"}
+  local status, out = child(env, cgroup_fill)
+  assert(status == 0, out)
+  -- 50 MiB of room + 10 MiB inactive cache = 60 MiB: not one 64 MiB matrix; the session goes on
+  local err = out:match("ERR ([^\n]*)")
+  assert(err and err:find("64.0 MiB", 1, true) and err:find("60.0 MiB available (the cgroup's memory.limit_in_bytes)", 1, true), out)
+  assert(out:find("COUNT 0", 1, true) and out:find("SUM 12.0", 1, true), out)
+end)
+
 t.test("cpu: a request larger than what is available fails before allocating", function()
   local err = t.raises(function() zeros(1073741824, 512, "cpu") end, "zeros: out of memory on cpu", "requested")
   assert(err:find("available", 1, true), err)

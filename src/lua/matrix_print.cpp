@@ -85,7 +85,7 @@ int matrix_tostring(lua_State* L) {
         lua_remove(L, keep);
         return 1;
     }
-    guarded(L, [&] {
+    guarded(L, "tostring(m)", [&] {  // (print(m) reads the matrix: a read error names it)
         std::vector<float> grid(ncell);
         int64_t rblock[2][2] = {{0, rs.a}, {rs.b, m.rows - rs.b}};
         int64_t cblock[2][2] = {{0, cs.a}, {cs.b, m.cols - cs.b}};

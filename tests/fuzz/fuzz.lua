@@ -706,7 +706,15 @@ ops[#ops + 1] = function(dev)
   if too_big(args[1], args[2]) or too_big(args[2], args[3]) then return end
   if name == "permutation" and type(args[1]) == "number" and args[1] > 1e5 then return end
   local parts = {}
-  for k = 1, n do parts[k] = tostring(args[k]):gsub("0x%x+", "…") end
+  for k = 1, n do
+    -- (a matrix prints its values: printing reads, and a read may raise an earlier call's label error)
+    local ok_s, text = pcall(tostring, args[k])
+    if not ok_s then
+      if not expected_deferred(text) then finding("tostring of an argument failed: " .. tostring(text)) end
+      text = "matrix"
+    end
+    parts[k] = text:gsub("0x%x+", "…")
+  end
   current_call = fmt("%s%s(%s)", self and "m:" or "", name, table.concat(parts, ", "))
   local ok, res = attempt({name}, "either", function() return fn(table.unpack(args, 1, n)) end)
   if ok and (name == "softmax_xent" or name == "gather_cols") then
@@ -1007,9 +1015,7 @@ ops[#ops + 1] = function(dev)
       end
     end
   end
-  if p2[1][1]:device():name():match("^%S+") ~= d2 and tostring(p2[1][1]:device()):match("^%S+") ~= d2 then
-    finding("nn.load: the net is not on " .. d2)
-  end
+  if p2[1][1]:device():name() ~= d2 then finding("nn.load: the net is on " .. p2[1][1]:device():name() .. ", not " .. d2) end
 end
 
 -- ---------------------------------------------------------------------------

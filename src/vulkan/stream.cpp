@@ -445,8 +445,10 @@ void Stream::complete_through(uint64_t serial) {
         check(vkResetFences(gpu_.device, 1, &f), "vkResetFences");
         // The index checks of its kernels, in the order they were recorded.
         const uint32_t* status = s->checks.empty() ? nullptr : s->status();
-        for (size_t k = 0; k < s->checks.size(); ++k)
-            if (status[k] != ~0u) bad_.push_back({s->checks[k], status[k]});
+        for (size_t k = 0; k < s->checks.size(); ++k) {
+            if (status[k] == ~0u) continue;
+            if (bad_calls_++ == 0) bad_check_ = s->checks[k], bad_pos_ = status[k];
+        }
         s->checks.clear();
         if (s->profiled && s->dispatches) {
             std::vector<uint64_t> ts(2 * s->dispatches);
@@ -528,16 +530,16 @@ void Stream::profile_begin() {
 }
 
 void Stream::report_checks() {
-    if (bad_.empty()) return;
-    BadIndex first = bad_.front();
-    size_t more = bad_.size() - 1;
-    bad_.clear();
-    std::string also = more ? format("; %zu later call%s found bad labels or indices too", more, more == 1 ? "" : "s")
+    if (bad_calls_ == 0) return;
+    uint64_t more = bad_calls_ - 1;
+    bad_calls_ = 0;
+    std::string also = more ? format("; %llu later call%s found bad labels or indices too", (unsigned long long)more,
+                                     more == 1 ? "" : "s")
                             : std::string();
     throw Error(format("an earlier call on %s failed: %s; it wrote NaN in the columns of its outputs where they "
                        "are bad%s (a Vulkan device checks labels and indices as the kernel runs and reports at the "
                        "next read or sync)",
-                       name_.c_str(), bad_index_message(first.check, first.pos).c_str(), also.c_str()));
+                       name_.c_str(), bad_index_message(bad_check_, bad_pos_).c_str(), also.c_str()));
 }
 
 std::vector<KernelTime> Stream::profile_end() {

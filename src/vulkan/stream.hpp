@@ -129,11 +129,10 @@ private:
     uint64_t batch_loops_ = 0;  // loop iterations the open batch may run (bounded: see add_step)
     uint32_t batch_wg_ = 64, batch_iters_ = 4;
     std::vector<std::pair<uint64_t, Allocation>> retired_;
-    struct BadIndex {
-        IndexCheck check;
-        uint32_t pos;  // 0-based
-    };
-    std::vector<BadIndex> bad_;  // found by completed kernels, not yet reported
+    // Found by completed kernels, not yet reported: the first, and how many calls in all.
+    IndexCheck bad_check_{};
+    uint32_t bad_pos_ = 0;  // 0-based
+    uint64_t bad_calls_ = 0;
     DeviceStats stats_;
     bool profiling_ = false;
     double timestamp_ns_ = 1;

@@ -4,8 +4,10 @@
 # (a validation message fails the test that caused it), every Vulkan test on
 # each of the two software drivers, one pass per driver:
 #   1. lavapipe (vulkan:0): the whole suite;
-#   2. SwiftShader (vulkan:0 in this pass): every Vulkan and kernel test and the
-#      Lua tests (the Catch cases named vulkan*/kernels*/ops*, lua.*);
+#   2. SwiftShader (vulkan:0 in this pass): every Vulkan, kernel and op test,
+#      the Lua tests and the fuzzer (the Catch cases named vulkan*/kernels*/ops*, lua.*,
+#      fuzz; the fuzzer there on the Vulkan device alone, 20,000 calls: pass 1
+#      fuzzed the cpu);
 #   3. both drivers at once: devices() lists vulkan:0 lavapipe, vulkan:1
 #      SwiftShader, each selectable by name.
 # Both drivers must be present: without one the command fails and says which.
@@ -64,9 +66,9 @@ status=0
 echo "test.sh: pass 1 of 3: the whole suite, Vulkan on lavapipe ($lvp_icd)"
 VK_ICD_FILENAMES=$lvp_icd VELA_TEST_DRIVERS=llvmpipe \
   ctest --output-on-failure -j"$(nproc)" --timeout 600 || status=1
-echo "test.sh: pass 2 of 3: the Vulkan, kernel, op and Lua tests on SwiftShader ($sws_icd)"
-VK_ICD_FILENAMES=$sws_icd VELA_TEST_DRIVERS=swiftshader \
-  ctest --output-on-failure -j"$(nproc)" --timeout 600 -R '^(vulkan|kernels|ops|lua\.)' || status=1
+echo "test.sh: pass 2 of 3: the Vulkan, kernel, op and Lua tests and the fuzzer on SwiftShader ($sws_icd)"
+VK_ICD_FILENAMES=$sws_icd VELA_TEST_DRIVERS=swiftshader VELA_FUZZ_DEVICES=vulkan:0 VELA_FUZZ_CALLS=20000 \
+  ctest --output-on-failure -j"$(nproc)" --timeout 600 -R '^(vulkan|kernels|ops|lua\.|fuzz$)' || status=1
 echo "test.sh: pass 3 of 3: both drivers at once"
 VK_ICD_FILENAMES=$lvp_icd:$sws_icd VELA_TEST_DRIVERS=llvmpipe,swiftshader \
   ctest --output-on-failure --timeout 600 -R '^vulkan drivers:' || status=1

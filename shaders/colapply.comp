@@ -2,7 +2,8 @@
 // the per-column partial colstats.comp left (see there): no loop at all.
 //   OP 0 softmax:  y(i, j) = exp(x(i, j) − m_j) · (1 / s_j), one invocation per element
 //   OP 1 xent:     dz(i, j) = (softmax(z)(i, j) − [i = label_j]) · scale, and the
-//                  loss −(z(label_j, j) − m_j − log s_j) (NaN for a label outside 1..rows)
+//                  loss −(z(label_j, j) − m_j − log s_j) (a bad label: NaN, and its
+//                  position to the call's status word, src/core/index_check.hpp)
 //   OP 2 argmax:   idx(j) = 1 + the best row of column j, one invocation per column
 // The same expressions as softmax.comp and argmax.comp, so a column gives the
 // same values whichever path the host took. y (dz) may be x (z): each element
@@ -25,6 +26,7 @@ layout(push_constant) uniform Push {
     uint rows;
     uint cols;
     float scale;
+    uvec2 status;  // xent: the call's status word (src/core/index_check.hpp)
 } p;
 
 void main() {
@@ -52,9 +54,18 @@ void main() {
         return;
     }
     float fl = U8 != 0 ? load_u8(p.labels.addr, j * p.labels.rstep) : load_f32(p.labels.addr, j * p.labels.rstep);
-    bool valid = fl >= 1.0 && fl <= float(p.rows) && fl == floor(fl);
-    uint label = valid ? uint(fl) - 1u : 0xffffffffu;
-    if (!addr_null(p.loss) && (i == label || (!valid && i == 0u)))
-        store_f32(p.loss, j * p.loss_step, valid ? -(z - m - log(s)) : uintBitsToFloat(0x7fc00000u));
+    // A label that is not a class index: its position goes to the status word
+    // (the host raises the error) and its column of loss and dz is NaN.
+    if (!index_ok(fl, p.rows)) {
+        float nan = uintBitsToFloat(0x7fc00000u);
+        if (i == 0u) {
+            report_bad_index(p.status, j);
+            if (!addr_null(p.loss)) store_f32(p.loss, j * p.loss_step, nan);
+        }
+        store_f32(p.y.addr, view_index2(p.y, i, j), nan);
+        return;
+    }
+    uint label = uint(fl) - 1u;
+    if (!addr_null(p.loss) && i == label) store_f32(p.loss, j * p.loss_step, -(z - m - log(s)));
     store_f32(p.y.addr, view_index2(p.y, i, j), (sm - (i == label ? 1.0 : 0.0)) * p.scale);
 }

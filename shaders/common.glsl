@@ -88,3 +88,14 @@ void store_u8(uvec2 addr, uint idx, float x) {
 // Element k (column-major logical order) of a float view.
 float ld(View v, uint k) { return load_f32(v.addr, view_index(v, k)); }
 void st(View v, uint k, float x) { store_f32(v.addr, view_index(v, k), x); }
+
+// The index contract (src/core/index_check.hpp): v an integer in 1..limit
+// (NaN, ±Inf, fractions, 0 and negatives are not).
+bool index_ok(float v, uint limit) {
+    return v >= 1.0 && v <= 4294967040.0 && v == floor(v) && uint(v) <= limit;
+}
+// Position j (0-based) of a bad index into the call's status word, which
+// keeps the smallest (~0u: none); a null address (no check wanted) skips it.
+void report_bad_index(uvec2 status, uint j) {
+    if (!addr_null(status)) atomicMin(U32(status).v, j);
+}

@@ -24,6 +24,7 @@ layout(push_constant) uniform Push {
     uint rows;
     uint cols;
     float scale;
+    uvec2 status;   // xent: the call's status word (src/core/index_check.hpp)
 } p;
 
 void main() {
@@ -43,11 +44,18 @@ void main() {
     }
     float fl = LABELS_U8 != 0 ? load_u8(p.labels.addr, j * p.labels.rstep)
                               : load_f32(p.labels.addr, j * p.labels.rstep);
-    // A label outside 1..rows matches no class: its loss is NaN, so the mistake shows.
-    bool valid = fl >= 1.0 && fl <= float(p.rows) && fl == floor(fl);
-    uint label = valid ? uint(fl) - 1u : 0xffffffffu;
+    // A label that is not a class index: its position goes to the status word
+    // (the host raises the error) and its column of loss and dz is NaN.
+    if (!index_ok(fl, p.rows)) {
+        report_bad_index(p.status, j);
+        float nan = uintBitsToFloat(0x7fc00000u);
+        if (!addr_null(p.loss)) store_f32(p.loss, j * p.loss_step, nan);
+        for (uint i = 0; i < p.rows; ++i) store_f32(p.y.addr, view_index2(p.y, i, j), nan);
+        return;
+    }
+    uint label = uint(fl) - 1u;
     if (!addr_null(p.loss)) {
-        float zl = valid ? load_f32(p.x.addr, view_index2(p.x, label, j)) : uintBitsToFloat(0x7fc00000u);
+        float zl = load_f32(p.x.addr, view_index2(p.x, label, j));
         store_f32(p.loss, j * p.loss_step, -(zl - m - log(s)));
     }
     for (uint i = 0; i < p.rows; ++i) {

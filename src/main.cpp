@@ -254,6 +254,7 @@ int main(int argc, char** argv) {
             d->sync();
         } catch (const vela::Error& e) {
             std::fprintf(stderr, "%s: %s: %s\n", progname, d->name().c_str(), e.what());
+            if (rc == EXIT_SUCCESS) rc = EXIT_FAILURE;  // work the script queued failed (e.g. a bad label)
         }
     }
     lua_close(L);

@@ -1,16 +1,19 @@
 // The edge-input contract of docs/lua-api.md ("Edge inputs"), on every usable
 // device, against values written out by hand: NaN and ±Inf through each
 // activation and derivative (the unary kernels and dense's fused epilogue),
-// scal(0, x) with NaN and Inf in x, and log of a denormal.
+// scal(0, x) with NaN and Inf in x, log of a denormal, and labels and column
+// indices that are not integers in range (core/index_check.hpp).
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/error.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
 #include "every_device.hpp"
@@ -132,5 +135,178 @@ TEST_CASE("kernels: edge inputs, log of denormals, zero and negatives", "[kernel
         unary(Unary::log, x, y);
         check_same(to_host(y), w, 1e-6);
         if (d.name() == "cpu") CHECK_FALSE(flushes);  // the host keeps them
+    });
+}
+
+namespace {
+
+// The error the contract promises, caught from `f`; "" when f does not throw.
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const vela::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// softmax_xent's loss and dz for column j in float64, with 1-based label c.
+void xent_ref(const std::vector<float>& z, int64_t k, int64_t j, int64_t c, double scale, double& loss,
+              std::vector<double>& dz) {
+    double m = -INFINITY, s = 0;
+    for (int64_t i = 0; i < k; ++i) m = std::max(m, double(z[size_t(j * k + i)]));
+    for (int64_t i = 0; i < k; ++i) s += std::exp(double(z[size_t(j * k + i)]) - m);
+    loss = -(double(z[size_t(j * k + c - 1)]) - m - std::log(s));
+    dz.assign(size_t(k), 0);
+    for (int64_t i = 0; i < k; ++i)
+        dz[size_t(i)] = (std::exp(double(z[size_t(j * k + i)]) - m) / s - (i == c - 1 ? 1 : 0)) * scale;
+}
+
+// Runs `call` (which uses bad indices) and checks the contract: on cpu it
+// throws `want` at once and leaves `out` as it was; on a Vulkan device it
+// queues without a host wait, the next read throws `want` inside "an earlier
+// call on <device> failed", and a second read succeeds. Returns out's values
+// after the call (the caller checks the good columns and the NaN ones).
+std::vector<float> expect_index_error(Device& d, const std::function<void()>& call, const Matrix& out,
+                                      const std::string& want) {
+    INFO("expected: " << want);
+    std::vector<float> before = to_host(out);
+    d.sync();
+    const uint64_t waits = d.stats().host_waits;
+    std::string at_call = error_of(call);
+    if (d.name() == "cpu") {
+        CHECK(at_call == want);
+        CHECK(to_host(out) == before);  // nothing written
+        return before;
+    }
+    CHECK(at_call.empty());
+    CHECK(d.stats().host_waits == waits);  // the check added no wait
+    std::vector<float> got;
+    std::string at_read = error_of([&] { got = to_host(out); });
+    CHECK(at_read.find("an earlier call on " + d.name() + " failed: " + want + ";") == 0);
+    CHECK(at_read.find("NaN") != std::string::npos);
+    CHECK(error_of([&] { got = to_host(out); }).empty());  // reported once; the device goes on
+    CHECK(error_of([&] { d.sync(); }).empty());
+    return got;
+}
+
+bool is_nan(float v) { return v != v; }
+
+}  // namespace
+
+TEST_CASE("kernels: edge inputs, labels that are not class indices are an error naming the first position",
+          "[kernels][edge]") {
+    const float bad_values[] = {2.5f, kNaN, 0.0f, -1.0f, 4.0f, kInf, -kInf, 1e30f, 1.0000001f};
+    on_every_device([&](Device& d) {
+        for (int64_t k : {int64_t(3), int64_t(5000)}) {  // one invocation per column, and the long-column passes
+            for (float bad : bad_values) {
+                const float badv = bad == 4.0f ? float(k + 1) : bad;  // one past the last class
+                INFO(k << " classes, bad label " << badv);
+                const int64_t n = 300;  // several workgroups of columns
+                std::vector<float> zh(static_cast<size_t>(k * n)), lab(static_cast<size_t>(n));
+                for (size_t e = 0; e < zh.size(); ++e) zh[e] = float((e * 37) % 11) * 0.25f - 1.0f;
+                for (int64_t j = 0; j < n; ++j) lab[size_t(j)] = float(1 + (j * 7) % k);
+                lab[250] = badv, lab[123] = badv;  // the first bad position is 124
+                Matrix z = from_host(d, k, n, zh.data()), labels = from_host(d, 1, n, lab.data());
+                Matrix dz = zeros(d, k, n), loss = zeros(d, 1, n);
+                std::vector<float> got = expect_index_error(
+                    d, [&] { softmax_xent(z, labels, loss, 0.5f, dz); }, dz,
+                    "softmax_xent: labels at position 124 is not a class index (an integer in 1.." +
+                        std::to_string(k) + ")");
+                if (d.name() == "cpu") continue;
+                std::vector<float> lossv = to_host(loss);
+                for (int64_t j : {int64_t(0), int64_t(122), int64_t(123), int64_t(250), int64_t(299)}) {
+                    INFO("column " << j + 1);
+                    if (j == 123 || j == 250) {
+                        CHECK(is_nan(lossv[size_t(j)]));
+                        for (int64_t i = 0; i < k; i += std::max<int64_t>(1, k / 7)) CHECK(is_nan(got[size_t(j * k + i)]));
+                        continue;
+                    }
+                    double lr;
+                    std::vector<double> dr;
+                    xent_ref(zh, k, j, int64_t(lab[size_t(j)]), 0.5, lr, dr);
+                    CHECK(std::fabs(lossv[size_t(j)] - lr) <= 1e-5 * std::max(1.0, std::fabs(lr)));
+                    for (int64_t i = 0; i < k; i += std::max<int64_t>(1, k / 7))
+                        CHECK(std::fabs(got[size_t(j * k + i)] - dr[size_t(i)]) <= 1e-6);
+                }
+            }
+        }
+        // uint8 labels: 0 and k + 1 are bad; without the optional loss.
+        const uint8_t l8[] = {1, 2, 3, 0, 4};
+        std::vector<float> zh(15, 0.5f);
+        Matrix z = from_host(d, 3, 5, zh.data()), labels = from_host_u8(d, 1, 5, l8), dz = zeros(d, 3, 5);
+        expect_index_error(d, [&] { softmax_xent(z, labels, Matrix{}, 1.0f, dz); }, dz,
+                           "softmax_xent: labels at position 4 is not a class index (an integer in 1..3)");
+    });
+}
+
+TEST_CASE("kernels: edge inputs, column indices out of range are an error naming the first position",
+          "[kernels][edge]") {
+    const float bad_values[] = {1.5f, kNaN, 0.0f, -2.0f, 7.0f, kInf, 4294967296.0f};
+    on_every_device([&](Device& d) {
+        for (bool u8 : {false, true}) {
+            const int64_t m = 4, cols = 6, n = 700;
+            std::vector<float> sh(size_t(m * cols));
+            std::vector<uint8_t> sb(sh.size());
+            for (size_t e = 0; e < sh.size(); ++e) sh[e] = float(e + 1), sb[e] = uint8_t(e + 1);
+            Matrix src = u8 ? from_host_u8(d, m, cols, sb.data()) : from_host(d, m, cols, sh.data());
+            for (float bad : bad_values) {
+                INFO((u8 ? "uint8" : "float") << " src, bad index " << bad);
+                std::vector<float> ih(static_cast<size_t>(n));
+                for (int64_t j = 0; j < n; ++j) ih[size_t(j)] = float(1 + (j * 5) % cols);
+                ih[650] = bad, ih[401] = bad, ih[699] = bad;  // the first bad position is 402
+                Matrix idx = from_host(d, 1, n, ih.data()), dst = zeros(d, m, n);
+                std::vector<float> got = expect_index_error(
+                    d, [&] { gather_cols(src, idx, dst, 2.0f); }, dst,
+                    "gather_cols: idx at position 402 is not a column index of src (an integer in 1..6)");
+                if (d.name() == "cpu") continue;
+                for (int64_t j = 0; j < n; ++j) {
+                    bool bad_col = j == 401 || j == 650 || j == 699;
+                    for (int64_t i = 0; i < m; ++i) {
+                        float v = got[size_t(j * m + i)];
+                        if (bad_col)
+                            CHECK(is_nan(v));
+                        else
+                            CHECK(v == 2.0f * float((int64_t(ih[size_t(j)]) - 1) * m + i + 1));
+                    }
+                }
+            }
+        }
+    });
+}
+
+TEST_CASE("kernels: edge inputs, a bad index among many queued calls is reported once, first call first",
+          "[kernels][edge]") {
+    on_every_device([&](Device& d) {
+        // 300 gathers and copies between two reads (600 kernels: three command
+        // buffers on Vulkan, fewer than its ring holds, so no wait for a free
+        // one); calls 150 and 250 have bad indices at positions 2 and 1.
+        const float sh[] = {1, 2, 3, 4};
+        Matrix src = from_host(d, 2, 2, sh);
+        const float good[] = {2, 1}, bad150[] = {1, 3}, bad250[] = {0, 1};
+        Matrix ig = from_host(d, 1, 2, good), ib1 = from_host(d, 1, 2, bad150), ib2 = from_host(d, 1, 2, bad250);
+        Matrix dst = zeros(d, 2, 2), acc = zeros(d, 2, 2);
+        d.sync();
+        const uint64_t waits = d.stats().host_waits;
+        std::string first;
+        for (int call = 1; call <= 300; ++call) {
+            std::string e = error_of([&] { gather_cols(src, call == 150 ? ib1 : call == 250 ? ib2 : ig, dst, 1.0f); });
+            if (first.empty()) first = e;
+            axpby(1.0f, dst, 0.0f, acc);
+        }
+        const std::string want = "gather_cols: idx at position 2 is not a column index of src (an integer in 1..2)";
+        if (d.name() == "cpu") {
+            CHECK(first == want);
+        } else {
+            CHECK(first.empty());
+            CHECK(d.stats().host_waits == waits);  // no wait for 300 checked calls
+            std::string e = error_of([&] { d.sync(); });
+            CHECK(e.find("an earlier call on " + d.name() + " failed: " + want + ";") == 0);
+            CHECK(e.find("; 1 later call found bad labels or indices too") != std::string::npos);
+            CHECK(error_of([&] { d.sync(); }).empty());
+        }
+        // the device goes on: the last gather was a good one
+        std::vector<float> got = to_host(acc);
+        CHECK(got == std::vector<float>({3, 4, 1, 2}));
     });
 }

@@ -418,9 +418,11 @@ end
 -- device); backward() → ∂L/∂output for L the mean over the batch.
 -- ---------------------------------------------------------------------------
 
--- Shapes every call; the label values once per labels matrix (reading them
--- makes the host wait, which a training step must not do: the batches of a
--- loader reuse one matrix, and data.mnist checked every label on reading).
+-- Shapes every call; the label values once per labels matrix here, in the
+-- kernels' words (reading them makes the host wait, which a training step must
+-- not do: the batches of a loader reuse one matrix). The kernels check every
+-- call's labels themselves (softmax_xent, gather_cols; on a Vulkan device the
+-- next read reports a bad one), so a later bad batch is an error too.
 local function check_loss_args(self, name, z, labels)
   if labels.rows ~= 1 or labels.cols ~= z.cols then
     error(fmt("%s: labels are %d×%d but the output has %d columns (expected a 1×%d vector of class indices)",
@@ -429,7 +431,7 @@ local function check_loss_args(self, name, z, labels)
   if rawequal(labels, self._labels_checked) then return end
   for j, v in ipairs(labels:to("cpu"):totable()[1]) do
     if v ~= math.floor(v) or v < 1 or v > z.rows then
-      error(fmt("%s: label %g of sample %d is not a class index 1..%d", name, v, j, z.rows), 3)
+      error(fmt("%s: labels at position %d is not a class index (an integer in 1..%d)", name, j, z.rows), 3)
     end
   end
   self._labels_checked = labels

@@ -113,6 +113,21 @@ local function in_eval(net, fn, ...)
   return table.unpack(res, 2, res.n)
 end
 
+-- The labels of a set read to the host, each checked to be a class index
+-- 1..k, in the kernels' words (core/index_check.hpp): evaluate's count and
+-- confusion's table would otherwise take a bad label as a wrong prediction, or
+-- round it.
+local function host_labels(fn, labels, k)
+  local v = labels:to("cpu"):totable()[1]
+  for j = 1, #v do
+    local x = v[j]
+    if x ~= math.floor(x) or x < 1 or x > k then  -- NaN too (NaN ~= NaN)
+      error(fmt("%s: labels at position %d is not a class index (an integer in 1..%d)", fn, j, k), 3)
+    end
+  end
+  return v
+end
+
 local eval_cache = setmetatable({}, {__mode = "k"})
 
 -- The loader and counter evaluate uses for a set, kept while the set lives.
@@ -132,6 +147,7 @@ end
 -- accuracy in [0, 1], and the mean loss when a loss is given.
 function training.evaluate(net, set, opts)
   check_net_set("nn.evaluate", net, set)
+  host_labels("nn.evaluate", set.labels, net.outputs)
   return in_eval(net, training._evaluate, net, set, opts)
 end
 
@@ -177,7 +193,7 @@ function training.confusion(net, set)
   check_net_set("nn.confusion", net, set)
   local k = net.outputs
   local pred = training.predict(net, set):to("cpu"):totable()[1]
-  local truth = set.labels:to("cpu"):totable()[1]
+  local truth = host_labels("nn.confusion", set.labels, k)
   local counts = {}
   for i = 1, k do counts[i] = {} for j = 1, k do counts[i][j] = 0 end end
   for s = 1, #pred do
@@ -266,6 +282,29 @@ function training.fit(net, train, opts)
                              last = epochs}, training.History)
   local nb, n_total = loader.nbatches, loader.set.n
 
+  -- One training step; run under pcall, so a bad label stops fit naming its batch.
+  local function train_step(x, y, k)
+    local z = net:forward(x)
+    local loss = lossfn:forward(z, y)
+    net:backward(lossfn:backward())
+    opt:step(net:params())
+    count:add(z, y, loss)
+    count:record(k, loss)
+    return z
+  end
+  -- A label or index the kernels refused (core/index_check.hpp): on cpu the
+  -- step itself raises; on a Vulkan device the next read does (no host wait per
+  -- batch), and the batch is the first since the last read whose mean loss is
+  -- NaN (the kernel wrote NaN there). Other errors go on unchanged.
+  local function stopped(err, epoch, b, k)
+    local words = type(err) == "string" and err:match("([%w_]+: [%w_]+ at position %d+ is not [^;]-%(an integer in 1%.%.%d+%))")
+    if not words then error(err, 0) end
+    local ok, bad = pcall(count.first_bad, count, k)
+    if progress then out:write("\n"); out:flush() end
+    return fmt("nn.fit: epoch %d, batch %d: %s; training stopped after batch %d", epoch,
+      b - k + ((ok and bad) or k), words, b)
+  end
+
   for epoch = first, epochs do
     if type(net.train) == "function" then net:train() end  -- training mode (nn.evaluate switched it off and back)
     if opts.schedule then opt.lr = opts.schedule(epoch) end
@@ -275,22 +314,19 @@ function training.fit(net, train, opts)
     local seen, seen_at_read, correct_sum, loss_sum, read_batches = 0, 0, 0, 0, 0
     local shown_loss, shown_acc = 0 / 0, 0 / 0
     for x, y, b, n in loader:epoch(epoch) do
-      local z = net:forward(x)
-      local loss = lossfn:forward(z, y)
-      net:backward(lossfn:backward())
-      opt:step(net:params())
-      count:add(z, y, loss)
-      count:record(b - read_batches, loss)
+      local ok, z = pcall(train_step, x, y, b - read_batches)
+      if not ok then error(stopped(z, epoch, b, b - read_batches), 2) end
       seen = seen + n
       if b % every == 0 or b == nb then
-        local correct, l = count:read()          -- the one host wait per `every` batches
         local k = b - read_batches
+        local ok2, correct, l = pcall(count.read, count)  -- the one host wait per `every` batches
+        if not ok2 then error(stopped(correct, epoch, b, k), 2) end
         if l ~= l or l == math.huge or l == -math.huge then
           local first, v = count:first_bad(k)
           if progress then out:write("\n"); out:flush() end
-          error(fmt("nn.fit: the loss of epoch %d, batch %d is %s (a label outside 1..%d, or a diverging "
-            .. "learning rate); training stopped after batch %d", epoch, read_batches + (first or k),
-            (v or l) ~= (v or l) and "nan" or tostring(v or l), z.rows, b), 2)
+          error(fmt("nn.fit: the loss of epoch %d, batch %d is %s (a diverging learning rate, or data that is not "
+            .. "finite); training stopped after batch %d", epoch, read_batches + (first or k),
+            (v or l) ~= (v or l) and "nan" or tostring(v or l), b), 2)
         end
         correct_sum, loss_sum, read_batches = correct_sum + correct, loss_sum + l, b
         shown_loss, shown_acc = l / k, correct / (seen - seen_at_read)
@@ -352,9 +388,9 @@ end}
 -- help(nn.fit), ?nn.evaluate: documentation for the shell's help.
 if vela.doc then
   vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20, start = 1, progress = true, shift = 0})",
-    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line. start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run). shift = 2: on-device augmentation (see data.loader). Trains in training mode (net:train(): nn.dropout drops, nn.batchnorm uses batch statistics); the test set is evaluated in evaluation mode.", training.fit)
+    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line. start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run). shift = 2: on-device augmentation (see data.loader). Trains in training mode (net:train(): nn.dropout drops, nn.batchnorm uses batch statistics); the test set is evaluated in evaluation mode. A label that is not a class index stops it naming the epoch, the batch and the position (on Vulkan at the next read of the loss: no host wait per batch); so does a loss that is not finite.", training.fit)
   vela.doc("nn.evaluate", "nn.evaluate(net, set [, {batch =, loss =}]) -> accuracy [, mean loss]",
-    "The fraction of a set classified right, counted on the device.", training.evaluate)
+    "The fraction of a set classified right, counted on the device. Every label must be a class index 1..outputs (checked: an error names the first bad position).", training.evaluate)
   vela.doc("nn.predict", "nn.predict(net, images [, batch]) -> 1×n",
     "Predicted class indices (1-based) on the device.", training.predict)
   vela.doc("nn.confusion", "nn.confusion(net, set) -> counts",

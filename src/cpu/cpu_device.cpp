@@ -102,23 +102,68 @@ bool commit(void* p, size_t len) {
     return errno == EINVAL;
 }
 
+// The cgroup directories whose limits apply to this process, innermost first,
+// for cgroup v2 (v1 = false) or v1's memory controller: $VELA_CGROUP_DIR alone
+// when set (tests point it at files they write: v2 files in it, v1 files in
+// its memory/ subdirectory), else the process's own cgroup as /proc/self/cgroup
+// names it ("0::/path" for v2, "N:memory:/path" for v1; "/" inside a
+// container's cgroup namespace) under /sys/fs/cgroup (v1: /sys/fs/cgroup/memory),
+// and each ancestor up to that root: a limit set on any of them applies.
+std::vector<std::string> cgroup_dirs(bool v1) {
+    if (const char* dir = std::getenv("VELA_CGROUP_DIR"); dir && *dir) return {std::string(dir) + (v1 ? "/memory" : "")};
+    const std::string root = v1 ? "/sys/fs/cgroup/memory" : "/sys/fs/cgroup";
+    std::string rel;
+    std::ifstream f("/proc/self/cgroup");
+    for (std::string line; std::getline(f, line);) {
+        size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+        if (b == std::string::npos) continue;
+        std::string controllers = line.substr(a + 1, b - a - 1);
+        bool mine = v1 ? ("," + controllers + ",").find(",memory,") != std::string::npos
+                       : line.compare(0, a, "0") == 0 && controllers.empty();
+        if (mine) rel = line.substr(b + 1);
+    }
+    std::vector<std::string> dirs;
+    while (!rel.empty() && rel != "/" && rel.find("..") == std::string::npos) {
+        dirs.push_back(root + rel);
+        rel.resize(rel.rfind('/'));
+    }
+    dirs.push_back(root);
+    return dirs;
+}
+
+// The headroom of a cgroup limit: max − usage, counting the inactive page cache as free (the kernel reclaims it first).
+uint64_t cgroup_room(uint64_t max, uint64_t cur, uint64_t cache) {
+    return max > cur ? max - cur + std::min(cache, cur) : std::min(cache, cur);
+}
+
 }  // namespace
 
 MemoryLimit available_memory() {
     MemoryLimit m{UINT64_MAX, "no limit found"};
     uint64_t v = 0;
     if (read_field("/proc/meminfo", "MemAvailable", v) && v < m.bytes) m = {v, "MemAvailable in /proc/meminfo"};
-    // The cgroup's headroom, counting its inactive page cache as free (the kernel reclaims it first).
+    // cgroup v2: memory.max ("max": none) of this cgroup and its ancestors; else v1's memory.limit_in_bytes.
     uint64_t max = 0, cur = 0, cache = 0;
-    if (read_number("/sys/fs/cgroup/memory.max", max) && read_number("/sys/fs/cgroup/memory.current", cur)) {
-        read_field("/sys/fs/cgroup/memory.stat", "inactive_file", cache);
-        uint64_t room = max > cur ? max - cur + std::min(cache, cur) : std::min(cache, cur);
+    bool v2 = false;
+    for (const std::string& d : cgroup_dirs(false)) {
+        if (!read_number((d + "/memory.max").c_str(), max) || !read_number((d + "/memory.current").c_str(), cur))
+            continue;
+        v2 = true;
+        cache = 0;
+        read_field((d + "/memory.stat").c_str(), "inactive_file", cache);
+        uint64_t room = cgroup_room(max, cur, cache);
         if (room < m.bytes) m = {room, "the cgroup's memory.max"};
-    } else if (read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes", max) &&
-               read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes", cur)) {
-        read_field("/sys/fs/cgroup/memory/memory.stat", "total_inactive_file", cache);
-        uint64_t room = max > cur ? max - cur + std::min(cache, cur) : std::min(cache, cur);
-        if (room < m.bytes) m = {room, "the cgroup's memory.limit_in_bytes"};
+    }
+    if (!v2) {
+        for (const std::string& d : cgroup_dirs(true)) {
+            if (!read_number((d + "/memory.limit_in_bytes").c_str(), max) ||
+                !read_number((d + "/memory.usage_in_bytes").c_str(), cur))
+                continue;
+            cache = 0;
+            read_field((d + "/memory.stat").c_str(), "total_inactive_file", cache);
+            uint64_t room = cgroup_room(max, cur, cache);
+            if (room < m.bytes) m = {room, "the cgroup's memory.limit_in_bytes"};
+        }
     }
     // The address-space limit (ulimit -v, prlimit --as) less what is mapped already.
     struct rlimit rl {};

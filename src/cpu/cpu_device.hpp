@@ -22,8 +22,10 @@ std::string blas_config();   // OpenBLAS's build line: version, kernel (Haswell,
 uint64_t physical_memory();
 
 // What this process may still allocate: the least of MemAvailable, the
-// cgroup's headroom (v2 memory.max, else v1) and RLIMIT_AS less the address
-// space in use; `source` names the one that decided.
+// headroom of its cgroup and each ancestor (v2 memory.max, else v1's
+// memory.limit_in_bytes; VELA_CGROUP_DIR names a directory of such files
+// instead, for tests) and RLIMIT_AS less the address space in use; `source`
+// names the one that decided.
 struct MemoryLimit {
     uint64_t bytes;
     const char* source;

@@ -6,14 +6,13 @@
 #include <cmath>
 #include <limits>
 
+#include "core/index_check.hpp"
 #include "cpu/cpu_kernels.hpp"
 #include "cpu/vmath.hpp"
 
 namespace vela::cpu {
 
 namespace {
-
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // A column j of a view: p[i * s] for i < rows.
 struct Col {
@@ -26,6 +25,13 @@ inline Col column(const Matrix& m, int64_t j) { return {fbase(m) + m.index(0, j)
 inline float element(const Matrix& v, int64_t k) {
     int64_t at = v.offset + k * v.inc();
     return v.dtype() == DType::f32 ? fbase(v)[at] : float(bbase(v)[at]);
+}
+
+// The index contract (core/index_check.hpp): every element of v an integer in
+// 1..c.limit, checked before anything is written; the first bad one throws.
+void check_indices(const Matrix& v, int64_t n, const IndexCheck& c) {
+    for (int64_t k = 0; k < n; k++)
+        if (!index_ok(element(v, k), c.limit)) throw Error(bad_index_message(c, uint64_t(k)));
 }
 
 template <class F>
@@ -74,21 +80,20 @@ void softmax(const Matrix& x, const Matrix& y) {
     });
 }
 
-// Labels are truncated to integers; a label outside 1..k gives that column
-// a NaN loss and the plain softmax (nothing subtracted) as its gradient.
+// Every label an integer in 1..k (checked first: a bad one throws before anything is written).
 void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz) {
     const int64_t k = z.rows;
     const bool has_loss = loss.buf != nullptr;
+    check_indices(labels, z.cols, {"softmax_xent", "labels", "a class index", uint64_t(k)});
     per_column(z, [&](int64_t j) {
         Col zc = column(z, j), dc = column(dz, j);
-        float lv = element(labels, j);
-        int64_t c = lv >= 1.0f && lv < float(k) + 1.0f ? int64_t(lv) - 1 : -1;
+        int64_t c = int64_t(element(labels, j)) - 1;
         float m = col_max(zc, k);
-        float zl = c >= 0 ? zc.p[c * zc.s] : 0.0f;  // read before dz (which may be z) is written
+        float zl = zc.p[c * zc.s];  // read before dz (which may be z) is written
         double s = exp_shifted(zc, dc, k, m);
-        if (has_loss) fbase(loss)[loss.offset + j * loss.inc()] = c >= 0 ? float(std::log(s) + double(m) - zl) : kNaN;
+        if (has_loss) fbase(loss)[loss.offset + j * loss.inc()] = float(std::log(s) + double(m) - zl);
         scale_col(dc, k, float(double(scale) / s));
-        if (c >= 0) dc.p[c * dc.s] -= scale;
+        dc.p[c * dc.s] -= scale;
     });
 }
 
@@ -107,29 +112,25 @@ void argmax(const Matrix& x, const Matrix& idx) {
     });
 }
 
-// An index outside 1..cols(src) (or not a number) fills its column with NaN.
+// Every index an integer in 1..cols(src) (checked first: a bad one throws before anything is written).
 void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
-    const int64_t m = dst.rows, ncols = src.cols;
+    const int64_t m = dst.rows;
     const bool u8 = src.dtype() == DType::u8;
+    if (dst.empty()) return;  // nothing to gather (as on Vulkan, where no invocation runs to check)
+    check_indices(idx, dst.cols, {"gather_cols", "idx", "a column index of src", uint64_t(src.cols)});
     const size_t esize = u8 ? 1 : sizeof(float);
     // The columns of a shuffled batch are far apart in a data set larger than
     // the caches: ask for column j + 1 while column j is copied.
     auto prefetch = [&](int64_t j) {
         if (j >= dst.cols || src.row_step() != 1) return;
-        float v = element(idx, j);
-        if (!(v >= 1.0f && v < float(ncols) + 1.0f)) return;
+        float v = element(idx, j);  // checked above: an integer in 1..cols(src)
         const char* p = reinterpret_cast<const char*>(base(src)) + size_t(src.index(0, int64_t(v) - 1)) * esize;
         for (size_t b = 0; b < size_t(m) * esize; b += 64) __builtin_prefetch(p + b);
     };
     per_column(dst, [&](int64_t j) {
         prefetch(j + 1);
         Col d = column(dst, j);
-        float v = element(idx, j);
-        if (!(v >= 1.0f && v < float(ncols) + 1.0f)) {
-            for (int64_t i = 0; i < m; i++) d.p[i * d.s] = kNaN;
-            return;
-        }
-        int64_t c = int64_t(v) - 1;
+        int64_t c = int64_t(element(idx, j)) - 1;
         int64_t at = src.index(0, c), s = src.row_step();
         if (u8) {
             const uint8_t* p = bbase(src) + at;

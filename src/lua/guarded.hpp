@@ -4,6 +4,7 @@
 // exception object is destroyed before the jump, and nothing owning memory
 // is alive when it happens.
 #pragma once
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <lua.hpp>
@@ -54,8 +55,15 @@ inline void name_message(char (&msg)[1024], const char* fn, bool keep_word = fal
     size_t n = std::strlen(fn);
     if (std::strncmp(msg, fn, n) == 0 && msg[n] == ':') return;
     const char* rest = !keep_word && starts_with_word(msg) ? std::strstr(msg, ": ") + 2 : msg;
+    // "fn: rest", cut to the buffer (copied, not formatted: GCC's
+    // -Wformat-truncation flags "%s: %s" into 1024 bytes where this is inlined)
     char out[1024];
-    std::snprintf(out, sizeof out, "%s: %s", fn, rest);
+    size_t a = std::min(n, sizeof out - 1), b = std::min<size_t>(2, sizeof out - 1 - a);
+    size_t c = std::min(std::strlen(rest), sizeof out - 1 - a - b);
+    std::memcpy(out, fn, a);
+    std::memcpy(out + a, ": ", b);
+    std::memcpy(out + a + b, rest, c);
+    out[a + b + c] = '\0';
     std::memcpy(msg, out, sizeof out);
 }
 }  // namespace detail

@@ -430,14 +430,17 @@ static void document() {
     doc("softmax_xent", "softmax_xent(z, labels, dz [, loss [, scale]]) -> dz",
         "Fused softmax + cross-entropy for logits z (k×n): dz ← (softmax(z) − onehot(labels))·scale, scale "
         "defaulting to 1/n; loss (an optional n-vector) ← −log softmax(z)[label]. labels: an n-vector of 1-based "
-        "class indices (float32 or uint8). PyTorch cross_entropy.");
+        "class indices (float32 or uint8), each an integer in 1..k: any other value is an error naming the first bad "
+        "position (on a Vulkan device raised by the next read or sync, the bad columns NaN). PyTorch cross_entropy.");
     doc("argmax", "argmax(x, idx) -> idx",
         "idx(j) ← the 1-based row of the largest element of column j; x k×n, idx "
         "an n-vector. torch.max(x, 1).");
     doc("gather_cols", "gather_cols(src, idx, dst [, scale]) -> dst",
         "dst(:, j) ← scale·src(:, idx[j]): takes the columns listed in idx (an n-vector of 1-based indices) into "
         "dst (rows×n); src float32 or uint8 (converted, e.g. scale = 1/255 for images). A mini-batch from a data "
-        "set already on the device. torch.index_select(src, 2, idx).");
+        "set already on the device. Each index an integer in 1..cols(src): any other value is an error naming the "
+        "first bad position (on a Vulkan device raised by the next read or sync, the bad columns NaN). "
+        "torch.index_select(src, 2, idx).");
     doc("add_bias", "add_bias(b, y) -> y",
         "y(:, j) ← y(:, j) + b for every column: b an m-vector, y m×n. "
         "Same as rk(b, ones(n, 1), y).");

@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/ops.hpp"
 #include "lua/check.hpp"
 #include "lua/vela.hpp"
@@ -93,7 +95,16 @@ int matrix_tostring(lua_State* L) {
             for (int bj = 0; bj < (cs.elided() ? 2 : 1); bj++) {
                 int64_t r0 = rblock[bi][0], nr = rblock[bi][1], c0 = cblock[bj][0], nc = cblock[bj][1];
                 if (nr == 0 || nc == 0) continue;
-                std::vector<float> v = to_host(view(m, r0, c0, nr, nc));
+                std::vector<float> v;
+                try {
+                    v = to_host(view(m, r0, c0, nr, nc));
+                } catch (const Interrupted&) {
+                    throw;
+                } catch (const Error& e) {
+                    // print(m) reads the matrix: a read error (an earlier call's label error on
+                    // Vulkan) names it, as a metamethod has no name of its own
+                    throw Error(std::string("tostring(m): ") + e.what());
+                }
                 for (int64_t j = 0; j < nc; j++)
                     for (int64_t i = 0; i < nr; i++)
                         grid[size_t((bi * rs.a + i) * nc_shown + bj * cs.a + j)] = v[size_t(i + j * nr)];

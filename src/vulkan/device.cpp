@@ -120,10 +120,14 @@ void VulkanDevice::upload(const Matrix& dst, const void* host) {
 void VulkanDevice::download(const Matrix& src, void* host) {
     if (src.empty()) return;
     stream_.count_transfer(false, uint64_t(src.size()) * dtype_size(src.dtype()));
-    if (!mapped()) return staged_download(src, host);
-    VulkanBuffer& b = buffer(src);
-    stream_.before_host_read(b);
-    view_to_host(src, b.alloc.mapped, static_cast<uint8_t*>(host));
+    if (!mapped()) {
+        staged_download(src, host);
+    } else {
+        VulkanBuffer& b = buffer(src);
+        stream_.before_host_read(b);
+        view_to_host(src, b.alloc.mapped, static_cast<uint8_t*>(host));
+    }
+    stream_.report_checks();  // a bad index that finished kernels found (vulkan/stream.hpp)
 }
 
 // A dense staging matrix in host-visible memory, copied to or from the view by the level1 copy shader.
@@ -165,6 +169,9 @@ Matrix VulkanDevice::scratch(size_t floats) {
 }
 
 void VulkanDevice::flush() { stream_.flush(); }
-void VulkanDevice::sync() { stream_.sync(); }
+void VulkanDevice::sync() {
+    stream_.sync();
+    stream_.report_checks();
+}
 
 }  // namespace vela::vk

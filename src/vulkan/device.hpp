@@ -82,7 +82,11 @@ public:
     DeviceStats stats() const override { return stream_.stats(); }
     MemoryInfo memory() const override { return memory_.info(); }
     void profile_begin() override { stream_.profile_begin(); }
-    std::vector<KernelTime> profile_end() override { return stream_.profile_end(); }
+    std::vector<KernelTime> profile_end() override {
+        auto times = stream_.profile_end();
+        stream_.report_checks();
+        return times;
+    }
 
     // Recording, for the kernel files.
     const Caps& caps() const { return phys_.caps; }

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/device.hpp"
+#include "core/index_check.hpp"
 #include "core/matrix.hpp"
 
 namespace vela::vk {
@@ -90,6 +91,14 @@ struct Dispatch {
     // Nonzero: `push` is an ElementPush and the kernel may also run as one step
     // of a batch (shaders/batch.comp) with this step code; the stream decides.
     uint32_t step = 0;
+    // Non-null: the kernel checks an index operand (labels, column numbers;
+    // core/index_check.hpp). The stream gives the call a status word in
+    // host-visible memory of its command buffer and writes its 64-bit address
+    // at byte `check_at` of the push block; the shader atomicMin's the 0-based
+    // position of each bad index into it (report_bad_index in common.glsl), and
+    // the host reads it once the command buffer has completed (no extra wait).
+    const IndexCheck* check = nullptr;
+    uint32_t check_at = 0;
 };
 
 }  // namespace vela::vk

@@ -4,7 +4,9 @@
 // (colstats.comp, then colapply.comp), since drivers may end a shader loop
 // after 65,535 iterations (lavapipe does, silently).
 #include <algorithm>
+#include <cstddef>
 
+#include "core/index_check.hpp"
 #include "vulkan/device.hpp"
 
 namespace vela::vk {
@@ -17,7 +19,9 @@ struct SoftmaxPush {
     uint32_t loss_step = 0;
     uint32_t rows = 0, cols = 0;
     float scale = 1;
+    uint64_t status = 0;  // xent: the call's status word (written by the stream, see Dispatch::check)
 };
+static_assert(sizeof(SoftmaxPush) == 104);
 
 struct ArgmaxPush {
     View x, idx;
@@ -38,8 +42,9 @@ struct ColApplyPush {
     uint32_t loss_step = 0;
     uint32_t rows = 0, cols = 0;
     float scale = 1;
+    uint64_t status = 0;  // xent: the call's status word (written by the stream, see Dispatch::check)
 };
-static_assert(sizeof(ColApplyPush) == 104);
+static_assert(sizeof(ColApplyPush) == 112);
 
 // The one-invocation-per-column shaders loop over a column up to four times:
 // up to kColumnRows rows keeps that at 16,384 iterations. colstats.comp
@@ -122,6 +127,8 @@ void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Mat
                                 const Matrix& dz) {
     if (dz.empty()) return;
     bool with_loss = loss.buf != nullptr && !loss.empty();
+    // The labels' contract, checked by the kernel (core/index_check.hpp).
+    const IndexCheck check{"softmax_xent", "labels", "a class index", uint64_t(z.rows)};
     if (uint64_t(z.rows) > kColumnRows) {
         Matrix part = column_stats(*this, kStatsSoftmax, z);
         ColApplyPush p;
@@ -140,7 +147,8 @@ void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Mat
         uint32_t spec[3] = {wg(), kApplyXent, labels.dtype() == DType::u8};
         auto go = [&](std::initializer_list<const Matrix*> writes) {
             Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
-                       .reads = {&z, &labels, &part}, .writes = writes, .label = "softmax_xent"};
+                       .reads = {&z, &labels, &part}, .writes = writes, .label = "softmax_xent",
+                       .check = &check, .check_at = offsetof(ColApplyPush, status)};
             grid(uint64_t(z.rows) * uint64_t(z.cols), wg(), d.groups);
             dispatch(d);
         };
@@ -163,7 +171,8 @@ void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Mat
     uint32_t spec[3] = {cwg, 1, labels.dtype() == DType::u8};
     auto go = [&](std::initializer_list<const Matrix*> writes) {
         Dispatch d{.shader = "softmax", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
-                   .reads = {&z, &labels}, .writes = writes, .label = "softmax_xent"};
+                   .reads = {&z, &labels}, .writes = writes, .label = "softmax_xent", .check = &check,
+                   .check_at = offsetof(SoftmaxPush, status)};
         grid(p.cols, cwg, d.groups);
         dispatch(d);
     };

@@ -1,6 +1,9 @@
 // Elementwise kernels: unary functions (shaders/unary.comp), binary
 // operations (binary.comp), the fused backward activation (backward.comp), the bias broadcast (add_bias.comp) and the column
 // gather that builds batches from a data set on the device (gather_cols.comp).
+#include <cstddef>
+
+#include "core/index_check.hpp"
 #include "vulkan/device.hpp"
 
 namespace vela::vk {
@@ -91,7 +94,15 @@ void VulkanDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matri
     p.n = uint32_t(dst.size());
     p.a = scale;
     uint32_t spec[2] = {wg(), src.dtype() == DType::u8};
-    record(*this, "gather_cols", "gather_cols", p, spec, 2, {&src, &idx}, {&dst});
+    // The indices' contract, checked by the kernel (core/index_check.hpp): the
+    // stream writes the call's status word address over b and c (gather_cols.comp).
+    const IndexCheck check{"gather_cols", "idx", "a column index of src", uint64_t(src.cols)};
+    if (p.n == 0) return;
+    Dispatch d{.shader = "gather_cols", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2,
+               .reads = {&src, &idx}, .writes = {&dst}, .label = "gather_cols", .check = &check,
+               .check_at = offsetof(ElementPush, b)};
+    grid(p.n, wg(), d.groups);
+    dispatch(d);
 }
 
 }  // namespace vela::vk

@@ -54,6 +54,7 @@ double VulkanDevice::reduce(Reduce op, const Matrix& x, const Matrix* y) {
     Matrix out = scratch(2 * kMaxGroups);
     uint32_t groups = record_reduce(*this, uint32_t(op), x, op == Reduce::dot ? y : nullptr, out);
     stream_.before_host_read(buffer(out));
+    stream_.report_checks();  // a bad index that finished kernels found (vulkan/stream.hpp)
     const float* part = reinterpret_cast<const float*>(buffer(out).alloc.mapped);
     double s = 0;
     for (uint32_t g = 0; g < groups; ++g) s += part[g];
@@ -92,6 +93,7 @@ int64_t VulkanDevice::imax(const Matrix& x) {
     Matrix out = scratch(2 * kMaxGroups);
     uint32_t groups = record_reduce(*this, 4, x, nullptr, out);
     stream_.before_host_read(buffer(out));
+    stream_.report_checks();
     const float* val = reinterpret_cast<const float*>(buffer(out).alloc.mapped);
     const uint32_t* idx = reinterpret_cast<const uint32_t*>(val + groups);
     // Partials come from disjoint strided shares: take the largest, the lowest index on ties.

@@ -25,6 +25,10 @@ struct Stream::Slot {
     bool profiled = false;  // timestamps written around each dispatch
     std::vector<std::string> labels;
     std::vector<uint64_t> calls;  // KernelCall ids of the labels
+    std::vector<IndexCheck> checks;  // check k's status word: status()[k]
+    uint32_t* status() const { return reinterpret_cast<uint32_t*>(steps.mapped + kStatusAt); }
+    // Status words after the step lists: kBatch steps and kBatch + 1 list headers.
+    static constexpr uint32_t kStatusAt = kBatch * (sizeof(ElementPush) + 16) + 16;
 };
 
 void VulkanBuffer::free_storage() {
@@ -73,8 +77,9 @@ Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps,
             check(vkCreateQueryPool(dev, &qi, nullptr, &qp), "vkCreateQueryPool");
             s.queries = OwnedQueryPool(dev, qp);
         }
-        // kBatch steps and a list header for each, plus the first command buffer's empty batch.
-        s.steps = memory.alloc(kBatch * (sizeof(ElementPush) + 16) + 16, Pool::host);
+        // kBatch steps and a list header for each, plus the first command buffer's
+        // empty batch; then kBatch status words (index checks).
+        s.steps = memory.alloc(Slot::kStatusAt + kBatch * 4, Pool::host);
         if (!s.steps.mapped) batching_ = false;  // (host pools are always mapped)
     }
 }
@@ -139,6 +144,7 @@ void Stream::begin() {
     s.steps_used = 0;
     s.labels.clear();
     s.calls.clear();
+    s.checks.clear();  // (a slot dropped by Ctrl-C: its kernels never ran)
     s.profiled = profiling_ && s.queries;
     if (s.profiled) vkCmdResetQueryPool(s.cb, s.queries, 0, 2 * kBatch);
     if (cond_) {
@@ -293,12 +299,24 @@ void Stream::dispatch(const Dispatch& d) {
     if (!recording_) begin();
     end_batch();
     Slot& s = ring_[cur_];
+    const void* push = d.push;
+    uint8_t patched[kPushBytes];
+    if (d.check && s.steps.mapped && d.check_at + 8 <= d.push_size) {
+        // The call's status word: "no bad index" until the kernel finds one.
+        uint32_t k = uint32_t(s.checks.size());
+        s.checks.push_back(*d.check);
+        s.status()[k] = ~0u;
+        uint64_t at = s.steps.address + Slot::kStatusAt + 4ull * k;
+        std::memcpy(patched, d.push, d.push_size);
+        std::memcpy(patched + d.check_at, &at, 8);
+        push = patched;
+    }
     hazard(d);
     if (pipeline != bound_) {
         vkCmdBindPipeline(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
         bound_ = pipeline;
     }
-    if (d.push_size) vkCmdPushConstants(s.cb, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.push_size, d.push);
+    if (d.push_size) vkCmdPushConstants(s.cb, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.push_size, push);
     // Profiling without timestamp queries: each kernel runs alone in a
     // submission, timed on the host from submission to its fence.
     const bool host_timed = profiling_ && !s.profiled;
@@ -425,6 +443,13 @@ void Stream::complete_through(uint64_t serial) {
         s->pending = false;
         VkFence f = s->fence;
         check(vkResetFences(gpu_.device, 1, &f), "vkResetFences");
+        // The index checks of its kernels, in the order they were recorded.
+        const uint32_t* status = s->checks.empty() ? nullptr : s->status();
+        for (size_t k = 0; k < s->checks.size(); ++k) {
+            if (status[k] == ~0u) continue;
+            if (bad_calls_++ == 0) bad_check_ = s->checks[k], bad_pos_ = status[k];
+        }
+        s->checks.clear();
         if (s->profiled && s->dispatches) {
             std::vector<uint64_t> ts(2 * s->dispatches);
             check(vkGetQueryPoolResults(gpu_.device, s->queries, 0, 2 * s->dispatches, ts.size() * 8, ts.data(), 8,
@@ -502,6 +527,19 @@ void Stream::profile_begin() {
     flush();  // the next command buffer starts with a reset query pool
     times_.clear();
     profiling_ = true;
+}
+
+void Stream::report_checks() {
+    if (bad_calls_ == 0) return;
+    uint64_t more = bad_calls_ - 1;
+    bad_calls_ = 0;
+    std::string also = more ? format("; %llu later call%s found bad labels or indices too", (unsigned long long)more,
+                                     more == 1 ? "" : "s")
+                            : std::string();
+    throw Error(format("an earlier call on %s failed: %s; it wrote NaN in the columns of its outputs where they "
+                       "are bad%s (a Vulkan device checks labels and indices as the kernel runs and reports at the "
+                       "next read or sync)",
+                       name_.c_str(), bad_index_message(bad_check_, bad_pos_).c_str(), also.c_str()));
 }
 
 std::vector<KernelTime> Stream::profile_end() {

@@ -15,6 +15,14 @@
 // A batch ends at the first other dispatch, at submission, and while profiling
 // (profile() times each kernel). VELA_VK_BATCH=0 turns batching off.
 //
+// Kernels that check an index operand (Dispatch::check: softmax_xent's
+// labels, gather_cols' column numbers) get one 32-bit status word each in the
+// host-visible memory of their command buffer's slot (a slot holds at most
+// kBatch kernels, so kBatch words). The shader keeps the first bad position
+// there; when the slot's fence is seen signalled (by any wait) the host reads
+// the words and keeps what they found, and the device's next read, sync or
+// reduction throws it (report_checks): no wait is added for the check.
+//
 // Ctrl-C during a wait drops the queued work: on devices with
 // VK_EXT_conditional_rendering every command buffer runs its dispatches under
 // a predicate in host-visible memory; the interrupted wait clears it, so the
@@ -79,6 +87,11 @@ public:
     void profile_begin();
     std::vector<KernelTime> profile_end();
 
+    // Throws, once, the first bad index that completed kernels found (see
+    // above), saying how many more calls found one; then the stream goes on as
+    // before. Called by the device after each host read, sync and reduction.
+    void report_checks();
+
 private:
     struct Slot;
     void begin();
@@ -116,6 +129,10 @@ private:
     uint64_t batch_loops_ = 0;  // loop iterations the open batch may run (bounded: see add_step)
     uint32_t batch_wg_ = 64, batch_iters_ = 4;
     std::vector<std::pair<uint64_t, Allocation>> retired_;
+    // Found by completed kernels, not yet reported: the first, and how many calls in all.
+    IndexCheck bad_check_{};
+    uint32_t bad_pos_ = 0;  // 0-based
+    uint64_t bad_calls_ = 0;
     DeviceStats stats_;
     bool profiling_ = false;
     double timestamp_ns_ = 1;

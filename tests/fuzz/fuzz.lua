@@ -6,7 +6,14 @@
 --   * a call the model says is invalid fails with a message naming the function,
 --     and changes nothing (every matrix is compared with the model regularly);
 --   * no error is a Lua runtime error in our code or an "internal error";
---   * no matrix changes shape.
+--   * no matrix changes shape;
+--   * labels and column indices that are not integers in range are an error
+--     naming the function and the first bad position: at the call on cpu, at
+--     the next read or sync on a Vulkan device (docs/lua-api.md, "Edge inputs");
+--   * a matrix saved with vela.save and a net saved with nn.save load back
+--     (onto any device) as they were; a truncated file is an error naming load.
+-- On a device that flushes denormals to zero (SwiftShader; seen at the start)
+-- the model flushes the inputs, scalars and results of arithmetic too.
 -- Crashes, sanitizer reports and hangs end the process (CTest sees them).
 --
 --   build/vela tests/fuzz/fuzz.lua                     50,000 calls per device, a new seed
@@ -38,6 +45,35 @@ local function pick(t) return t[R(#t)] end
 local function f32(x) return (string.unpack("<f", string.pack("<f", x))) end
 local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge end
 
+-- Devices that flush denormals to zero (the Vulkan specification allows it;
+-- SwiftShader does), seen at the start: 1·1e-40 read back is 0. When a run
+-- has one, denormals count as zeros in every comparison, and arithmetic whose
+-- result depends on whether its denormal inputs were flushed takes the
+-- device's value (the model computes both ways; see arith).
+local flushes = {}
+local FLUSHY = false
+local TINY = 2.0 ^ -126
+local function fz(x)
+  if FLUSHY and x ~= 0 and x == x and math.abs(x) < TINY then return x < 0 and -0.0 or 0.0 end
+  return x
+end
+-- f(...) on the model's values: the result (flushed where the run flushes) and
+-- whether flushing the inputs would change it (then the cell is wild: the
+-- next check takes the device's value).
+local function arith(f, ...)
+  local v = f(...)
+  if not FLUSHY then return v, false end
+  local args, n, any = table.pack(...), select("#", ...), false
+  for i = 1, n do
+    local a = args[i]
+    if type(a) == "number" and fz(a) ~= a then args[i] = fz(a); any = true end
+  end
+  if not any then return fz(v), false end
+  local w = fz(f(table.unpack(args, 1, n)))
+  local same_v = (w ~= w and v ~= v) or fz(v) == w
+  return w, not same_v
+end
+
 -- ---------------------------------------------------------------------------
 -- The model: a base buffer is a host store (dense column-major of the base
 -- matrix); an entry is a view on a base: logical (i, j) (0-based) lives at
@@ -46,7 +82,7 @@ local function finite(x) return x == x and x ~= math.huge and x ~= -math.huge en
 
 local entries = {}       -- every matrix the fuzzer holds
 local findings = {}
-local stats = {calls = 0, ok = 0, errors = 0, garbage = 0, checks = 0}
+local stats = {calls = 0, ok = 0, errors = 0, garbage = 0, checks = 0, deferred = 0, index_errors = 0, files = 0}
 local current_call = ""
 
 local function finding(msg)
@@ -103,9 +139,38 @@ end
 
 local function live(e) return not e.base.released end
 
+-- Labels and indices on a Vulkan device are checked as the kernel runs; a bad
+-- one is raised, once, by the device's next read, sync or reduction:
+-- "an earlier call on vulkan:0 failed: softmax_xent: labels at position 3 …".
+-- maybe_bad[dev]: a call that may have had bad ones (a garbage softmax_xent or
+-- gather_cols) ran on dev since the last sync that raised nothing. Such an
+-- error is then expected at any read, which is repeated; anywhere else it is a finding.
+local maybe_bad = {}
+local function deferred(msg)
+  return tostring(msg):match("an earlier call on (%S+) failed: [%w_]+: [%w_]+ at position %d+ is not ")
+end
+local function expected_deferred(msg)
+  local d = deferred(msg)
+  if d and maybe_bad[d] then
+    stats.deferred = stats.deferred + 1
+    return true
+  end
+  return false
+end
+
+-- m:totable(), repeated after an expected label error from an earlier call.
+local function totable(m)
+  for _ = 1, 8 do
+    local ok, t = pcall(m.totable, m)
+    if ok then return t end
+    if not expected_deferred(t) then error(t, 0) end
+  end
+  error("a label error from an earlier call was raised eight times over", 0)
+end
+
 -- Values read back from the device, column-major logical order.
 local function actual(e)
-  local t = e.m:totable()
+  local t = totable(e.m)
   local out = {}
   for i = 1, e.rows do
     local row = t[i]
@@ -115,6 +180,7 @@ local function actual(e)
 end
 
 local function same(a, b, tol)
+  a, b = fz(a), fz(b)
   if a ~= a then return b ~= b end
   if b ~= b then return false end
   if a == b then return true end
@@ -138,8 +204,8 @@ check = function(e, what, tol)
   for j = 0, e.cols - 1 do
     for i = 0, e.rows - 1 do
       local want_v, got_v = model_get(e, i, j), got[i + j * e.rows + 1]
-      if e.base.wild[cell(e, i, j)] then
-        model_set(e, i, j, got_v)
+      if e.base.wild[cell(e, i, j)] or (FLUSHY and got_v ~= want_v and fz(got_v) == fz(want_v)) then
+        model_set(e, i, j, got_v)  -- (a denormal kept or flushed: the device's from now on)
       elseif not same(got_v, want_v, tol) then
         finding(fmt("%s: element (%d, %d) of a %d×%d %s matrix on %s is %.9g, the model says %.9g", what, i + 1,
           j + 1, e.rows, e.cols, e.base.dtype, e.base.dev, got_v, want_v))
@@ -207,6 +273,12 @@ local function f32_entry() return any_entry(function(e) return e.base.dtype == "
 local function attempt(names, valid, fn)
   stats.calls = stats.calls + 1
   local ok, res = pcall(fn)
+  -- a label error from an earlier call, raised by this call's wait: expected
+  -- after a possibly bad call; the call (a read: nothing else waits) is repeated
+  for _ = 1, 8 do
+    if ok or not expected_deferred(res) then break end
+    ok, res = pcall(fn)
+  end
   if ok then
     stats.ok = stats.ok + 1
     if valid == false then finding(fmt("succeeded, but the model says it must fail")) end
@@ -447,7 +519,9 @@ ops[#ops + 1] = function()
     for j = 0, e.cols - 1 do for i = 0, e.rows - 1 do before[#before + 1] = {i, j, model_get(e, i, j)} end end
     local ok = attempt({"scal"}, valid, function() vela.scal(v, e.m) end)
     if ok then
-      for _, b in ipairs(before) do model_set(e, b[1], b[2], f32(f32(v) * b[3])) end
+      for _, b in ipairs(before) do
+        model_set(e, b[1], b[2], arith(function(s, x) return f32(s * x) end, f32(v), b[3]))
+      end
       check(e, "scal")
     end
   end
@@ -475,8 +549,9 @@ ops[#ops + 1] = function()
     local ok = attempt({"axpy"}, valid, function() vela.axpy(a, x.m, y.m) end)
     if ok then
       for k = 0, y.rows * y.cols - 1 do
-        local fused, unfused = f32(f32(a) * xs[k] + elem(y, k)), f32(f32(f32(a) * xs[k]) + elem(y, k))
-        set_elem(y, k, fused, not same(fused, unfused))
+        local fused, w1 = arith(function(s, x, yv) return f32(s * x + yv) end, f32(a), xs[k], elem(y, k))
+        local unfused, w2 = arith(function(s, x, yv) return f32(f32(s * x) + yv) end, f32(a), xs[k], elem(y, k))
+        set_elem(y, k, fused, w1 or w2 or not same(fused, unfused))
       end
       check(y, "axpy")
       check(x, "axpy's x")
@@ -542,12 +617,12 @@ ops[#ops + 1] = function()
   elseif kind == 3 then
     current_call = "-m"
     local ok, m = attempt({"matrix unary -"}, live(e) and e.base.dtype == "float32", function() return -e.m end)
-    if ok then check(adopt(m, function(i, j) return -model_get(e, i, j) end, e.base.dev, "float32"), "-m") end
+    if ok then check(adopt(m, function(i, j) return arith(function(x) return -x end, model_get(e, i, j)) end, e.base.dev, "float32"), "-m") end
   elseif kind == 4 then
     local s = number()
     current_call = fmt("%s * m", tostring(s))
     local ok, m = attempt({"matrix *"}, live(e) and e.base.dtype == "float32", function() return s * e.m end)
-    if ok then check(adopt(m, function(i, j) return f32(f32(s) * model_get(e, i, j)) end, e.base.dev, "float32"), "s * m") end
+    if ok then check(adopt(m, function(i, j) return arith(function(a, x) return f32(a * x) end, f32(s), model_get(e, i, j)) end, e.base.dev, "float32"), "s * m") end
   else
     local b = any_entry()
     if not b then return end
@@ -558,7 +633,7 @@ ops[#ops + 1] = function()
     current_call = fmt("a + b, %d×%d and %d×%d", e.rows, e.cols, b.rows, b.cols)
     local ok, m = attempt({"matrix +"}, valid, function() return e.m + b.m end)
     if ok and valid == true then
-      check(adopt(m, function(i, j) return f32(model_get(e, i, j) + model_get(b, i, j)) end, e.base.dev, "float32"), "a + b")
+      check(adopt(m, function(i, j) return arith(function(x, y) return f32(x + y) end, model_get(e, i, j), model_get(b, i, j)) end, e.base.dev, "float32"), "a + b")
     elseif ok then
       pcall(m.release, m)
     end
@@ -631,9 +706,20 @@ ops[#ops + 1] = function(dev)
   if too_big(args[1], args[2]) or too_big(args[2], args[3]) then return end
   if name == "permutation" and type(args[1]) == "number" and args[1] > 1e5 then return end
   local parts = {}
-  for k = 1, n do parts[k] = tostring(args[k]):gsub("0x%x+", "…") end
+  for k = 1, n do
+    -- (a matrix prints its values: printing reads, and a read may raise an earlier call's label error)
+    local ok_s, text = pcall(tostring, args[k])
+    if not ok_s then
+      if not expected_deferred(text) then finding("tostring of an argument failed: " .. tostring(text)) end
+      text = "matrix"
+    end
+    parts[k] = text:gsub("0x%x+", "…")
+  end
   current_call = fmt("%s%s(%s)", self and "m:" or "", name, table.concat(parts, ", "))
   local ok, res = attempt({name}, "either", function() return fn(table.unpack(args, 1, n)) end)
+  if ok and (name == "softmax_xent" or name == "gather_cols") then
+    for _, d in ipairs(dev_ids) do if d ~= "cpu" then maybe_bad[d] = true end end
+  end
   -- What the call may have written: every matrix argument (and self), from the device;
   -- a release the model did not make (m:release() called at random) is noted.
   for _, e in ipairs(entries) do
@@ -645,11 +731,314 @@ ops[#ops + 1] = function(dev)
 end
 
 -- ---------------------------------------------------------------------------
+-- Labels and column indices (softmax_xent, gather_cols): one contract on every
+-- device. Bad ones: an error naming the function and the first bad position,
+-- at the call on cpu (nothing written), at the next sync on Vulkan (the bad
+-- columns of the outputs NaN, the others right).
+-- ---------------------------------------------------------------------------
+
+-- Waits for dev's queued work; an expected label error from an earlier call is
+-- taken (and the sync repeated). Afterwards nothing on dev may raise one.
+local function drain(dev)
+  for _ = 1, 8 do
+    local ok, err = pcall(vela.sync, dev)
+    if ok then maybe_bad[dev] = nil return end
+    if not expected_deferred(err) then
+      finding("sync failed: " .. tostring(err))
+      return
+    end
+  end
+end
+
+local function index_ok(v, limit) return v == v and v >= 1 and v <= limit and v == math.floor(v) end
+local bad_indices = {0, -1, 1.5, 0 / 0, math.huge, -math.huge, 1e30, 2 ^ 32}
+
+-- A 1×n (or n×1) vector of indices in 1..limit, a few bad when `bad`; uint8 if asked (0..255 only).
+local function index_vector(n, limit, bad, u8)
+  local v, first = {}, nil
+  for j = 1, n do v[j] = limit >= 1 and R(1, math.min(limit, u8 and 255 or limit)) or 1 end
+  if bad and n > 0 then
+    for _ = 1, R(1, 2) do
+      local p = R(1, n)
+      v[p] = u8 and pick{0, math.min(limit + 1, 255)} or pick{limit + 1, limit + 0.5, pick(bad_indices)}
+    end
+  end
+  for j = 1, n do if not index_ok(v[j], limit) then first = j break end end
+  return v, first
+end
+
+-- Checks the outcome of a call whose indices may be bad (first: the first bad
+-- position or nil): returns true when the call's outputs were written.
+local function index_outcome(dev, names, ok, msg, first, want)
+  if dev == "cpu" then
+    if first then
+      if ok then finding("succeeded with a bad index at position " .. first) return false end
+      if not msg:find(want, 1, true) then finding(fmt("the error is %q, expected %q", msg, want)) end
+      stats.index_errors = stats.index_errors + 1
+      return false
+    end
+    return ok
+  end
+  if not ok then return false end
+  if first and R() < 0.5 then
+    -- left to a later read or sync, which must raise it (once; then repeated)
+    maybe_bad[dev] = true
+    return true
+  end
+  local sok, serr = pcall(vela.sync, dev)
+  if first then
+    if sok then
+      finding("a bad index at position " .. first .. " and the next sync raised nothing")
+    elseif not tostring(serr):find("an earlier call on " .. dev .. " failed: " .. want .. ";", 1, true) then
+      finding(fmt("sync raised %q, expected the label error %q", tostring(serr), want))
+    else
+      stats.index_errors = stats.index_errors + 1
+    end
+    sok, serr = pcall(vela.sync, dev)  -- raised once: the device goes on
+  end
+  if not sok then finding("sync after the call failed: " .. tostring(serr)) end
+  return true
+end
+
+-- softmax_xent(z, labels, dz [, loss [, scale]]) with fresh finite logits
+ops[#ops + 1] = function(dev)
+  if dev ~= "cpu" then drain(dev) end
+  local k = R() < 0.03 and R(4097, 4100) or R(1, 6)  -- sometimes the long-column passes
+  local n = k > 6 and R(1, 3) or R(0, 8)
+  local u8 = R() < 0.2
+  local labels, first = index_vector(n, k, R() < 0.3, u8)
+  local zv = {}
+  for q = 1, k * n do zv[q] = f32((R() - 0.5) * 8) end
+  local ok_z, zm = pcall(vela.matrix, k, n, zv, "float32", dev)
+  local ok_l, lm = pcall(vela.matrix, 1, n, labels, u8 and "uint8" or "float32", dev)
+  if not ok_z or not ok_l then finding("a matrix for softmax_xent: " .. tostring(ok_z and lm or zm)) return end
+  local z, lab = new_entry(zm, dev, "float32", zv), new_entry(lm, dev, u8 and "uint8" or "float32", labels)
+  local in_place = R() < 0.3
+  local dz = z
+  if not in_place then dz = new_entry(vela.zeros(k, n, "float32", dev), dev, "float32") end
+  local loss = R() < 0.7 and new_entry(vela.zeros(1, n, "float32", dev), dev, "float32") or nil
+  local scale = loss and R() < 0.5 and f32((R() - 0.5) * 4) or nil  -- (the binding takes scale after loss)
+  local sc = scale or (n > 0 and f32(1 / n) or 1)
+  current_call = fmt("softmax_xent(z %d×%d, labels%s, dz%s, loss%s, scale %s), first bad label %s", k, n,
+    u8 and " uint8" or "", in_place and " = z" or "", loss and "" or " absent", tostring(scale), tostring(first))
+  local want = first and fmt("softmax_xent: labels at position %d is not a class index (an integer in 1..%d)", first, k)
+  local ok, msg = attempt({"softmax_xent"}, dev ~= "cpu" or not first, function()
+    if loss then vela.softmax_xent(z.m, lab.m, dz.m, loss.m, scale) else vela.softmax_xent(z.m, lab.m, dz.m) end
+  end)
+  if not index_outcome(dev, {"softmax_xent"}, ok, msg or "", first, want or "") then
+    check(dz, "softmax_xent's dz, unchanged")
+    if loss then check(loss, "softmax_xent's loss, unchanged") end
+    return
+  end
+  for j = 0, n - 1 do
+    local c = labels[j + 1]
+    if index_ok(c, k) then
+      local m, s = -math.huge, 0
+      for i = 0, k - 1 do m = math.max(m, zv[j * k + i + 1]) end
+      for i = 0, k - 1 do s = s + math.exp(zv[j * k + i + 1] - m) end
+      for i = 0, k - 1 do
+        local p = math.exp(zv[j * k + i + 1] - m) / s
+        model_set(dz, i, j, f32((p - (i == c - 1 and 1 or 0)) * sc))
+      end
+      if loss then model_set(loss, 0, j, f32(-(zv[j * k + c] - m - math.log(s)))) end
+    else
+      for i = 0, k - 1 do model_set(dz, i, j, 0 / 0) end
+      if loss then model_set(loss, 0, j, 0 / 0) end
+    end
+  end
+  check(dz, "softmax_xent's dz", 1e-4)
+  if loss then check(loss, "softmax_xent's loss", 1e-4) end
+  -- exp and log round differently on each device (within 1e-4 here): the
+  -- model goes on from the device's values, so later arithmetic stays exact
+  resync(dz)
+  if loss then resync(loss) end
+end
+
+-- gather_cols(src, idx, dst [, scale]) from any held matrix (views, uint8, released, other devices)
+ops[#ops + 1] = function(dev)
+  if dev ~= "cpu" then drain(dev) end
+  local src = any_entry()
+  if not src then return end
+  local n = R(0, 6)
+  local idx, first = index_vector(n, src.cols, R() < 0.3)
+  if src.rows == 0 then first = nil end  -- an empty dst gathers nothing and checks nothing
+  local idev = R() < 0.05 and other_dev(dev) or src.base.dev
+  local ok_i, im = pcall(vela.matrix, R() < 0.5 and 1 or n, R() < 0.5 and n or 1, idx, "float32", idev)
+  if not ok_i then return end
+  if im.rows ~= 1 and im.cols ~= 1 then im = vela.matrix(1, n, idx, "float32", idev) end
+  local ix = new_entry(im, idev, "float32", idx)
+  local dst = new_entry(vela.zeros(src.rows, n, "float32", src.base.dev), src.base.dev, "float32")
+  local scale = R() < 0.5 and number() or nil
+  local valid = live(src) and idev == src.base.dev
+  if not valid then first = nil end
+  local sdev = src.base.dev
+  current_call = fmt("gather_cols(src %d×%d %s on %s, idx %d on %s, dst, scale %s), first bad index %s", src.rows,
+    src.cols, src.base.dtype, sdev, n, idev, tostring(scale), tostring(first))
+  local want = first and fmt("gather_cols: idx at position %d is not a column index of src (an integer in 1..%d)",
+    first, src.cols)
+  local ok, msg = attempt({"gather_cols"}, valid and (sdev ~= "cpu" or not first), function()
+    vela.gather_cols(src.m, ix.m, dst.m, scale)
+  end)
+  if not valid then return end
+  if not index_outcome(sdev, {"gather_cols"}, ok, msg or "", first, want or "") then
+    check(dst, "gather_cols' dst, unchanged")
+    return
+  end
+  local a = scale and f32(scale) or 1
+  for j = 0, n - 1 do
+    local c = idx[j + 1]
+    for i = 0, src.rows - 1 do
+      if index_ok(c, src.cols) then
+        model_set(dst, i, j, arith(function(s, x) return f32(s * x) end, a, model_get(src, i, c - 1)))
+      else
+        model_set(dst, i, j, 0 / 0)
+      end
+    end
+  end
+  check(dst, "gather_cols' dst")
+end
+
+-- ---------------------------------------------------------------------------
+-- Files: vela.save / vela.load (.npy, .npz) and nn.save / nn.load, onto any
+-- device; truncated files are errors naming the loader.
+-- ---------------------------------------------------------------------------
+
+-- In memory where the machine has a tmpfs (/dev/shm): a save ends with fsync,
+-- which on a loaded disk costs more than the rest of the run.
+local tmpdir = os.tmpname()
+os.remove(tmpdir)
+local shm = "/dev/shm/vela-fuzz-" .. tmpdir:match("[^/]*$")
+if os.execute("mkdir -p '" .. shm .. "' 2>/dev/null") then tmpdir = shm end
+assert(os.execute("mkdir -p '" .. tmpdir .. "'"))
+
+local function read_file(path)
+  local f = assert(io.open(path, "rb"))
+  local d = f:read("a")
+  f:close()
+  return d
+end
+local function write_file(path, d)
+  local f = assert(io.open(path, "wb"))
+  f:write(d)
+  f:close()
+end
+
+ops[#ops + 1] = function(dev)
+  local e = any_entry()
+  if not e then return end
+  stats.files = stats.files + 1
+  local d2 = other_dev(dev)
+  if R() < 0.25 then
+    -- .npz of two named matrices
+    local b = any_entry()
+    if not b then return end
+    local path = tmpdir .. "/t" .. R(1, 3) .. ".npz"
+    current_call = fmt("vela.save(%q, {a = %d×%d %s, b = %d×%d %s})", path, e.rows, e.cols, e.base.dtype, b.rows, b.cols, b.base.dtype)
+    local ok = attempt({"save"}, live(e) and live(b), function() vela.save(path, {a = e.m, b = b.m}) end)
+    if not ok then return end
+    current_call = fmt("vela.load(%q, %q)", path, d2)
+    local ok2, t = attempt({"load"}, true, function() return vela.load(path, d2) end)
+    if ok2 then
+      for key, src in pairs{a = e, b = b} do
+        local m = t[key]
+        if not m or m.rows ~= src.rows or m.cols ~= src.cols or m:dtype() ~= src.base.dtype then
+          finding(fmt("vela.load of an .npz: member %s is %s, saved %d×%d %s", key, tostring(m), src.rows, src.cols, src.base.dtype))
+        else
+          local n = new_entry(m, d2, src.base.dtype)
+          for j = 0, src.cols - 1 do for i = 0, src.rows - 1 do model_set(n, i, j, model_get(src, i, j)) end end
+          check(n, "vela.load of an .npz member")
+        end
+      end
+    end
+    return
+  end
+  local path = tmpdir .. "/m" .. R(1, 3) .. ".npy"
+  current_call = fmt("vela.save(%q, m %d×%d %s on %s)", path, e.rows, e.cols, e.base.dtype, e.base.dev)
+  local ok = attempt({"save"}, live(e), function() vela.save(path, e.m) end)
+  if not ok then return end
+  if R() < 0.3 then
+    -- truncated: an error naming load, never a crash or a short matrix
+    local d = read_file(path)
+    local cut = R(0, math.max(0, #d - 1))
+    write_file(path, d:sub(1, cut))
+    current_call = fmt("vela.load(%q) of an .npy cut to %d of %d bytes", path, cut, #d)
+    local ok2, m = attempt({"load"}, #d == cut and "either" or false, function() return vela.load(path, d2) end)
+    if ok2 and m then pcall(m.release, m) end
+    return
+  end
+  current_call = fmt("vela.load(%q, %q) of m %d×%d %s", path, d2, e.rows, e.cols, e.base.dtype)
+  local ok2, m = attempt({"load"}, true, function() return vela.load(path, d2) end)
+  if not ok2 then return end
+  if m.rows ~= e.rows or m.cols ~= e.cols or m:dtype() ~= e.base.dtype then
+    finding(fmt("vela.load gave %d×%d %s, saved %d×%d %s", m.rows, m.cols, m:dtype(), e.rows, e.cols, e.base.dtype))
+    return
+  end
+  local n = new_entry(m, d2, e.base.dtype)
+  for j = 0, e.cols - 1 do for i = 0, e.rows - 1 do model_set(n, i, j, model_get(e, i, j)) end end
+  check(n, "vela.load")
+end
+
+local nn = require "vela.nn"
+local acts = {"identity", "relu", "sigmoid", "tanh"}
+ops[#ops + 1] = function(dev)
+  stats.files = stats.files + 1
+  local a, b = R(1, 5), R(1, 5)
+  local act = pick(acts)
+  local path = tmpdir .. "/net" .. R(1, 2) .. ".vnn"
+  current_call = fmt("nn.save(%q, nn.sequential{nn.linear(%d, %d, %q)} on %s)", path, a, b, act, dev)
+  local net = nn.sequential{nn.linear(a, b, act, {device = dev, seed = R(1, 1000)})}
+  if R() < 0.3 then
+    -- the layer's parameters are changed first: what is saved is what the net holds
+    vela.scal(f32((R() - 0.5) * 4), net:params()[1][1])
+  end
+  local ok = attempt({"nn.save"}, true, function() nn.save(path, net) end)
+  if not ok then return end
+  local d2 = other_dev(dev)
+  if R() < 0.3 then
+    local d = read_file(path)
+    local cut = R(0, math.max(0, #d - 1))
+    write_file(path, d:sub(1, cut))
+    current_call = fmt("nn.load(%q) of a checkpoint cut to %d of %d bytes", path, cut, #d)
+    attempt({"nn.load"}, #d == cut and "either" or false, function() return nn.load(path, d2) end)
+    return
+  end
+  current_call = fmt("nn.load(%q, %q)", path, d2)
+  local ok2, net2 = attempt({"nn.load"}, true, function() return nn.load(path, d2) end)
+  if not ok2 then return end
+  local p1, p2 = net:params(), net2:params()
+  if #p1 ~= #p2 then finding(fmt("nn.load: %d parameters, saved %d", #p2, #p1)) return end
+  for q = 1, #p1 do
+    local x, y = totable(p1[q][1]), totable(p2[q][1])
+    if #x ~= #y or #x[1] ~= #y[1] then finding("nn.load: parameter " .. q .. " changed shape") return end
+    for i = 1, #x do
+      for j = 1, #x[i] do
+        if x[i][j] ~= y[i][j] then
+          finding(fmt("nn.load: parameter %d (%d, %d) is %.9g, saved %.9g", q, i, j, y[i][j], x[i][j]))
+          return
+        end
+      end
+    end
+  end
+  if p2[1][1]:device():name() ~= d2 then finding("nn.load: the net is on " .. p2[1][1]:device():name() .. ", not " .. d2) end
+end
+
+-- ---------------------------------------------------------------------------
 -- The run
 -- ---------------------------------------------------------------------------
 
 dev_ids = ids
-local weights = {6, 10, 10, 6, 12, 4, 8, 6, 10}
+for _, dev in ipairs(ids) do
+  local m = vela.matrix(1, 1, {1e-40}, "float32", dev)
+  vela.scal(1, m)
+  flushes[dev] = m:get(1, 1) == 0
+  if flushes[dev] then
+    FLUSHY = true
+    print(fmt("fuzz: %s flushes denormals to zero: the model flushes them too", dev))
+  end
+  m:release()
+end
+--               ctor view get fill 2op red move rel garbage xent gather save nnsave
+local weights = {6,   10,  10, 6,   12, 4,  8,   6,  10,     3,   3,     2,   1}
 local total_w = 0
 for _, w in ipairs(weights) do total_w = total_w + w end
 
@@ -678,11 +1067,14 @@ for _, dev in ipairs(ids) do
     end
   end
   for _, e in ipairs(entries) do check(e, "the final check") end
+  for _, d in ipairs(ids) do if d ~= "cpu" then drain(d) end end
   print(fmt("fuzz: %s: %d calls (%d errors, %d garbage calls), %.1f s", dev, stats.calls - c0, stats.errors - e0,
     stats.garbage - g0, clock() - t0))
   io.stdout:flush()
 end
 local _ = t_start
-print(fmt("fuzz: seed %d: %d calls, %d errors, %d value checks, %d findings", seed, stats.calls, stats.errors,
-  stats.checks, #findings))
+os.execute("rm -rf '" .. tmpdir .. "'")
+print(fmt("fuzz: seed %d: %d calls, %d errors (%d label and index errors, %d raised at a later read), %d file "
+  .. "round trips, %d value checks, %d findings", seed, stats.calls, stats.errors, stats.index_errors, stats.deferred,
+  stats.files, stats.checks, #findings))
 os.exit(#findings == 0 and 0 or 1)

@@ -79,6 +79,68 @@ t.test("cpu: out of memory under an address-space limit is an error, and the ses
   assert(out:find("SUM 12.0", 1, true), out)
 end)
 
+-- The cgroup limit, through files the test writes (VELA_CGROUP_DIR names the
+-- directory the cpu device reads instead of the process's own cgroup).
+local function fake_cgroup(files)
+  local dir = tmp .. "/cgroup"
+  os.execute("rm -rf '" .. dir .. "' && mkdir -p '" .. dir .. "/memory'")
+  for name, text in pairs(files) do
+    local f = assert(io.open(dir .. "/" .. name, "w"))
+    f:write(text)
+    f:close()
+  end
+  return "VELA_CGROUP_DIR=" .. dir
+end
+
+local cgroup_fill = [[
+local t, ok, err = {}, true, nil
+while true do
+  ok, err = pcall(zeros, 4096, 4096, "cpu")  -- 64 MiB each
+  if not ok then break end
+  t[#t + 1] = err
+  if #t > 400 then error("no limit was reached") end
+end
+print("ERR " .. err)
+print("COUNT " .. #t)
+for i = 1, #t do t[i]:release() end
+print("SUM " .. sum(axpy(2, ones(2, 2, "cpu"), ones(2, 2, "cpu"))))
+]]
+local MiB = 1048576
+
+t.test("cpu: the cgroup's limit (v2 memory.max) is what is available, its inactive page cache counted free", function()
+  -- 100 MiB in use of 400, 20 of it inactive page cache: 320 MiB of room (the files do not
+  -- change as the child allocates), so a 256 MiB matrix fits and a 384 MiB one does not
+  local env = fake_cgroup{["memory.max"] = tostring(400 * MiB) .. "\n", ["memory.current"] = tostring(100 * MiB) .. "\n",
+    ["memory.stat"] = "anon 1000\ninactive_file " .. tostring(20 * MiB) .. "\nactive_file 5\n"}
+  local status, out = child(env, [[
+    local ok, err = pcall(zeros, 8192, 8192 + 4096, "cpu")  -- 384 MiB: more than the 320 MiB of room
+    print("ERR " .. tostring(err))
+    local m = zeros(8192, 8192, "cpu")                          -- 256 MiB: fits
+    print("OK " .. m:get(8192, 8192))
+  ]])
+  assert(status == 0, out)
+  local err = out:match("ERR ([^\n]*)")
+  assert(err and err:find("zeros: out of memory on cpu", 1, true) and err:find("384.0 MiB", 1, true)
+    and err:find("320.0 MiB available (the cgroup's memory.max)", 1, true), out)
+  assert(out:find("OK 0.0", 1, true), out)
+  -- "max" (no limit) in v2 and no v1 files: the cgroup sets nothing
+  env = fake_cgroup{["memory.max"] = "max\n", ["memory.current"] = tostring(100 * MiB) .. "\n"}
+  status, out = child(env, 'print("OK " .. zeros(8192, 8192, "cpu"):get(1, 1))')
+  assert(status == 0 and out:find("OK 0.0", 1, true), out)
+end)
+
+t.test("cpu: the cgroup's limit (v1 memory.limit_in_bytes) is what is available", function()
+  local env = fake_cgroup{["memory/memory.limit_in_bytes"] = tostring(300 * MiB) .. "\n",
+    ["memory/memory.usage_in_bytes"] = tostring(250 * MiB) .. "\n",
+    ["memory/memory.stat"] = "cache 1\ntotal_inactive_file " .. tostring(10 * MiB) .. "\n"}
+  local status, out = child(env, cgroup_fill)
+  assert(status == 0, out)
+  -- 50 MiB of room + 10 MiB inactive cache = 60 MiB: not one 64 MiB matrix; the session goes on
+  local err = out:match("ERR ([^\n]*)")
+  assert(err and err:find("64.0 MiB", 1, true) and err:find("60.0 MiB available (the cgroup's memory.limit_in_bytes)", 1, true), out)
+  assert(out:find("COUNT 0", 1, true) and out:find("SUM 12.0", 1, true), out)
+end)
+
 t.test("cpu: a request larger than what is available fails before allocating", function()
   local err = t.raises(function() zeros(1073741824, 512, "cpu") end, "zeros: out of memory on cpu", "requested")
   assert(err:find("available", 1, true), err)
@@ -249,27 +311,65 @@ for _, id in ipairs(ids) do
     session_works(id)
   end)
 
-  t.test(id .. ": nn.fit stops at the first non-finite loss, naming the epoch and the batch", function()
+  t.test(id .. ": nn.fit stops at the first bad label, naming the epoch, the batch and the position", function()
     local n = 64
     local labels = {}
     for j = 1, n do labels[j] = (j % 3) + 1 end
-    labels[50] = 7
+    labels[50] = 2.5  -- not a class index: fractional
     local set = {images = rand(4, n, 1, id), labels = matrix(1, n, labels, "float32", id), n = n}
     local net = nn.sequential{nn.linear(4, 3, {device = id, seed = 1})}
-    -- without shuffling, sample 50 is in batch 7 of 8 samples; reads every 4 batches
+    -- sample 50 is in a later batch of the shuffled order; reads every 4 batches
     local err = t.raises(function()
       nn.fit(net, set, {epochs = 2, batch = 8, every = 4, progress = false, seed = 3})
-    end, "nn.fit: the loss of epoch 1, batch", "is nan", "a label outside 1..3")
-    local b = tonumber(err:match("batch (%d+) is nan"))
-    -- the batch named holds sample 50: recompute the loader's order
+    end, "nn.fit: epoch 1, batch ", "softmax_xent: labels at position ",
+      " is not a class index (an integer in 1..3); training stopped after batch ")
+    local b, pos = err:match("batch (%d+): [%w_.]*softmax_xent: labels at position (%d+)")
+    b, pos = tonumber(b), tonumber(pos)
+    -- the batch and position named hold the bad label: recompute the loader's order
     local loader = data.loader(set, 8, {seed = 3})
-    local k = 0
+    local found
     for _, y, bb in loader:epoch(1) do
-      k = k + 1
+      if bb == b then found = y:to("cpu"):totable()[1][pos] end
+    end
+    assert(found == 2.5, "batch " .. tostring(b) .. " position " .. tostring(pos) .. " holds " .. tostring(found))
+    assert(b > 1, "the bad label is in batch " .. b .. ": the test wants a later batch than the first")
+    session_works(id)
+  end)
+
+  t.test(id .. ": nn.evaluate and nn.confusion refuse labels that are not class indices", function()
+    local net = nn.sequential{nn.linear(4, 3, {device = id, seed = 1})}
+    for _, bad in ipairs({0, 4, 1.5, 0 / 0, math.huge}) do
+      local set = {images = rand(4, 5, 1, id), labels = matrix(1, 5, {1, 2, 3, bad, 1}, "float32", id), n = 5}
+      t.raises(function() nn.evaluate(net, set) end,
+        "nn.evaluate: labels at position 4 is not a class index (an integer in 1..3)")
+      t.raises(function() nn.confusion(net, set) end,
+        "nn.confusion: labels at position 4 is not a class index (an integer in 1..3)")
+    end
+    local good = {images = rand(4, 5, 1, id), labels = matrix(1, 5, {1, 2, 3, 3, 1}, "float32", id), n = 5}
+    local acc = nn.evaluate(net, good)
+    assert(acc >= 0 and acc <= 1)
+    session_works(id)
+  end)
+
+  t.test(id .. ": nn.fit stops at the first non-finite loss, naming the epoch and the batch", function()
+    local n = 64
+    local images = rand(4, n, 1, id)
+    images:set(2, 50, math.huge)  -- sample 50: an infinite input, so its loss is not finite
+    local labels = {}
+    for j = 1, n do labels[j] = (j % 3) + 1 end
+    local set = {images = images, labels = matrix(1, n, labels, "float32", id), n = n}
+    local net = nn.sequential{nn.linear(4, 3, {device = id, seed = 1})}
+    local err = t.raises(function()
+      nn.fit(net, set, {epochs = 2, batch = 8, every = 4, progress = false, seed = 3})
+    end, "nn.fit: the loss of epoch 1, batch", "training stopped after batch")
+    local b = tonumber(err:match("batch (%d+) is [%w%-]+ %(a diverging learning rate"))
+    local loader = data.loader(set, 8, {seed = 3})
+    for x, _, bb in loader:epoch(1) do
       if bb == b then
-        local found = false
-        for _, v in ipairs(y:to("cpu"):totable()[1]) do if v == 7 then found = true end end
-        assert(found, "batch " .. b .. " does not hold the bad label")
+        local cols = x:to("cpu"):totable()
+        local inf = false
+        for _, row in ipairs(cols) do for _, v in ipairs(row) do if v == math.huge then inf = true end end end
+        assert(inf, "batch " .. b .. " does not hold the infinite input")
       end
     end
     session_works(id)

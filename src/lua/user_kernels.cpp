@@ -133,8 +133,7 @@ std::vector<std::string> free_names(const std::string& e) {
 // as specialization constant 0, and the op table's accurate functions under
 // their GLSL names (the same math as the built-in kernels on every device).
 std::string preamble(const Spec& s) {
-    std::string g =
-        "#version 450\n"
+    std::string g = std::string(vk::kUserVersion) + "\n" +
         "#extension GL_GOOGLE_cpp_style_line_directive : require\n"
         "#include \"common.glsl\"\n"
         "#include \"ops.glsl\"\n"
@@ -169,12 +168,11 @@ std::string map_source(const Spec& s) {
     g += ") {\n    return float(\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela-end\"\n    );\n}\n";
     // VEC4 (set by the device when every view is one dense 16-byte aligned run):
     // four elements per invocation, one 16-byte load per operand.
-    // (indexing from the view's address, no address arithmetic here: this ports with
-    // common.glsl, whatever type it gives View::addr)
+    // (addr_f32 from common.glsl, as the built-in elementwise shaders)
     g += "layout(constant_id = 1) const uint VEC4 = 0;\n"
-         "layout(buffer_reference, buffer_reference_align = 16) buffer VelaV4 { vec4 v[]; };\n"
-         "vec4 vela_ld4(View v, uint k) { return VelaV4(v.addr).v[k >> 2]; }\n"
-         "void vela_st4(View v, uint k, vec4 x) { VelaV4(v.addr).v[k >> 2] = x; }\n";
+         "layout(buffer_reference, buffer_reference_align = 16) buffer VelaV4 { vec4 v; };\n"
+         "vec4 vela_ld4(View v, uint k) { return VelaV4(addr_f32(v.addr, k)).v; }\n"
+         "void vela_st4(View v, uint k, vec4 x) { VelaV4(addr_f32(v.addr, k)).v = x; }\n";
     std::string scal;
     for (size_t i = 0; i < s.scalars.size(); ++i) scal += ", p.s_" + s.scalars[i].name;
     auto call = [&](const char* load, const char* comp) {
@@ -192,7 +190,10 @@ std::string map_source(const Spec& s) {
     g += format("            vela_st4(p.m%zu, k, vec4(%s, %s, %s, %s));\n", o, call("a", ".x").c_str(),
                 call("a", ".y").c_str(), call("a", ".z").c_str(), call("a", ".w").c_str());
     g += "            return;\n        }\n";
-    g += format("        for (; k < p.n; ++k) st(p.m%zu, k, %s);\n", o, call("ld(p.m", ", k)").c_str());
+    // The tail of a dense run: plain addressing, no view_index (its division runs
+    // on CPU drivers, which execute both sides of a branch under a lane mask).
+    g += format("        for (; k < p.n; ++k) store_f32(p.m%zu.addr, k, %s);\n", o,
+                call("load_f32(p.m", ".addr, k)").c_str());
     g += "        return;\n    }\n";
     g += "    uint k = id();\n    if (k >= p.n) return;\n";
     g += format("    st(p.m%zu, k, %s);\n}\n", o, call("ld(p.m", ", k)").c_str());
@@ -713,6 +714,7 @@ const luaL_Reg funcs[] = {
 
 void open_user_kernels(lua_State* L) {
     luaL_setfuncs(L, funcs, 0);
+    vk::start_compiler();  // glslang's start-up beside the session, not in the first kernel's compile
     doc("map", "map(expr [, {name =, doc =}]) -> f",
         "An elementwise kernel from one GLSL expression, compiled in-process (libshaderc) and cached in memory and "
         "on disk. Free names x, y, z, u, v, w (optionally with digits) are matrices, taken in that order; every other "

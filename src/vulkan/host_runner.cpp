@@ -212,7 +212,11 @@ private:
 };
 
 std::unique_ptr<HostRunner>& runner_slot() {
-    static std::unique_ptr<HostRunner> runner;  // made after the context, so destroyed before it
+    // Statics are destroyed in the reverse order of their construction: the
+    // context's slot is made first, so the runner (a device of its instance)
+    // goes before it, whichever of the two was used first.
+    (void)Context::exists();
+    static std::unique_ptr<HostRunner> runner;
     return runner;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/map_expr.hpp"
 #include "core/ops.hpp"
 #include "core/user_kernel.hpp"
 #include "lua/check.hpp"
@@ -102,6 +103,15 @@ std::vector<std::string> free_names(const std::string& e) {
     size_t i = 0, n = e.size();
     while (i < n) {
         char c = e[i];
+        if (e.compare(i, 2, "//") == 0) {  // comments name nothing
+            while (i < n && e[i] != '\n') ++i;
+            continue;
+        }
+        if (e.compare(i, 2, "/*") == 0) {
+            size_t end = e.find("*/", i + 2);
+            i = end == std::string::npos ? n : end + 2;
+            continue;
+        }
         if ((c >= '0' && c <= '9') || (c == '.' && i + 1 < n && e[i + 1] >= '0' && e[i + 1] <= '9')) {
             // a number: digits, '.', exponent with sign, suffixes
             while (i < n && (ident_char(e[i]) || e[i] == '.' ||
@@ -443,6 +453,11 @@ void finish(lua_State* L, Spec& s, const char* doc_text, bool has_size) {
         s.uk.module = s.compiled.module;
         s.uk.spirv = s.compiled.spirv;
         s.uk.elementwise = s.elementwise;
+        if (s.elementwise) {
+            std::vector<std::string> names;
+            for (const Scalar& sc : s.scalars) names.push_back(sc.name);
+            s.uk.program = parse_map(s.user_text, s.mats, names);
+        }
     });
     if (has_size) {
         // stack: size, spec → closure(spec, size)
@@ -700,6 +715,8 @@ int l_kernel_info(lua_State* L) {
     lua_setfield(L, -2, "compile_ms");
     lua_pushstring(L, s->source.c_str());
     lua_setfield(L, -2, "glsl");
+    lua_pushstring(L, s->uk.program ? "native" : "driver");
+    lua_setfield(L, -2, "cpu");
     return 1;
 }
 

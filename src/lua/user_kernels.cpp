@@ -314,7 +314,6 @@ const luaL_Reg funcs[] = {
 
 void open_user_kernels(lua_State* L) {
     luaL_setfuncs(L, funcs, 0);
-    vk::start_compiler();  // glslang's start-up beside the session, not in the first kernel's compile
     doc("map", "map(expr [, {name =, doc =}]) -> f",
         "An elementwise kernel from one GLSL expression, compiled in-process (libshaderc) and cached in memory and "
         "on disk. Free names x, y, z, u, v, w (optionally with digits) are matrices, taken in that order; every other "

@@ -33,6 +33,8 @@ inline constexpr const char* kUserVersion = "#version 430";
 
 // Builds glslang's tables now on a background thread (once per process), so
 // the first compile_user finds them ready; compile_user waits for it if not.
+// main() calls it where kernels are likely (at the prompt; a script or -e
+// chunk that mentions map or kernel); without it the first compile builds them.
 void start_compiler();
 
 // The directory of the on-disk cache ("" when there is none).

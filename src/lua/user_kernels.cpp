@@ -256,7 +256,8 @@ int l_kernel(lua_State* L) {
 }
 
 // kernel_info(f) -> {name =, kind = "map" | "kernel", signature =, matrices = {...}, scalars = {...},
-//                    compiled = "compiled" | "memory" | "disk", compile_ms =, glsl = generated source}
+//                    compiled = "compiled" | "memory" | "disk", compile_ms =, glsl = generated source,
+//                    cpu = "native" | "driver"}
 int l_kernel_info(lua_State* L) {
     check_nargs(L, 1);
     luaL_checktype(L, 1, LUA_TFUNCTION);
@@ -272,7 +273,7 @@ int l_kernel_info(lua_State* L) {
     }
     lua_pop(L, 1);
     if (!s) lfail(L, "kernel_info: argument #1 is not a kernel made by map or kernel");
-    lua_createtable(L, 0, 8);
+    lua_createtable(L, 0, 10);
     lua_pushstring(L, s->name.c_str());
     lua_setfield(L, -2, "name");
     lua_pushstring(L, s->elementwise ? "map" : "kernel");
@@ -319,7 +320,8 @@ void open_user_kernels(lua_State* L) {
         "on disk. Free names x, y, z, u, v, w (optionally with digits) are matrices, taken in that order; every other "
         "free name is a float scalar passed by name. f(x, ... [, out] [, {a = 1}]) writes out, or the last input in "
         "place; shapes must match, views are welcome. exp, log, tanh, expm1, log1p, sigmoid, relu, softplus are the "
-        "op table's accurate functions. Example: elu = map[[x > 0.0 ? x : a * (exp(x) - 1.0)]]; elu(x, y, {a = 1})");
+        "op table's accurate functions. On the cpu the expression runs natively (kernel_info(f).cpu). Example: elu = "
+        "map[[x > 0.0 ? x : a * (exp(x) - 1.0)]]; elu(x, y, {a = 1})");
     doc("kernel", "kernel{args = {a = \"matrix\", s = \"float\", ...}, size = n | function(a, ...), glsl = body [, name =, doc =]} -> f",
         "A general compute kernel: glsl is the body of one invocation. vela writes the preamble: id() (0-based "
         "invocation index, 0 ≤ id() < size), rows(a), cols(a), at(a, i, j) and set(a, i, j, v) with 1-based "
@@ -328,10 +330,11 @@ void open_user_kernels(lua_State* L) {
         "table. Example: colsum = kernel{args = {a = \"matrix\", s = \"matrix\", scale = \"float\"}, size = "
         "function(a, s) return a.cols end, glsl = [[float acc = 0.0; for (uint i = 1; i <= rows(a); ++i) acc += "
         "at(a, i, id() + 1); set(s, 1, id() + 1, scale * acc);]]}; colsum(a, s, {scale = 2})");
-    doc("kernel_info", "kernel_info(f) -> {name, kind, signature, matrices, scalars, compiled, compile_ms, glsl}",
+    doc("kernel_info", "kernel_info(f) -> {name, kind, signature, matrices, scalars, compiled, compile_ms, glsl, cpu}",
         "What vela knows of a kernel made by map or kernel: its argument order, how its SPIR-V was found this session "
-        "(\"compiled\", from \"memory\", or from the \"disk\" cache), the time that took, and the whole GLSL it "
-        "compiled (the preamble vela wrote around your text).");
+        "(\"compiled\", from \"memory\", or from the \"disk\" cache), the time that took, the whole GLSL it "
+        "compiled (the preamble vela wrote around your text), and how the cpu runs it: \"native\" (a map "
+        "expression as vectorised loops) or \"driver\" (its SPIR-V through lavapipe).");
 }
 
 }  // namespace vela::lua

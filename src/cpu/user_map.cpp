@@ -5,7 +5,7 @@
 // operands read and the result written in place, no copy.
 // No errno and no FP traps are observed here (as in elementwise.cpp): GCC
 // then vectorises the selects and the opmath functions.
-#pragma GCC optimize("no-math-errno", "no-trapping-math")
+#pragma GCC optimize("no-math-errno", "no-trapping-math", "fp-contract=off")
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -22,138 +22,56 @@ namespace {
 
 constexpr int kBlock = 512;
 
-#define VELA_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
 using Fn1 = void (*)(const float*, float*, int);
 using Fn2 = void (*)(const float*, const float*, float*, int);
 using Fn3 = void (*)(const float*, const float*, const float*, float*, int);
-
-#define VELA_F1(name, expr)                                                      \
-    VELA_SIMD_CLONES void name(const float* a, float* d, int n) {                \
-        for (int i = 0; i < n; i++) {                                            \
-            const float x = a[i];                                                \
-            d[i] = (expr);                                                       \
-        }                                                                        \
-    }
-#define VELA_F2(name, expr)                                                      \
-    VELA_SIMD_CLONES void name(const float* a, const float* b, float* d, int n) { \
-        for (int i = 0; i < n; i++) {                                            \
-            const float x = a[i], y = b[i];                                      \
-            d[i] = (expr);                                                       \
-        }                                                                        \
-    }
-#define VELA_F3(name, expr)                                                                     \
-    VELA_SIMD_CLONES void name(const float* a, const float* b, const float* c, float* d, int n) { \
-        for (int i = 0; i < n; i++) {                                                           \
-            const float x = a[i], y = b[i], z = c[i];                                           \
-            d[i] = (expr);                                                                      \
-        }                                                                                       \
-    }
 
 // The GLSL definitions (GLSL 4.60 §8) where C's differ or do not exist.
 inline float glsl_min(float x, float y) { return y < x ? y : x; }
 inline float glsl_max(float x, float y) { return x < y ? y : x; }
 inline float glsl_sign(float x) { return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : 0.0f; }
-
-// The op table's functions: cpu::exp_f, tanh_f, sigmoid_f (vmath.hpp: what the built-in loops use) and opmath's.
-VELA_F1(f_exp, cpu::exp_f(x))
-VELA_F1(f_log, opmath::log_f(x))
-VELA_F1(f_tanh, cpu::tanh_f(x))
-VELA_F1(f_expm1, opmath::expm1_f(x))
-VELA_F1(f_log1p, opmath::log1p_f(x))
-VELA_F1(f_sigmoid, cpu::sigmoid_f(x))
-VELA_F1(f_relu, opmath::relu_f(x))
-VELA_F1(f_softplus, opmath::softplus_f(x))
-VELA_F1(f_elu, opmath::elu_f(x))
-VELA_F1(f_gelu, opmath::gelu_f(x))
-VELA_F1(f_leaky_relu, opmath::leaky_relu_f(x))
-VELA_F1(f_abs, std::fabs(x))
-VELA_F1(f_sign, glsl_sign(x))
-VELA_F1(f_floor, std::floor(x))
-VELA_F1(f_ceil, std::ceil(x))
-VELA_F1(f_trunc, std::trunc(x))
-VELA_F1(f_fract, x - std::floor(x))
-VELA_F1(f_sqrt, std::sqrt(x))
-VELA_F1(f_inversesqrt, 1.0f / std::sqrt(x))
-VELA_F1(f_exp2, std::exp2(x))
-VELA_F1(f_log2, std::log2(x))
-VELA_F1(f_sin, std::sin(x))
-VELA_F1(f_cos, std::cos(x))
-VELA_F1(f_tan, std::tan(x))
-VELA_F1(f_asin, std::asin(x))
-VELA_F1(f_acos, std::acos(x))
-VELA_F1(f_atan, std::atan(x))
-VELA_F1(f_sinh, std::sinh(x))
-VELA_F1(f_cosh, std::cosh(x))
-VELA_F1(f_radians, x * 0.017453292519943295f)
-VELA_F1(f_degrees, x * 57.29577951308232f)
-VELA_F1(f_isnan, std::isnan(x) ? 1.0f : 0.0f)
-VELA_F1(f_isinf, std::isinf(x) ? 1.0f : 0.0f)
-VELA_F1(o_neg, -x)
-VELA_F1(o_not, x == 0.0f ? 1.0f : 0.0f)
-VELA_F2(f_pow, std::pow(x, y))
-VELA_F2(f_min, glsl_min(x, y))
-VELA_F2(f_max, glsl_max(x, y))
-VELA_F2(f_mod, x - y * std::floor(x / y))
-VELA_F2(f_step, y < x ? 0.0f : 1.0f)
-VELA_F2(f_atan2, std::atan2(x, y))
-VELA_F2(o_add, x + y)
-VELA_F2(o_sub, x - y)
-VELA_F2(o_mul, x * y)
-VELA_F2(o_div, x / y)
-VELA_F2(o_lt, x < y ? 1.0f : 0.0f)
-VELA_F2(o_le, x <= y ? 1.0f : 0.0f)
-VELA_F2(o_gt, x > y ? 1.0f : 0.0f)
-VELA_F2(o_ge, x >= y ? 1.0f : 0.0f)
-VELA_F2(o_eq, x == y ? 1.0f : 0.0f)
-VELA_F2(o_ne, x != y ? 1.0f : 0.0f)
-VELA_F2(o_and, (x != 0.0f) & (y != 0.0f) ? 1.0f : 0.0f)
-VELA_F2(o_or, (x != 0.0f) | (y != 0.0f) ? 1.0f : 0.0f)
-VELA_F2(o_xor, (x != 0.0f) != (y != 0.0f) ? 1.0f : 0.0f)
-VELA_F3(f_clamp, glsl_min(glsl_max(x, y), z))
-VELA_F3(f_mix, x * (1.0f - z) + y * z)
-VELA_F3(f_fma, std::fma(x, y, z))
-VELA_F3(o_select, x != 0.0f ? y : z)
 inline float smoothstep(float e0, float e1, float v) {
     float t = glsl_min(glsl_max((v - e0) / (e1 - e0), 0.0f), 1.0f);
     return t * t * (3.0f - 2.0f * t);
 }
-VELA_F3(f_smoothstep, smoothstep(x, y, z))
 
-Fn1 fn1(uint8_t f) {
-    static const Fn1 table[] = {f_exp, f_log, f_tanh, f_expm1, f_log1p, f_sigmoid, f_relu, f_softplus, f_elu,
-                                f_gelu, f_leaky_relu, f_abs, f_sign, f_floor, f_ceil, f_trunc, f_fract, f_sqrt,
-                                f_inversesqrt, f_exp2, f_log2, f_sin, f_cos, f_tan, f_asin, f_acos, f_atan,
-                                f_sinh, f_cosh, f_radians, f_degrees, f_isnan, f_isinf};
-    static_assert(sizeof table / sizeof *table == vela::f_isinf + 1, "MapFn's one-argument functions");
-    return table[f];
+// Every loop three times, as the built-in elementwise loops (elementwise.cpp):
+// x86-64-v4 with 512-bit vectors, x86-64-v3, the baseline; the set for this
+// CPU is chosen at startup. No FMA contraction (fp-contract=off above): the
+// drivers evaluate the op table's polynomials unfused too, so a map gives the
+// same bits on the cpu and the Vulkan devices.
+namespace v4 {
+#define VELA_LOOP_ATTR __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#include "cpu/user_map_loops.inc"
+#undef VELA_LOOP_ATTR
+}  // namespace v4
+namespace v3 {
+#define VELA_LOOP_ATTR __attribute__((target("arch=x86-64-v3")))
+#include "cpu/user_map_loops.inc"
+#undef VELA_LOOP_ATTR
+}  // namespace v3
+namespace base {
+#define VELA_LOOP_ATTR
+#include "cpu/user_map_loops.inc"
+#undef VELA_LOOP_ATTR
+}  // namespace base
+
+int detect_isa() {  // 4, 3 or 0: the criteria of elementwise.cpp
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return 4;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2")) return 3;
+    return 0;
 }
-Fn2 fn2(uint8_t f) {
-    static const Fn2 table[] = {f_pow, f_min, f_max, f_mod, f_step, f_atan2};
-    static_assert(sizeof table / sizeof *table == vela::f_atan2 - vela::f_pow + 1, "MapFn's two-argument functions");
-    return table[f - vela::f_pow];
-}
-Fn3 fn3(uint8_t f) {
-    static const Fn3 table[] = {f_clamp, f_mix, f_smoothstep, f_fma};
-    static_assert(sizeof table / sizeof *table == vela::f_fma - vela::f_clamp + 1, "MapFn's three-argument functions");
-    return table[f - vela::f_clamp];
-}
-Fn2 op2(MapProgram::Op op) {
-    switch (op) {
-    case MapProgram::add: return o_add;
-    case MapProgram::sub: return o_sub;
-    case MapProgram::mul: return o_mul;
-    case MapProgram::div: return o_div;
-    case MapProgram::lt: return o_lt;
-    case MapProgram::le: return o_le;
-    case MapProgram::gt: return o_gt;
-    case MapProgram::ge: return o_ge;
-    case MapProgram::eq: return o_eq;
-    case MapProgram::ne: return o_ne;
-    case MapProgram::and_: return o_and;
-    case MapProgram::or_: return o_or;
-    default: return o_xor;
-    }
-}
+const int kIsa = detect_isa();
+Fn1 fn1(uint8_t f) { return kIsa == 4 ? v4::fn1(f) : kIsa == 3 ? v3::fn1(f) : base::fn1(f); }
+Fn2 fn2(uint8_t f) { return kIsa == 4 ? v4::fn2(f) : kIsa == 3 ? v3::fn2(f) : base::fn2(f); }
+Fn3 fn3(uint8_t f) { return kIsa == 4 ? v4::fn3(f) : kIsa == 3 ? v3::fn3(f) : base::fn3(f); }
+Fn2 op2(MapProgram::Op op) { return kIsa == 4 ? v4::op2(op) : kIsa == 3 ? v3::op2(op) : base::op2(op); }
+Fn1 o_neg() { return kIsa == 4 ? v4::o_neg : kIsa == 3 ? v3::o_neg : base::o_neg; }
+Fn1 o_not() { return kIsa == 4 ? v4::o_not : kIsa == 3 ? v3::o_not : base::o_not; }
+Fn3 o_select() { return kIsa == 4 ? v4::o_select : kIsa == 3 ? v3::o_select : base::o_select; }
 
 // One run of n elements: operand k at p[k] with stride s[k]; the output is the last operand.
 template <size_t K>
@@ -196,9 +114,9 @@ void run_block(const MapProgram& prog, const float* scalars, int64_t n, const st
                 }
                 break;
             }
-            case MapProgram::neg: o_neg(src[nd.a], d, nb), src[k] = d; break;
-            case MapProgram::not_: o_not(src[nd.a], d, nb), src[k] = d; break;
-            case MapProgram::select: o_select(src[nd.a], src[nd.b], src[nd.c], d, nb), src[k] = d; break;
+            case MapProgram::neg: o_neg()(src[nd.a], d, nb), src[k] = d; break;
+            case MapProgram::not_: o_not()(src[nd.a], d, nb), src[k] = d; break;
+            case MapProgram::select: o_select()(src[nd.a], src[nd.b], src[nd.c], d, nb), src[k] = d; break;
             case MapProgram::call1: fn1(nd.fn)(src[nd.a], d, nb), src[k] = d; break;
             case MapProgram::call2: fn2(nd.fn)(src[nd.a], src[nd.b], d, nb), src[k] = d; break;
             case MapProgram::call3: fn3(nd.fn)(src[nd.a], src[nd.b], src[nd.c], d, nb), src[k] = d; break;

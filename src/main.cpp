@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "lua/vela.hpp"
 #include "repl/repl.hpp"
 #include "vulkan/backend.hpp"
+#include "vulkan/user_kernel.hpp"
 
 namespace {
 
@@ -175,6 +178,24 @@ int list_devices(lua_State* L) {
                                                                                           : EXIT_FAILURE;
 }
 
+// glslang's start-up (about 30 ms of CPU, once per process) begins on a
+// background thread where kernels written at the prompt are likely: at the
+// prompt, and when a -e chunk or the script mentions map or kernel; their
+// first compile then finds it done. Other runs never pay for it.
+bool mentions_kernels(const std::string& text) {
+    return text.find("map") != std::string::npos || text.find("kernel") != std::string::npos;
+}
+void start_compiler_if_likely(const Options& o, int argc, char** argv) {
+    bool prompt = o.interactive || (o.script == argc && !o.has_e && !o.version && isatty(0));
+    bool likely = prompt;
+    for (auto [opt, value] : o.actions) likely = likely || (opt == 'e' && mentions_kernels(value));
+    if (!likely && o.script < argc && std::strcmp(argv[o.script], "-") != 0) {
+        std::ifstream in(argv[o.script], std::ios::binary);
+        likely = in && mentions_kernels(std::string(std::istreambuf_iterator<char>(in), {}));
+    }
+    if (likely) vela::vk::start_compiler();
+}
+
 int run(lua_State* L, int argc, char** argv) {
     Options o;
     if (!collect_args(argc, argv, o)) return EXIT_FAILURE;
@@ -208,6 +229,7 @@ int run(lua_State* L, int argc, char** argv) {
     }
     if (o.list_devices) return list_devices(L);
 
+    start_compiler_if_likely(o, argc, argv);
     create_arg_table(L, argc, argv, o.script);
     if (!o.no_env && handle_luainit(L) != LUA_OK) return EXIT_FAILURE;
     for (auto [opt, value] : o.actions) {

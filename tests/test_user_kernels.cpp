@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/ops.hpp"
+#include "core/map_expr.hpp"
 #include "core/registry.hpp"
 #include "core/user_kernel.hpp"
 #include "vulkan/user_kernel.hpp"
@@ -117,4 +118,22 @@ TEST_CASE("user kernels: run_user on every device against float64", "[user_kerne
         CHECK(all[0] == 0.0f);
         CHECK(all.back() == 0.0f);
     }
+}
+
+TEST_CASE("user kernels: the native subset of map expressions (core/map_expr.cpp)", "[user_kernels]") {
+    const std::vector<std::string> x = {"x"}, xy = {"x", "y"}, none = {}, a = {"a"};
+    // inside: GLSL's literals, operators, ?:, float(), the op table's and GLSL's scalar functions
+    for (const char* e : {"tanh(x)", "x", "x > 0.0 ? x : a * (exp(x) - 1.0)", "x * (1/2)", "010 + 0x1F * x",
+                          "1e-3 * x + .5", "max(x, 0) + clamp(x, -1, 1)", "float(x > 0.0) // comment", "/* c */ -x",
+                          "isnan(x) || x != x ? 0.0 : x", "!(x < 1.0) ^^ true ? 1.0 : 2", "mix(x, 1.0, 0.5)"})
+        CHECK(parse_map(e, x, a) != nullptr);
+    CHECK(parse_map("x * y", xy, none)->nodes.size() == 3);
+    // outside: the driver runs them
+    for (const char* e : {"vec2(x, 1.0).x", "x.x", "abs(-2) * x", "x * (1/0)", "x * (7 % -2)", "x << 1", "x, x",
+                          "int(x)", "x * 1u", "1.0lf * x", "foo(x)", "exp_f", "x = 1.0", "x++", "z"})
+        CHECK(parse_map(e, x, a) == nullptr);
+    // the result is always the last node, computed (x alone: x + (−0))
+    auto p = parse_map("x", x, none);
+    REQUIRE(p);
+    CHECK(p->nodes.back().op == MapProgram::add);
 }

@@ -31,7 +31,7 @@ VELA_INLINE float exp_f(float x) {
     poly = poly * r + 4.1665795894e-2f;
     poly = poly * r + 1.6666665459e-1f;
     poly = poly * r + 5.0000001201e-1f;
-    float e = poly * r * r + r + 1.0f;
+    VELA_PRECISE float e = poly * r * r + r + 1.0f;  // precise: unfused on every driver, as in the cpu's map kernels
     // 2^k as two factors so k ∈ [−150, 128] never leaves the normal exponents.
     int k1 = ki >> 1;  // floor(ki / 2): an arithmetic shift, cheaper than the division
     int k2 = ki - k1;

@@ -18,6 +18,8 @@
 
 namespace vela {
 
+struct MapProgram;  // core/map_expr.hpp
+
 constexpr uint32_t kUserViewBytes = 24;
 constexpr uint32_t kUserPushBytes = 128;  // the pipeline layout's push range (src/vulkan/pipelines.hpp)
 
@@ -29,6 +31,9 @@ struct UserKernel {
     // fast path: View::rows = 0); general kernels see every view with its
     // rows, and its columns in View::pad.
     bool elementwise = true;
+    // map kernels whose expression core/map_expr.hpp can run natively: how the
+    // cpu device runs them (null: through the software driver, as general kernels)
+    std::shared_ptr<const MapProgram> program;
 };
 
 // A string kept for the life of the process, one copy per distinct value:

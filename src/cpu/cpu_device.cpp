@@ -24,6 +24,10 @@
 #include "cpu/cpu_kernels.hpp"
 
 namespace vela::cpu {
+void run_map(const MapProgram& prog, const UserCall& call);  // user_map.cpp
+}
+
+namespace vela::cpu {
 
 namespace {
 
@@ -365,10 +369,12 @@ public:
         cpu::from_images(y, u);
     }
 
-    // Kernels written at the prompt: their SPIR-V through a software Vulkan
-    // driver, on these buffers' own memory (src/vulkan/host_runner.cpp).
+    // Kernels written at the prompt: map expressions natively where
+    // core/map_expr.hpp can (user_map.cpp), else their SPIR-V through a software
+    // Vulkan driver, on these buffers' own memory (src/vulkan/host_runner.cpp).
     void run_user(const UserCall& call) override {
         Timed t(this, call.kernel->name);  // profile() names it like any kernel
+        if (call.kernel->program) return cpu::run_map(*call.kernel->program, call);
         std::vector<void*> host;
         std::vector<size_t> bytes;
         for (const Matrix& m : call.mats) {

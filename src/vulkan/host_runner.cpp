@@ -9,6 +9,7 @@
 // extension enabled), its own pipelines (with the on-disk pipeline cache) and
 // one command buffer; the vulkan:N device on the same driver is untouched.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -211,9 +212,18 @@ private:
     uint64_t runs_ = 0;
 };
 
-std::unique_ptr<HostRunner>& runner_slot() {
-    static std::unique_ptr<HostRunner> runner;  // made after the context, so destroyed before it
+// A plain pointer, destroyed by an exit handler registered when the runner is
+// made: exit handlers and static destructors run in the reverse order of their
+// registration, so the runner goes before the driver's own statics (SwiftShader
+// is loaded with the instance, just before; its worker threads crashed when
+// they went first) and before the context's slot, made earlier still.
+HostRunner*& runner_slot() {
+    static HostRunner* runner = nullptr;
     return runner;
+}
+void destroy_runner() {
+    delete runner_slot();
+    runner_slot() = nullptr;
 }
 
 }  // namespace
@@ -222,7 +232,7 @@ std::unique_ptr<HostRunner>& runner_slot() {
 bool host_runner_open() { return runner_slot() != nullptr; }
 
 void run_on_host(const UserCall& call, void* const* host, const size_t* bytes) {
-    std::unique_ptr<HostRunner>& runner = runner_slot();
+    HostRunner*& runner = runner_slot();
     if (!runner) {
         const PhysicalInfo* pick = nullptr;
         bool software = false;
@@ -244,7 +254,8 @@ void run_on_host(const UserCall& call, void* const* host, const size_t* bytes) {
                  "matrices to a Vulkan device with :to(\"vulkan:0\")",
                  call.kernel->name,
                  software ? "none here has VK_EXT_external_memory_host" : "none is installed");
-        runner = std::make_unique<HostRunner>(*pick);
+        runner = new HostRunner(*pick);
+        std::atexit(destroy_runner);
     }
     runner->run(call, host, bytes);
 }

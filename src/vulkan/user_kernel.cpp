@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include <unistd.h>
@@ -45,7 +46,7 @@ std::string options_tag() {
     std::string headers;
     for (const char* name : {"common.glsl", "ops.glsl", "opmath.h"})
         if (const char* t = shader_text(name)) headers += t;
-    return format("shaderc spv%u.%u vulkan1.2 O headers %016llx", v, r, (unsigned long long)fnv1a(headers));
+    return format("shaderc spv%u.%u vulkan1.2 O0 headers %016llx", v, r, (unsigned long long)fnv1a(headers));
 }
 
 // #include "name" resolves to the embedded headers only.
@@ -109,8 +110,9 @@ std::string explain(const std::string& name, const std::string& log, const std::
 }
 
 struct Cache {
-    std::mutex mu;
+    std::mutex mu;  // entries
     std::unordered_map<std::string, CompiledKernel> entries;  // key: options + source
+    std::mutex compile_mu;  // the compiler; held by the start-up thread while it runs
     shaderc_compiler_t compiler = nullptr;
 };
 Cache& cache() {
@@ -172,18 +174,82 @@ std::string kernel_cache_dir() {
     return dir.empty() ? "" : dir + "/kernels";
 }
 
+namespace {
+
+// One compile with libshaderc; the caller holds compile_mu. Throws vela::Error on a compile error.
+std::vector<uint32_t> run_shaderc(Cache& c, const std::string& name, const std::string& source,
+                                  const std::string& user_text) {
+    if (!c.compiler) c.compiler = shaderc_compiler_initialize();
+    if (!c.compiler) fail("%s: libshaderc could not start a compiler", name.c_str());
+    shaderc_compile_options_t o = shaderc_compile_options_initialize();
+    shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
+    // Unoptimised: SPIRV-Tools' -O passes cost 8-10 ms of CPU of a cold compile's 10,
+    // and the drivers optimise the SPIR-V themselves: on lavapipe map("tanh(x)")
+    // costs the same CPU time per call either way (76 and 77 ms at 16M elements).
+    shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_zero);
+    shaderc_compile_options_set_include_callbacks(o, resolve, release, nullptr);
+    shaderc_compilation_result_t r = shaderc_compile_into_spv(c.compiler, source.data(), source.size(),
+                                                              shaderc_compute_shader, "vela", "main", o);
+    shaderc_compile_options_release(o);
+    bool ok = shaderc_result_get_compilation_status(r) == shaderc_compilation_status_success;
+    if (!ok) {
+        std::string log = shaderc_result_get_error_message(r);
+        shaderc_result_release(r);
+        throw Error(explain(name, log, user_text));
+    }
+    size_t bytes = shaderc_result_get_length(r);
+    std::vector<uint32_t> words(bytes / 4);
+    std::memcpy(words.data(), shaderc_result_get_bytes(r), bytes);
+    shaderc_result_release(r);
+    return words;
+}
+
+std::thread& warm_thread() {
+    static auto* t = new std::thread;  // never destroyed: joined at exit (join_warm_up)
+    return *t;
+}
+void join_warm_up() {
+    if (warm_thread().joinable()) warm_thread().join();
+}
+
+}  // namespace
+
+void start_compiler() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        // glslang builds its tables of built-in functions on the first compile of
+        // a process (about 30 ms of CPU for #version 430; 70 ms for 450); this
+        // does it now, beside the session, so the first kernel finds them ready.
+        // The thread holds the compiler's lock, so a kernel compiled before it
+        // ends waits for it instead of building the tables a second time (hits
+        // of the memory and disk caches do not wait).
+        warm_thread() = std::thread([] {
+            Cache& c = cache();
+            std::lock_guard<std::mutex> lock(c.compile_mu);
+            try {
+                run_shaderc(c, "start", std::string(kUserVersion) + "\nlayout(local_size_x = 1) in;\nvoid main() {}\n", "");
+            } catch (const std::exception&) {
+                // said by the first real compile, whose error names its kernel
+            }
+        });
+        std::atexit(join_warm_up);  // glslang's globals must outlive the thread
+    });
+}
+
 CompiledKernel compile_user(const std::string& name, const std::string& source, const std::string& user_text) {
     auto t0 = std::chrono::steady_clock::now();
     auto elapsed = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
     Cache& c = cache();
     static const std::string tag = options_tag();
     std::string key = tag + "\n" + source;
-    std::lock_guard<std::mutex> lock(c.mu);
-    if (auto it = c.entries.find(key); it != c.entries.end()) {
-        CompiledKernel k = it->second;
-        k.from = CompiledKernel::memory;
-        k.ms = elapsed();
-        return k;
+    {
+        std::lock_guard<std::mutex> lock(c.mu);
+        if (auto it = c.entries.find(key); it != c.entries.end()) {
+            CompiledKernel k = it->second;
+            k.from = CompiledKernel::memory;
+            k.ms = elapsed();
+            return k;
+        }
     }
     uint64_t h = fnv1a(key);
     CompiledKernel k;
@@ -193,31 +259,13 @@ CompiledKernel compile_user(const std::string& name, const std::string& source, 
     if (!path.empty() && load(path, key, words)) {
         k.from = CompiledKernel::disk;
     } else {
-        if (!c.compiler) c.compiler = shaderc_compiler_initialize();
-        if (!c.compiler) fail("%s: libshaderc could not start a compiler", name.c_str());
-        shaderc_compile_options_t o = shaderc_compile_options_initialize();
-        shaderc_compile_options_set_target_env(o, shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_2);
-        // Optimised as glslc -O builds the built-in shaders: map("tanh(x)") on lavapipe runs at
-        // 78-85% of the built-in tanh this way, 65% unoptimised; a cold compile costs 6-16 ms instead of 2-11.
-        shaderc_compile_options_set_optimization_level(o, shaderc_optimization_level_performance);
-        shaderc_compile_options_set_include_callbacks(o, resolve, release, nullptr);
-        shaderc_compilation_result_t r = shaderc_compile_into_spv(c.compiler, source.data(), source.size(),
-                                                                  shaderc_compute_shader, "vela", "main", o);
-        shaderc_compile_options_release(o);
-        bool ok = shaderc_result_get_compilation_status(r) == shaderc_compilation_status_success;
-        if (!ok) {
-            std::string log = shaderc_result_get_error_message(r);
-            shaderc_result_release(r);
-            throw Error(explain(name, log, user_text));
-        }
-        size_t bytes = shaderc_result_get_length(r);
-        words.resize(bytes / 4);
-        std::memcpy(words.data(), shaderc_result_get_bytes(r), bytes);
-        shaderc_result_release(r);
+        std::lock_guard<std::mutex> lock(c.compile_mu);
+        words = run_shaderc(c, name, source, user_text);
         if (!path.empty()) store(path, key, words);
         k.from = CompiledKernel::compiled;
     }
     k.spirv = std::make_shared<const std::vector<uint32_t>>(std::move(words));
+    std::lock_guard<std::mutex> lock(c.mu);
     c.entries.emplace(key, k);
     k.ms = elapsed();
     return k;

@@ -26,6 +26,17 @@ struct CompiledKernel {
 // Throws vela::Error: "swish: GLSL compile error\n  line 2: ...\n    2 | ...".
 CompiledKernel compile_user(const std::string& name, const std::string& source, const std::string& user_text);
 
+// The #version line of every user kernel: 430, the oldest with compute shaders,
+// because glslang's first compile in a process builds the built-in function
+// tables of that version for every stage, and 450's take twice as long.
+inline constexpr const char* kUserVersion = "#version 430";
+
+// Builds glslang's tables now on a background thread (once per process), so
+// the first compile_user finds them ready; compile_user waits for it if not.
+// main() calls it where kernels are likely (at the prompt; a script or -e
+// chunk that mentions map or kernel); without it the first compile builds them.
+void start_compiler();
+
 // The directory of the on-disk cache ("" when there is none).
 std::string kernel_cache_dir();
 

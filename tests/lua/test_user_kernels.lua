@@ -85,6 +85,44 @@ for _, id in ipairs(ids) do
     t.near(c:get(7, 1), 2 * big:get(2, 7), 1e-7)
   end)
 
+  t.test(D .. "map: GLSL's meaning of literals, integer division, functions (hand-computed)", function()
+    -- what the cpu's native programs (core/map_expr.cpp) must mean exactly as glslang does
+    local xh = from{{-2.5, -1, -0.25, 0, 0.5, 1.75, 3}}
+    local yh = from{{1, -1, 0.5, 2, -3, 0.25, 3}}
+    local x, y = xh:to(dev), yh:to(dev)
+    local cases = {
+      {"x * (1/2)", function() return 0 end},                 -- int division: 0
+      {"x + 7/2", function(a) return a + 3 end},
+      {"x + 010 + 0x10", function(a) return a + 8 + 16 end},  -- octal and hex literals
+      {"x * 2.0 // a comment naming no scalar", function(a) return 2 * a end},
+      {"max(x, 0) + min(x, y)", function(a, b) return math.max(a, 0) + math.min(a, b) end},
+      {"float(x > y) + float(x == y)", function(a, b) return (a > b and 1 or 0) + (a == b and 1 or 0) end},
+      {"x < 0.0 && y > 0.0 || !(x < 1.0) ? 1.0 : -1.0",
+       function(a, b) return ((a < 0 and b > 0) or not (a < 1)) and 1 or -1 end},
+      {"clamp(x, -1, 1) + step(0.5, x) + sign(x)",
+       function(a) return math.min(math.max(a, -1), 1) + (a < 0.5 and 0 or 1) + (a > 0 and 1 or a < 0 and -1 or 0) end},
+      {"mod(x, 0.75) + fract(x) + floor(x)",
+       function(a) return a - 0.75 * math.floor(a / 0.75) + (a - math.floor(a)) + math.floor(a) end},
+      {"mix(x, y, 0.25)", function(a, b) return a * 0.75 + b * 0.25 end},
+    }
+    for _, c in ipairs(cases) do
+      local f = map(c[1])
+      local info = kernel_info(f)
+      assert(info.cpu == "native", c[1] .. " runs natively on the cpu")
+      local out = zeros(1, 7):to(dev)
+      if #info.matrices == 2 then f(x, y, out) else f(x, out) end
+      for j = 1, 7 do
+        t.near(out:get(1, j), c[2](xh:get(1, j), yh:get(1, j)), 1e-6, ("%s at %g, %g"):format(c[1], xh:get(1, j), yh:get(1, j)))
+      end
+    end
+    -- outside the subset: the cpu runs it through the software driver, same values
+    local sw = map("vec2(x, 1.0).x * 2.0 + float(ivec2(3, 4).y)")
+    assert(kernel_info(sw).cpu == "driver")
+    local out = zeros(1, 7):to(dev)
+    sw(x, out)
+    for j = 1, 7 do t.near(out:get(1, j), 2 * xh:get(1, j) + 4, 1e-6, "through the driver") end
+  end)
+
   t.test(D .. "kernel: colsum with views and a transpose against float64", function()
     local ah = from{{1, 2, 3}, {4, 5, 6}}
     local a = ah:to(dev)
@@ -247,6 +285,15 @@ t.test("the disk cache serves a second process", function()
   local ms = tonumber(second:match("^disk (%S+)"))
   print(("  disk cache hit in a second process: %.3f ms (compile: %s ms)"):format(ms, first:match("^compiled (%S+)")))
   assert(ms < 50)
+end)
+
+t.test("a process that runs a kernel on the cpu through the driver exits cleanly", function()
+  -- the runner's Vulkan device is destroyed before the context it came from, whichever was made first
+  local code = [[device("cpu"); local f = map("vec2(x, 1.0).x + 1.0"); local x = zeros(4, 1); f(x); io.write(x:get(4, 1))]]
+  local p = assert(io.popen(("%q -e %q 2>&1"):format(arg[-1], code)))
+  local out = p:read("a")
+  local ok, how, status = p:close()
+  assert(ok and status == 0 and tonumber(out) == 1, ("exit %s %s: %s"):format(how, status, out))
 end)
 
 t.test("nn.linear with a user activation: forward and backward against float64", function()

@@ -1,0 +1,187 @@
+// The GLSL vela writes around the text of a kernel written at the prompt:
+// the free names of a map expression, the preamble (headers, workgroup size,
+// push constants, the op table's functions), and the whole shaders of map and
+// general kernels.
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "lua/user_kernels.hpp"
+
+namespace vela::lua::user {
+
+namespace {
+
+bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
+
+// What every user kernel starts with: the shared headers, the workgroup size
+// as specialization constant 0, and the op table's accurate functions under
+// their GLSL names (the same math as the built-in kernels on every device).
+std::string preamble(const Spec& s) {
+    std::string g = std::string(vk::kUserVersion) + "\n" +
+        "#extension GL_GOOGLE_cpp_style_line_directive : require\n"
+        "#include \"common.glsl\"\n"
+        "#include \"ops.glsl\"\n"
+        "layout(constant_id = 0) const uint WG = 64;\n"
+        "layout(local_size_x_id = 0) in;\n"
+        "layout(push_constant) uniform Push {\n";
+    for (size_t i = 0; i < s.mats.size() + (s.elementwise ? 1 : 0); ++i) g += format("    View m%zu;\n", i);
+    g += "    uint n;\n";
+    for (const Scalar& sc : s.scalars)
+        g += format("    %s s_%s;\n", sc.type == 'f' ? "float" : sc.type == 'i' ? "int" : "uint", sc.name.c_str());
+    g += "} p;\n"
+         "#define exp(t) exp_f(t)\n"
+         "#define log(t) log_f(t)\n"
+         "#define tanh(t) tanh_f(t)\n"
+         "#define expm1(t) expm1_f(t)\n"
+         "#define log1p(t) log1p_f(t)\n"
+         "#define sigmoid(t) sigmoid_f(t)\n"
+         "#define relu(t) relu_f(t)\n"
+         "#define softplus(t) softplus_f(t)\n"
+         "uint id() { return global_index(WG); }\n";
+    return g;
+}
+
+std::string scalar_type(char t) { return t == 'f' ? "float" : t == 'i' ? "int" : "uint"; }
+
+}  // namespace
+
+bool valid_name(const std::string& s) {
+    if (s.empty() || !ident_start(s[0])) return false;
+    for (char c : s)
+        if (!ident_char(c)) return false;
+    return true;
+}
+
+// Names the generated code uses or GLSL reserves: not available as argument names.
+bool reserved(const std::string& s) {
+    static const char* const words[] = {
+        "at", "set", "rows", "cols", "id", "main", "p", "WG", "true", "false", "float", "int", "uint", "bool",
+        "vec2", "vec3", "vec4", "ivec2", "ivec3", "ivec4", "uvec2", "uvec3", "uvec4", "mat2", "mat3", "mat4",
+        "if", "else", "for", "while", "do", "return", "break", "continue", "switch", "case", "default", "const",
+        "in", "out", "inout", "uniform", "buffer", "shared", "struct", "void", "discard", "precise", "View",
+        "input", "output", "sample", "filter", "common", "partition", "active", "double", "half", "fixed",
+    };
+    for (const char* w : words)
+        if (s == w) return true;
+    return s.compare(0, 3, "gl_") == 0 || s.compare(0, 5, "vela_") == 0 || s.find("__") != std::string::npos;
+}
+
+// Matrix names of map expressions: x, y, z, u, v, w, each optionally followed
+// by digits; in that order (then by number) they are the kernel's inputs.
+int matrix_rank(const std::string& s) {
+    static const char order[] = "xyzuvw";
+    const char* p = std::strchr(order, s[0]);
+    if (!p || s[0] == '\0') return -1;
+    for (size_t i = 1; i < s.size(); ++i)
+        if (s[i] < '0' || s[i] > '9') return -1;
+    return int(p - order);
+}
+
+// The free names of a GLSL expression: identifiers that are not called as
+// functions, not fields (after '.'), not keywords or gl_ built-ins, not parts of numbers.
+std::vector<std::string> free_names(const std::string& e) {
+    std::vector<std::string> out;
+    size_t i = 0, n = e.size();
+    while (i < n) {
+        char c = e[i];
+        if (e.compare(i, 2, "//") == 0) {  // comments name nothing
+            while (i < n && e[i] != '\n') ++i;
+            continue;
+        }
+        if (e.compare(i, 2, "/*") == 0) {
+            size_t end = e.find("*/", i + 2);
+            i = end == std::string::npos ? n : end + 2;
+            continue;
+        }
+        if ((c >= '0' && c <= '9') || (c == '.' && i + 1 < n && e[i + 1] >= '0' && e[i + 1] <= '9')) {
+            // a number: digits, '.', exponent with sign, suffixes
+            while (i < n && (ident_char(e[i]) || e[i] == '.' ||
+                             ((e[i] == '+' || e[i] == '-') && (e[i - 1] == 'e' || e[i - 1] == 'E'))))
+                ++i;
+            continue;
+        }
+        if (ident_start(c)) {
+            size_t j = i;
+            while (j < n && ident_char(e[j])) ++j;
+            std::string id = e.substr(i, j - i);
+            size_t k = j;
+            while (k < n && (e[k] == ' ' || e[k] == '\t' || e[k] == '\n' || e[k] == '\r')) ++k;
+            bool call = k < n && e[k] == '(';
+            size_t b = i;
+            while (b > 0 && (e[b - 1] == ' ' || e[b - 1] == '\t')) --b;
+            bool field = b > 0 && e[b - 1] == '.';
+            if (!call && !field && !reserved(id) && std::find(out.begin(), out.end(), id) == out.end())
+                out.push_back(id);
+            i = j;
+            continue;
+        }
+        ++i;
+    }
+    return out;
+}
+
+std::string map_source(const Spec& s) {
+    std::string g = preamble(s);
+    g += "float vela_f(";
+    for (size_t i = 0; i < s.mats.size(); ++i) g += (i ? ", float " : "float ") + s.mats[i];
+    for (size_t i = 0; i < s.scalars.size(); ++i)
+        g += (i || !s.mats.empty() ? ", " : "") + scalar_type(s.scalars[i].type) + " " + s.scalars[i].name;
+    g += ") {\n    return float(\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela-end\"\n    );\n}\n";
+    // VEC4 (set by the device when every view is one dense 16-byte aligned run):
+    // four elements per invocation, one 16-byte load per operand.
+    // (addr_f32 from common.glsl, as the built-in elementwise shaders)
+    g += "layout(constant_id = 1) const uint VEC4 = 0;\n"
+         "layout(buffer_reference, buffer_reference_align = 16) buffer VelaV4 { vec4 v; };\n"
+         "vec4 vela_ld4(View v, uint k) { return VelaV4(addr_f32(v.addr, k)).v; }\n"
+         "void vela_st4(View v, uint k, vec4 x) { VelaV4(addr_f32(v.addr, k)).v = x; }\n";
+    std::string scal;
+    for (size_t i = 0; i < s.scalars.size(); ++i) scal += ", p.s_" + s.scalars[i].name;
+    auto call = [&](const char* load, const char* comp) {
+        std::string c = "vela_f(";
+        for (size_t i = 0; i < s.mats.size(); ++i) c += format("%s%s%zu%s", i ? ", " : "", load, i, comp);
+        return c + (s.mats.empty() && !scal.empty() ? scal.substr(2) : scal) + ")";
+    };
+    size_t o = s.mats.size();
+    g += "void main() {\n"
+         "    if (VEC4 != 0u) {\n"
+         "        uint k = id() * 4u;\n"
+         "        if (k >= p.n) return;\n"
+         "        if (p.n - k >= 4u) {\n";
+    for (size_t i = 0; i < o; ++i) g += format("            vec4 a%zu = vela_ld4(p.m%zu, k);\n", i, i);
+    g += format("            vela_st4(p.m%zu, k, vec4(%s, %s, %s, %s));\n", o, call("a", ".x").c_str(),
+                call("a", ".y").c_str(), call("a", ".z").c_str(), call("a", ".w").c_str());
+    g += "            return;\n        }\n";
+    // The tail of a dense run: plain addressing, no view_index (its division runs
+    // on CPU drivers, which execute both sides of a branch under a lane mask).
+    g += format("        for (; k < p.n; ++k) store_f32(p.m%zu.addr, k, %s);\n", o,
+                call("load_f32(p.m", ".addr, k)").c_str());
+    g += "        return;\n    }\n";
+    g += "    uint k = id();\n    if (k >= p.n) return;\n";
+    g += format("    st(p.m%zu, k, %s);\n}\n", o, call("ld(p.m", ", k)").c_str());
+    return g;
+}
+
+std::string kernel_source(const Spec& s) {
+    std::string g = preamble(s);
+    g += "// 1-based accessors; outside the matrix at() reads 0 and set() writes nothing.\n"
+         "uint rows(View v) { return v.rows; }\n"
+         "uint cols(View v) { return v.pad; }\n"
+         "float at(View v, uint i, uint j) {\n"
+         "    return i - 1u < v.rows && j - 1u < v.pad ? load_f32(v.addr, view_index2(v, i - 1u, j - 1u)) : 0.0;\n"
+         "}\n"
+         "void set(View v, uint i, uint j, float x) {\n"
+         "    if (i - 1u < v.rows && j - 1u < v.pad) store_f32(v.addr, view_index2(v, i - 1u, j - 1u), x);\n"
+         "}\n";
+    for (const std::string& m : s.mats) g += "View " + m + ";\n";
+    for (const Scalar& sc : s.scalars) g += scalar_type(sc.type) + " " + sc.name + ";\n";
+    g += "void vela_body() {\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela-end\"\n}\n";
+    g += "void main() {\n    if (id() >= p.n) return;\n";
+    for (size_t i = 0; i < s.mats.size(); ++i) g += format("    %s = p.m%zu;\n", s.mats[i].c_str(), i);
+    for (const Scalar& sc : s.scalars) g += format("    %s = p.s_%s;\n", sc.name.c_str(), sc.name.c_str());
+    g += "    vela_body();\n}\n";
+    return g;
+}
+
+}  // namespace vela::lua::user

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <limits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "cpu/cpu_kernels.hpp"
 
@@ -154,9 +157,74 @@ void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
     });
 }
 
+// The common pool: 2×2 windows, stride 2, no padding, every sample's pixels
+// contiguous. The windows tile the image (an odd last row or column is in
+// none), so each output reads its four pixels straight, without index
+// arithmetic per element, and the backward writes each pixel once.
+static bool pool_2x2(const ConvGeom& g, const Plane& a, const Plane& b, const Plane& c) {
+    return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && a.rs == 1 && b.rs == 1 &&
+           c.rs == 1;
+}
+
+// One row of 2×2 windows: r0, r1 the two image rows, ow outputs; `base` the
+// 1-based index (as a float, exact below 2^24) of r0[0]. The same rule as the
+// general loop, written without branches: v wins over the best so far when
+// larger, or when equal and nothing has won yet (index 0); NaN never wins.
+static inline void max2x2_row(const float* r0, const float* r1, int64_t w, int64_t ow, float base, float* y,
+                              float* idx) {
+    int64_t ox = 0;
+#if defined(__SSE2__)
+    // Four windows at a time: their pixels split into even and odd columns.
+    const __m128 step = _mm_setr_ps(0.0f, 2.0f, 4.0f, 6.0f), one = _mm_set1_ps(1.0f), fw = _mm_set1_ps(float(w));
+    const __m128 zero = _mm_setzero_ps(), ninf = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+    for (; ox + 4 <= ow; ox += 4) {
+        const __m128 a0 = _mm_loadu_ps(r0 + 2 * ox), a1 = _mm_loadu_ps(r0 + 2 * ox + 4);
+        const __m128 b0 = _mm_loadu_ps(r1 + 2 * ox), b1 = _mm_loadu_ps(r1 + 2 * ox + 4);
+        const __m128 f = _mm_add_ps(_mm_set1_ps(base + float(2 * ox)), step);
+        const __m128 v[4] = {_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
+                             _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
+        const __m128 at[4] = {f, _mm_add_ps(f, one), _mm_add_ps(f, fw), _mm_add_ps(_mm_add_ps(f, fw), one)};
+        __m128 bv = ninf, bi = zero;
+        for (int k = 0; k < 4; k++) {
+            const __m128 take = _mm_or_ps(_mm_cmpgt_ps(v[k], bv),
+                                          _mm_and_ps(_mm_cmpeq_ps(v[k], bv), _mm_cmpeq_ps(bi, zero)));
+            bv = _mm_or_ps(_mm_and_ps(take, v[k]), _mm_andnot_ps(take, bv));
+            bi = _mm_or_ps(_mm_and_ps(take, at[k]), _mm_andnot_ps(take, bi));
+        }
+        _mm_storeu_ps(y + ox, bv);
+        _mm_storeu_ps(idx + ox, bi);
+    }
+#endif
+    for (; ox < ow; ox++) {
+        const float f = base + float(2 * ox);
+        const float v[4] = {r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]};
+        const float at[4] = {f, f + 1.0f, f + float(w), f + float(w) + 1.0f};
+        float bv = -std::numeric_limits<float>::infinity(), bi = 0.0f;
+        for (int k = 0; k < 4; k++) {
+            const bool take = v[k] > bv || (v[k] == bv && bi == 0.0f);
+            bv = take ? v[k] : bv;
+            bi = take ? at[k] : bi;
+        }
+        y[ox] = bv;
+        idx[ox] = bi;
+    }
+}
+
 void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) {
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
     const Plane X = plane(x), Y = plane(y), I = plane(idx);
+    if (pool_2x2(g, X, Y, I)) {
+        per_channel(g.c, x.cols, 4 * P, [&](int64_t c, int64_t n) {
+            const float* img = &X.at(c * hw, n);
+            float* yo = &Y.at(c * P, n);
+            float* io = &I.at(c * P, n);
+            for (int64_t oy = 0; oy < oh; oy++) {
+                const float* r0 = img + 2 * oy * g.w;
+                max2x2_row(r0, r0 + g.w, g.w, ow, float(c * hw + 2 * oy * g.w + 1), yo + oy * ow, io + oy * ow);
+            }
+        });
+        return;
+    }
     per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
         const float* img = &X.at(c * hw, n);
         for (int64_t oy = 0; oy < oh; oy++) {
@@ -185,6 +253,48 @@ void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& 
 void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) {
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
     const Plane D = plane(dy), I = plane(idx), X = plane(dx);
+    if (pool_2x2(g, D, I, X)) {
+        // Each pixel of a window gets the window's gradient when it is the
+        // window's winner, else 0; pixels in no window (an odd last row or
+        // column) get 0.
+        per_channel(g.c, dx.cols, 4 * P, [&](int64_t c, int64_t n) {
+            float* img = &X.at(c * hw, n);
+            const float* d = &D.at(c * P, n);
+            const float* ix = &I.at(c * P, n);
+            for (int64_t oy = 0; oy < oh; oy++) {
+                float* r0 = img + 2 * oy * g.w;
+                float* r1 = r0 + g.w;
+                const float* dr = d + oy * ow;
+                const float* ir = ix + oy * ow;
+                const float f0 = float(c * hw + 2 * oy * g.w + 1);
+                int64_t ox = 0;
+#if defined(__SSE2__)
+                const __m128 step = _mm_setr_ps(0.0f, 2.0f, 4.0f, 6.0f), one = _mm_set1_ps(1.0f);
+                const __m128 fw = _mm_set1_ps(float(g.w));
+                for (; ox + 4 <= ow; ox += 4) {
+                    const __m128 f = _mm_add_ps(_mm_set1_ps(f0 + float(2 * ox)), step), fb = _mm_add_ps(f, fw);
+                    const __m128 v = _mm_loadu_ps(dr + ox), at = _mm_loadu_ps(ir + ox);
+                    const __m128 e0 = _mm_and_ps(v, _mm_cmpeq_ps(at, f)), o0 = _mm_and_ps(v, _mm_cmpeq_ps(at, _mm_add_ps(f, one)));
+                    const __m128 e1 = _mm_and_ps(v, _mm_cmpeq_ps(at, fb)), o1 = _mm_and_ps(v, _mm_cmpeq_ps(at, _mm_add_ps(fb, one)));
+                    _mm_storeu_ps(r0 + 2 * ox, _mm_unpacklo_ps(e0, o0));
+                    _mm_storeu_ps(r0 + 2 * ox + 4, _mm_unpackhi_ps(e0, o0));
+                    _mm_storeu_ps(r1 + 2 * ox, _mm_unpacklo_ps(e1, o1));
+                    _mm_storeu_ps(r1 + 2 * ox + 4, _mm_unpackhi_ps(e1, o1));
+                }
+#endif
+                for (; ox < ow; ox++) {
+                    const float f = f0 + float(2 * ox), v = dr[ox], at = ir[ox];
+                    r0[2 * ox] = at == f ? v : 0.0f;
+                    r0[2 * ox + 1] = at == f + 1.0f ? v : 0.0f;
+                    r1[2 * ox] = at == f + float(g.w) ? v : 0.0f;
+                    r1[2 * ox + 1] = at == f + float(g.w) + 1.0f ? v : 0.0f;
+                }
+                if (g.w & 1) r0[g.w - 1] = r1[g.w - 1] = 0.0f;
+            }
+            if (g.h & 1) std::fill(img + (g.h - 1) * g.w, img + hw, 0.0f);
+        });
+        return;
+    }
     per_channel(g.c, dx.cols, P + hw, [&](int64_t c, int64_t n) {
         float* img = &X.at(c * hw, n);
         for (int64_t k = 0; k < hw; k++) img[k * X.rs] = 0.0f;

@@ -47,6 +47,28 @@ void inside(int64_t size, int64_t s, int64_t pad, int64_t k, int64_t n, int64_t&
 
 }  // namespace
 
+// A window that lies wholly inside the image, its kw pixels per row moved as
+// one short run: KW the width when known at compile time (the run is then a
+// few moves, not a call to memmove per run), 0 for any width.
+template <int KW>
+static void window_to_column(const float* in, int64_t hw, int64_t w, int64_t c, int64_t kh, int64_t kw, float* out) {
+    const int64_t n = KW ? KW : kw;
+    for (int64_t ch = 0; ch < c; ch++, in += hw)
+        for (int64_t ky = 0; ky < kh; ky++, out += n) {
+            const float* s = in + ky * w;
+            for (int64_t kx = 0; kx < n; kx++) out[kx] = s[kx];
+        }
+}
+
+template <int KW>
+static void column_to_window(const float* src, int64_t w, int64_t kh, int64_t kw, float* img) {
+    const int64_t n = KW ? KW : kw;
+    for (int64_t ky = 0; ky < kh; ky++, src += n) {
+        float* row = img + ky * w;
+        for (int64_t kx = 0; kx < n; kx++) row[kx] += src[kx];
+    }
+}
+
 // cols with its rows contiguous (each column one window, the layout nn.conv2d
 // keeps): one task per run of columns, each column written in one pass.
 static void im2col_by_column(const ConvGeom& g, const Plane& X, const Plane& C, int64_t N) {
@@ -59,6 +81,13 @@ static void im2col_by_column(const ConvGeom& g, const Plane& X, const Plane& C, 
             float* out = &C.at(0, q);
             const float* in = &X.at(0, n);
             const bool inside = y0 >= 0 && y0 + g.kh <= g.h && x0 >= 0 && x0 + g.kw <= g.w;
+            if (inside && X.rs == 1) {
+                const float* at = in + y0 * g.w + x0;
+                if (g.kw == 5) window_to_column<5>(at, hw, g.w, g.c, g.kh, g.kw, out);
+                else if (g.kw == 3) window_to_column<3>(at, hw, g.w, g.c, g.kh, g.kw, out);
+                else window_to_column<0>(at, hw, g.w, g.c, g.kh, g.kw, out);
+                continue;
+            }
             for (int64_t c = 0; c < g.c; c++) {
                 const float* img = in + c * hw * X.rs;
                 for (int64_t ky = 0; ky < g.kh; ky++) {
@@ -126,6 +155,13 @@ void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
                 for (int64_t ox = 0; ox < ow; ox++) {
                     const float* src = &C.at(c * g.kh * g.kw, n * P + oy * ow + ox);
                     const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+                    if (X.rs == 1 && y0 >= 0 && y0 + g.kh <= g.h && x0 >= 0 && x0 + g.kw <= g.w) {
+                        float* at = img + y0 * g.w + x0;
+                        if (g.kw == 5) column_to_window<5>(src, g.w, g.kh, g.kw, at);
+                        else if (g.kw == 3) column_to_window<3>(src, g.w, g.kh, g.kw, at);
+                        else column_to_window<0>(src, g.w, g.kh, g.kw, at);
+                        continue;
+                    }
                     for (int64_t ky = 0; ky < g.kh; ky++) {
                         const int64_t iy = y0 + ky;
                         if (iy < 0 || iy >= g.h) continue;

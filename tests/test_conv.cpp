@@ -200,7 +200,9 @@ TEST_CASE("kernels: conv im2col and col2im against float64 loops", "[kernels][co
 TEST_CASE("kernels: conv max and average pooling and their backward steps against float64 loops", "[kernels][conv]") {
     const std::vector<ConvGeom> geoms = {
         geom(3, 8, 8, 2, 2, 2, 2, 0, 0), geom(2, 7, 9, 3, 3, 2, 2, 1, 1), geom(1, 6, 5, 3, 2, 1, 1, 1, 1),
-        geom(4, 24, 24, 2, 2, 2, 2, 0, 0), geom(2, 5, 7, 5, 4, 3, 1, 2, 0)};
+        geom(4, 24, 24, 2, 2, 2, 2, 0, 0), geom(2, 5, 7, 5, 4, 3, 1, 2, 0),
+        // 2×2 stride 2 with an odd last row and column, and rows of 4 windows and a rest
+        geom(2, 9, 11, 2, 2, 2, 2, 0, 0), geom(1, 3, 19, 2, 2, 2, 2, 0, 0)};
     on_every_device([&](Device& d) {
         for (const ConvGeom& g : geoms) {
             for (bool views : {false, true}) {
@@ -242,6 +244,21 @@ TEST_CASE("kernels: conv maxpool picks the first maximum and never NaN", "[kerne
         CHECK(iv[0] == 2.0f);  // pixel (0, 1), row 2, before (1, 0) at row 5
         CHECK(yv[1] == -INFINITY);
         CHECK(iv[1] == 0.0f);
+        // Four windows in a row (the cpu's vector path): row 0: 1 5 nan nan 3 3 -inf -inf;
+        // row 1: 5 2 nan nan 3 7 -inf nan
+        ConvGeom g4 = geom(1, 2, 8, 2, 2, 2, 2, 0, 0);
+        std::vector<float> x4 = {1, 5, nan, nan, 3, 3, -INFINITY, -INFINITY, 5, 2, nan, nan, 3, 7, -INFINITY, nan};
+        Matrix xm = from_host(d, 16, 1, x4.data()), y4 = zeros(d, 4, 1), i4 = zeros(d, 4, 1);
+        maxpool(g4, xm, y4, i4);
+        yv = to_host(y4), iv = to_host(i4);
+        CHECK(yv[0] == 5.0f);
+        CHECK(iv[0] == 2.0f);
+        CHECK(yv[1] == -INFINITY);
+        CHECK(iv[1] == 0.0f);
+        CHECK(yv[2] == 7.0f);
+        CHECK(iv[2] == 14.0f);  // pixel (1, 5)
+        CHECK(yv[3] == -INFINITY);
+        CHECK(iv[3] == 7.0f);  // the first −inf, pixel (0, 6)
     });
 }
 

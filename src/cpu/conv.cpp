@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <limits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "cpu/cpu_kernels.hpp"
 
@@ -44,6 +47,28 @@ void inside(int64_t size, int64_t s, int64_t pad, int64_t k, int64_t n, int64_t&
 
 }  // namespace
 
+// A window that lies wholly inside the image, its kw pixels per row moved as
+// one short run: KW the width when known at compile time (the run is then a
+// few moves, not a call to memmove per run), 0 for any width.
+template <int KW>
+static void window_to_column(const float* in, int64_t hw, int64_t w, int64_t c, int64_t kh, int64_t kw, float* out) {
+    const int64_t n = KW ? KW : kw;
+    for (int64_t ch = 0; ch < c; ch++, in += hw)
+        for (int64_t ky = 0; ky < kh; ky++, out += n) {
+            const float* s = in + ky * w;
+            for (int64_t kx = 0; kx < n; kx++) out[kx] = s[kx];
+        }
+}
+
+template <int KW>
+static void column_to_window(const float* src, int64_t w, int64_t kh, int64_t kw, float* img) {
+    const int64_t n = KW ? KW : kw;
+    for (int64_t ky = 0; ky < kh; ky++, src += n) {
+        float* row = img + ky * w;
+        for (int64_t kx = 0; kx < n; kx++) row[kx] += src[kx];
+    }
+}
+
 // cols with its rows contiguous (each column one window, the layout nn.conv2d
 // keeps): one task per run of columns, each column written in one pass.
 static void im2col_by_column(const ConvGeom& g, const Plane& X, const Plane& C, int64_t N) {
@@ -56,6 +81,13 @@ static void im2col_by_column(const ConvGeom& g, const Plane& X, const Plane& C, 
             float* out = &C.at(0, q);
             const float* in = &X.at(0, n);
             const bool inside = y0 >= 0 && y0 + g.kh <= g.h && x0 >= 0 && x0 + g.kw <= g.w;
+            if (inside && X.rs == 1) {
+                const float* at = in + y0 * g.w + x0;
+                if (g.kw == 5) window_to_column<5>(at, hw, g.w, g.c, g.kh, g.kw, out);
+                else if (g.kw == 3) window_to_column<3>(at, hw, g.w, g.c, g.kh, g.kw, out);
+                else window_to_column<0>(at, hw, g.w, g.c, g.kh, g.kw, out);
+                continue;
+            }
             for (int64_t c = 0; c < g.c; c++) {
                 const float* img = in + c * hw * X.rs;
                 for (int64_t ky = 0; ky < g.kh; ky++) {
@@ -123,6 +155,13 @@ void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
                 for (int64_t ox = 0; ox < ow; ox++) {
                     const float* src = &C.at(c * g.kh * g.kw, n * P + oy * ow + ox);
                     const int64_t y0 = oy * g.sh - g.ph, x0 = ox * g.sw - g.pw;
+                    if (X.rs == 1 && y0 >= 0 && y0 + g.kh <= g.h && x0 >= 0 && x0 + g.kw <= g.w) {
+                        float* at = img + y0 * g.w + x0;
+                        if (g.kw == 5) column_to_window<5>(src, g.w, g.kh, g.kw, at);
+                        else if (g.kw == 3) column_to_window<3>(src, g.w, g.kh, g.kw, at);
+                        else column_to_window<0>(src, g.w, g.kh, g.kw, at);
+                        continue;
+                    }
                     for (int64_t ky = 0; ky < g.kh; ky++) {
                         const int64_t iy = y0 + ky;
                         if (iy < 0 || iy >= g.h) continue;
@@ -154,9 +193,74 @@ void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
     });
 }
 
+// The common pool: 2×2 windows, stride 2, no padding, every sample's pixels
+// contiguous. The windows tile the image (an odd last row or column is in
+// none), so each output reads its four pixels straight, without index
+// arithmetic per element, and the backward writes each pixel once.
+static bool pool_2x2(const ConvGeom& g, const Plane& a, const Plane& b, const Plane& c) {
+    return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && a.rs == 1 && b.rs == 1 &&
+           c.rs == 1;
+}
+
+// One row of 2×2 windows: r0, r1 the two image rows, ow outputs; `base` the
+// 1-based index (as a float, exact below 2^24) of r0[0]. The same rule as the
+// general loop, written without branches: v wins over the best so far when
+// larger, or when equal and nothing has won yet (index 0); NaN never wins.
+static inline void max2x2_row(const float* r0, const float* r1, int64_t w, int64_t ow, float base, float* y,
+                              float* idx) {
+    int64_t ox = 0;
+#if defined(__SSE2__)
+    // Four windows at a time: their pixels split into even and odd columns.
+    const __m128 step = _mm_setr_ps(0.0f, 2.0f, 4.0f, 6.0f), one = _mm_set1_ps(1.0f), fw = _mm_set1_ps(float(w));
+    const __m128 zero = _mm_setzero_ps(), ninf = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+    for (; ox + 4 <= ow; ox += 4) {
+        const __m128 a0 = _mm_loadu_ps(r0 + 2 * ox), a1 = _mm_loadu_ps(r0 + 2 * ox + 4);
+        const __m128 b0 = _mm_loadu_ps(r1 + 2 * ox), b1 = _mm_loadu_ps(r1 + 2 * ox + 4);
+        const __m128 f = _mm_add_ps(_mm_set1_ps(base + float(2 * ox)), step);
+        const __m128 v[4] = {_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
+                             _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
+        const __m128 at[4] = {f, _mm_add_ps(f, one), _mm_add_ps(f, fw), _mm_add_ps(_mm_add_ps(f, fw), one)};
+        __m128 bv = ninf, bi = zero;
+        for (int k = 0; k < 4; k++) {
+            const __m128 take = _mm_or_ps(_mm_cmpgt_ps(v[k], bv),
+                                          _mm_and_ps(_mm_cmpeq_ps(v[k], bv), _mm_cmpeq_ps(bi, zero)));
+            bv = _mm_or_ps(_mm_and_ps(take, v[k]), _mm_andnot_ps(take, bv));
+            bi = _mm_or_ps(_mm_and_ps(take, at[k]), _mm_andnot_ps(take, bi));
+        }
+        _mm_storeu_ps(y + ox, bv);
+        _mm_storeu_ps(idx + ox, bi);
+    }
+#endif
+    for (; ox < ow; ox++) {
+        const float f = base + float(2 * ox);
+        const float v[4] = {r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]};
+        const float at[4] = {f, f + 1.0f, f + float(w), f + float(w) + 1.0f};
+        float bv = -std::numeric_limits<float>::infinity(), bi = 0.0f;
+        for (int k = 0; k < 4; k++) {
+            const bool take = v[k] > bv || (v[k] == bv && bi == 0.0f);
+            bv = take ? v[k] : bv;
+            bi = take ? at[k] : bi;
+        }
+        y[ox] = bv;
+        idx[ox] = bi;
+    }
+}
+
 void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) {
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
     const Plane X = plane(x), Y = plane(y), I = plane(idx);
+    if (pool_2x2(g, X, Y, I)) {
+        per_channel(g.c, x.cols, 4 * P, [&](int64_t c, int64_t n) {
+            const float* img = &X.at(c * hw, n);
+            float* yo = &Y.at(c * P, n);
+            float* io = &I.at(c * P, n);
+            for (int64_t oy = 0; oy < oh; oy++) {
+                const float* r0 = img + 2 * oy * g.w;
+                max2x2_row(r0, r0 + g.w, g.w, ow, float(c * hw + 2 * oy * g.w + 1), yo + oy * ow, io + oy * ow);
+            }
+        });
+        return;
+    }
     per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
         const float* img = &X.at(c * hw, n);
         for (int64_t oy = 0; oy < oh; oy++) {
@@ -185,6 +289,48 @@ void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& 
 void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) {
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
     const Plane D = plane(dy), I = plane(idx), X = plane(dx);
+    if (pool_2x2(g, D, I, X)) {
+        // Each pixel of a window gets the window's gradient when it is the
+        // window's winner, else 0; pixels in no window (an odd last row or
+        // column) get 0.
+        per_channel(g.c, dx.cols, 4 * P, [&](int64_t c, int64_t n) {
+            float* img = &X.at(c * hw, n);
+            const float* d = &D.at(c * P, n);
+            const float* ix = &I.at(c * P, n);
+            for (int64_t oy = 0; oy < oh; oy++) {
+                float* r0 = img + 2 * oy * g.w;
+                float* r1 = r0 + g.w;
+                const float* dr = d + oy * ow;
+                const float* ir = ix + oy * ow;
+                const float f0 = float(c * hw + 2 * oy * g.w + 1);
+                int64_t ox = 0;
+#if defined(__SSE2__)
+                const __m128 step = _mm_setr_ps(0.0f, 2.0f, 4.0f, 6.0f), one = _mm_set1_ps(1.0f);
+                const __m128 fw = _mm_set1_ps(float(g.w));
+                for (; ox + 4 <= ow; ox += 4) {
+                    const __m128 f = _mm_add_ps(_mm_set1_ps(f0 + float(2 * ox)), step), fb = _mm_add_ps(f, fw);
+                    const __m128 v = _mm_loadu_ps(dr + ox), at = _mm_loadu_ps(ir + ox);
+                    const __m128 e0 = _mm_and_ps(v, _mm_cmpeq_ps(at, f)), o0 = _mm_and_ps(v, _mm_cmpeq_ps(at, _mm_add_ps(f, one)));
+                    const __m128 e1 = _mm_and_ps(v, _mm_cmpeq_ps(at, fb)), o1 = _mm_and_ps(v, _mm_cmpeq_ps(at, _mm_add_ps(fb, one)));
+                    _mm_storeu_ps(r0 + 2 * ox, _mm_unpacklo_ps(e0, o0));
+                    _mm_storeu_ps(r0 + 2 * ox + 4, _mm_unpackhi_ps(e0, o0));
+                    _mm_storeu_ps(r1 + 2 * ox, _mm_unpacklo_ps(e1, o1));
+                    _mm_storeu_ps(r1 + 2 * ox + 4, _mm_unpackhi_ps(e1, o1));
+                }
+#endif
+                for (; ox < ow; ox++) {
+                    const float f = f0 + float(2 * ox), v = dr[ox], at = ir[ox];
+                    r0[2 * ox] = at == f ? v : 0.0f;
+                    r0[2 * ox + 1] = at == f + 1.0f ? v : 0.0f;
+                    r1[2 * ox] = at == f + float(g.w) ? v : 0.0f;
+                    r1[2 * ox + 1] = at == f + float(g.w) + 1.0f ? v : 0.0f;
+                }
+                if (g.w & 1) r0[g.w - 1] = r1[g.w - 1] = 0.0f;
+            }
+            if (g.h & 1) std::fill(img + (g.h - 1) * g.w, img + hw, 0.0f);
+        });
+        return;
+    }
     per_channel(g.c, dx.cols, P + hw, [&](int64_t c, int64_t n) {
         float* img = &X.at(c * hw, n);
         for (int64_t k = 0; k < hw; k++) img[k * X.rs] = 0.0f;

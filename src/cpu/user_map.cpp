@@ -144,7 +144,7 @@ void run_k(const MapProgram& prog, const UserCall& call, const float* scalars) {
 void run_map(const MapProgram& prog, const UserCall& call) {
     float scalars[32];
     size_t ns = std::min<size_t>(call.scalars.size(), 32);
-    std::memcpy(scalars, call.scalars.data(), ns * 4);
+    if (ns > 0) std::memcpy(scalars, call.scalars.data(), ns * 4);  // data() may be null when there are none
     switch (call.mats.size()) {
     case 1: return run_k<1>(prog, call, scalars);
     case 2: return run_k<2>(prog, call, scalars);

@@ -20,31 +20,19 @@ local vela = require "vela"
 local conv = {}
 local fmt = string.format
 
-local nn, alloc, buffers, same_device, resolve, move_layers, matrix_mt, ones_on
+local nn, alloc, buffers, same_device, resolve, move_layers, matrix_mt, ones_on, check_input, check_grad
 
 local function dev_name(d) return d:name() end
 local function shape_str(s) return fmt("%d×%d×%d", s.c, s.h, s.w) end
 
--- The input checks every layer makes (once per distinct input matrix).
-local function check_input(self, x, index)
+-- nn's input checks, after one of an image layer's own: it knows its image size.
+local function check_image_input(self, x, index)
   if rawequal(x, self._checked) then return end
-  local name = index and fmt("net:forward: layer %d, %s", index, tostring(self)) or fmt("layer:forward: %s", tostring(self))
-  if getmetatable(x) ~= matrix_mt then error(fmt("%s: input is %s, expected a matrix", name, type(x)), 0) end
   if not self.inputs then
+    local name = index and fmt("net:forward: layer %d, %s", index, tostring(self)) or fmt("layer:forward: %s", tostring(self))
     error(fmt("%s: the layer does not know its image size: give it {input = {h =, w =}} or put it after an image layer in nn.sequential", name), 0)
   end
-  if x.cols == 0 then
-    error(fmt("%s: input is %d×0, an empty batch (one sample per column, at least one)", name, x.rows), 0)
-  end
-  if x.rows ~= self.inputs then
-    error(fmt("%s: input is %d×%d but the layer takes %d rows (%s images, one per column)", name, x.rows, x.cols,
-      self.inputs, shape_str(self.image_in)), 0)
-  end
-  if not same_device(x:device(), self.dev) then
-    error(fmt("%s: input is on %s but the layer is on %s (move one: x:to(dev) or net:to(dev))",
-      name, dev_name(x:device()), dev_name(self.dev)), 0)
-  end
-  self._checked = x
+  check_input(self, x, index, shape_str(self.image_in) .. " images, one per column")
 end
 
 -- A size argument: a positive integer, or {height, width} of them.
@@ -271,7 +259,7 @@ Conv2d.take_image = take_image
 --   z    = to_images(u) + b·1ᵀ   out·P × n, per channel      to_images with the bias
 --   a    = act(z)                (in place when act′ needs a only)
 function Conv2d:forward(x, index)
-  check_input(self, x, index)
+  check_image_input(self, x, index)
   local n = x.cols
   local b = self.buf:get(n)
   if not rawequal(x, self.x) then self._cols = setmetatable({}, {__mode = "k"}) end
@@ -300,12 +288,8 @@ end
 --   dcols = Wᵀ·duᵀ               C·kh·kw × (P·n)     mm (into cols' buffer: dW has read it)
 --   dx    = col2im(dcols)        C·H·W × n           fill 0, col2im (which accumulates)
 function Conv2d:backward(da, need_dx)
+  check_grad(self, da, self.outputs, "conv2d")
   local n = self.n
-  assert(n, "nn.conv2d: backward before forward")
-  if da.rows ~= self.outputs or da.cols ~= n then
-    error(fmt("%s: backward got a %d×%d gradient, expected %d×%d (the shape of the last forward's output)",
-      tostring(self), da.rows, da.cols, self.outputs, n), 2)
-  end
   local b = self.buf:get(n)
   local delta = da
   local bw = backward[self.activation]
@@ -471,7 +455,7 @@ end
 --   max:     y = the maximum of each window, idx = its row in x      maxpool
 --   average: y = the mean of each window (padding counts as 0)     avgpool
 function Pool:forward(x, index)
-  check_input(self, x, index)
+  check_image_input(self, x, index)
   local b = self.buf:get(x.cols)
   self.n = x.cols
   if self.max then vela.maxpool(x, b.y, b.idx, self.g) else vela.avgpool(x, b.y, self.g) end
@@ -482,11 +466,7 @@ end
 --   max:     dx = dy routed to the rows idx names (0 elsewhere)      maxpool_backward
 --   average: dx = Σ over the windows holding each pixel of dy/(kh·kw)   avgpool_backward
 function Pool:backward(dy, need_dx)
-  assert(self.n, fmt("nn.%s: backward before forward", self.kind))
-  if dy.rows ~= self.outputs or dy.cols ~= self.n then
-    error(fmt("%s: backward got a %d×%d gradient, expected %d×%d (the shape of the last forward's output)",
-      tostring(self), dy.rows, dy.cols, self.outputs, self.n), 2)
-  end
+  check_grad(self, dy, self.outputs, self.kind)
   if need_dx == false then return nil end
   local b = self.buf:get(self.n)
   if self.max then vela.maxpool_backward(dy, b.idx, b.dx, self.g) else vela.avgpool_backward(dy, b.dx, self.g) end
@@ -620,6 +600,7 @@ function conv.attach(nn_module, helpers)
   nn = nn_module
   alloc, buffers, same_device, resolve = helpers.alloc, helpers.buffers, helpers.same_device, helpers.resolve
   move_layers, matrix_mt, ones_on = helpers.move_layers, helpers.matrix_mt, helpers.ones_on
+  check_input, check_grad = helpers.check_input, helpers.check_grad
   nn.conv2d, nn.maxpool2d, nn.avgpool2d, nn.flatten = conv.conv2d, conv.maxpool2d, conv.avgpool2d, conv.flatten
   nn.Conv2d, nn.Pool, nn.Flatten = Conv2d, Pool, Flatten
   nn.layer_kinds.conv2d = function(d, dev)

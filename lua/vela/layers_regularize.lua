@@ -8,28 +8,7 @@ local vela = require "vela"
 local layers = {}
 local fmt = string.format
 
-local nn, alloc, buffers, same_device, resolve, move_layers, matrix_mt
-
-local function dev_name(d) return d:name() end
-
--- The input checks every layer makes (once per distinct input matrix).
-local function check_input(self, x, index)
-  if rawequal(x, self._checked) then return end
-  local name = index and fmt("net:forward: layer %d, %s", index, tostring(self)) or fmt("layer:forward: %s", tostring(self))
-  if getmetatable(x) ~= matrix_mt then error(fmt("%s: input is %s, expected a matrix", name, type(x)), 0) end
-  if x.cols == 0 then
-    error(fmt("%s: input is %d×0, an empty batch (one sample per column, at least one)", name, x.rows), 0)
-  end
-  if self.inputs and x.rows ~= self.inputs then
-    error(fmt("%s: input is %d×%d but the layer takes %d rows (one sample per column)", name, x.rows, x.cols,
-      self.inputs), 0)
-  end
-  if not same_device(x:device(), self.dev) then
-    error(fmt("%s: input is on %s but the layer is on %s (move one: x:to(dev) or net:to(dev))",
-      name, dev_name(x:device()), dev_name(self.dev)), 0)
-  end
-  self._checked = x
-end
+local nn, alloc, buffers, resolve, move_layers, check_input, check_grad
 
 local function host(m) return m:to("cpu"):totable() end
 
@@ -240,12 +219,8 @@ end
 --   dx = γ·dy/√(running_var + ε)                        batchnorm with mean 0, β 0
 --   dβ, dγ: the sums above with the running statistics  batchnorm_backward without dx
 function BatchNorm:backward(dy, need_dx)
+  check_grad(self, dy, self.inputs, "batchnorm")
   local n = self.n
-  assert(n, "nn.batchnorm: backward before forward")
-  if dy.rows ~= self.inputs or dy.cols ~= n then
-    error(fmt("%s: backward got a %d×%d gradient, expected %d×%d (the shape of the last forward's output)",
-      tostring(self), dy.rows, dy.cols, self.inputs, n), 2)
-  end
   local b = self.buf:get(n)
   if self.used_batch then
     vela.batchnorm_backward(dy, self.x, self.mean, self.var, self.gamma, self.dgamma, self.dbeta,
@@ -333,8 +308,9 @@ end
 
 function layers.attach(nn_module, helpers)
   nn = nn_module
-  alloc, buffers, same_device, resolve = helpers.alloc, helpers.buffers, helpers.same_device, helpers.resolve
-  move_layers, matrix_mt = helpers.move_layers, helpers.matrix_mt
+  alloc, buffers, resolve = helpers.alloc, helpers.buffers, helpers.resolve
+  move_layers = helpers.move_layers
+  check_input, check_grad = helpers.check_input, helpers.check_grad
   nn.dropout, nn.batchnorm = layers.dropout, layers.batchnorm
   nn.Dropout, nn.BatchNorm = Dropout, BatchNorm
   nn.layer_kinds.dropout = function(d, dev)

@@ -174,9 +174,11 @@ function Linear:__tostring()
   return fmt("linear(%d→%d, %s)", self.inputs, self.outputs, self.activation)
 end
 
--- Checks the input once per distinct matrix (batches are cached views, so
--- the hot path compares one reference).
-function Linear:_check(x, index)
+-- The checks of every layer's forward, once per distinct input matrix
+-- (batches are cached views, so the hot path compares one reference).
+-- rows_note says what the rows are; a layer without self.inputs (of any
+-- size) takes any number of rows.
+local function check_input(self, x, index, rows_note)
   if rawequal(x, self._checked) then return end
   local name = index and fmt("net:forward: layer %d, %s", index, tostring(self)) or fmt("layer:forward: %s", tostring(self))
   if getmetatable(x) ~= matrix_mt then
@@ -185,9 +187,9 @@ function Linear:_check(x, index)
   if x.cols == 0 then
     error(fmt("%s: input is %d×0, an empty batch (one sample per column, at least one)", name, x.rows), 0)
   end
-  if x.rows ~= self.inputs then
-    error(fmt("%s: input is %d×%d but the layer takes %d rows (one sample per column)",
-      name, x.rows, x.cols, self.inputs), 0)
+  if self.inputs and x.rows ~= self.inputs then
+    error(fmt("%s: input is %d×%d but the layer takes %d rows (%s)",
+      name, x.rows, x.cols, self.inputs, rows_note or "one sample per column"), 0)
   end
   if not same_device(x:device(), self.dev) then
     error(fmt("%s: input is on %s but the layer is on %s (move one: x:to(dev) or net:to(dev))",
@@ -195,6 +197,19 @@ function Linear:_check(x, index)
   end
   self._checked = x
 end
+
+-- The checks of every layer's backward: a forward came first, and the
+-- gradient has the shape of its output (rows × the forward's columns).
+-- Errors point at the caller of backward.
+local function check_grad(self, d, rows, kind)
+  if not self.n then error(fmt("nn.%s: backward before forward", kind), 3) end
+  if d.rows ~= rows or d.cols ~= self.n then
+    error(fmt("%s: backward got a %d×%d gradient, expected %d×%d (the shape of the last forward's output)",
+      tostring(self), d.rows, d.cols, rows, self.n), 3)
+  end
+end
+
+function Linear:_check(x, index) check_input(self, x, index) end
 
 -- forward: x (inputs×n) → a (outputs×n)
 --   a = act(W·x + b·1ᵀ)
@@ -227,12 +242,8 @@ end
 --   db = δ·1                 (outputs)         mv with a ones vector
 --   dx = Wᵀ·δ                (inputs×n)        mm with W:t()
 function Linear:backward(da, need_dx)
+  check_grad(self, da, self.outputs, "linear")
   local n = self.n
-  assert(n, "nn.linear: backward before forward")
-  if da.rows ~= self.outputs or da.cols ~= n then
-    error(fmt("%s: backward got a %d×%d gradient, expected %d×%d (the shape of the last forward's output)",
-      tostring(self), da.rows, da.cols, self.outputs, n), 2)
-  end
   local buf = self.buf:get(n)
   local delta = da
   local bw = backward[self.activation]
@@ -832,7 +843,8 @@ require("vela.train").attach(nn, {alloc = alloc, buffers = buffers, same_device 
 
 nn.layer_kinds = nn.layer_kinds or {}
 local layer_helpers = {alloc = alloc, buffers = buffers, same_device = same_device, resolve = resolve,
-  release_all = release_all, move_layers = move_layers, matrix_mt = matrix_mt, ones_on = ones_on}
+  release_all = release_all, move_layers = move_layers, matrix_mt = matrix_mt, ones_on = ones_on,
+  check_input = check_input, check_grad = check_grad}
 nn._helpers = layer_helpers
 require("vela.gradcheck").attach(nn)
 require("vela.layers_regularize").attach(nn, layer_helpers)

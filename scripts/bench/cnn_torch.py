@@ -13,31 +13,15 @@ clock and per second of processor time) and the test accuracy.
     /usr/bin/python3 scripts/bench/cnn_torch.py [--epochs 3] [--dir data/mnist] [--threads N]
 """
 import argparse
-import gzip
 import os
-import struct
 import sys
 import time
 
 import numpy as np
 import torch
 
-
-def read_idx(path):
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        raw = f.read()
-    magic = struct.unpack(">I", raw[:4])[0]
-    if magic >> 8 != 0x08:
-        sys.exit(f"{path}: not an unsigned-byte IDX file (magic 0x{magic:08x})")
-    nd = magic & 0xFF
-    dims = struct.unpack(">" + "I" * nd, raw[4:4 + 4 * nd])
-    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * nd)
-    if data.size != int(np.prod(dims)):
-        sys.exit(f"{path}: {data.size} bytes of data, the header declares {int(np.prod(dims))}")
-    return data.reshape(dims)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mnist_torch import read_idx  # noqa: E402  (the MLP twin's IDX reader)
 
 
 def main():

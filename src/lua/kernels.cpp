@@ -13,6 +13,8 @@
 
 namespace vela::lua {
 
+void document_kernels();  // kernels_doc.cpp: their ?name help
+
 /* ---------------------------------------------------------------------- */
 /* level 3 and 2                                                          */
 /* ---------------------------------------------------------------------- */
@@ -344,121 +346,6 @@ static const luaL_Reg kernels[] = {
     {nullptr, nullptr}};
 // clang-format on
 
-static void document() {
-    doc("mm", "mm(alpha, a, b, beta, c) -> c  |  mm(a, b, c)",
-        "c ← α·a·b + β·c (GEMM); a m×k, b k×n, c m×n; a and b may be :t() views. The 3-argument form is "
-        "α = 1, β = 0. c must not overlap a or b. Torch7/PyTorch: addmm (c:addmm(β, c, α, a, b)); Neanderthal mm!.");
-    doc("mv", "mv(alpha, a, x, beta, y) -> y  |  mv(a, x, y)",
-        "y ← α·a·x + β·y (GEMV); a m×n (or a :t() view), x an n-vector, y an m-vector; y must not overlap a or x. "
-        "Torch7/PyTorch: addmv.");
-    doc("rk", "rk(alpha, x, y, a) -> a  |  rk(x, y, a)",
-        "a ← α·x·yᵀ + a (rank-1 update, GER); x an m-vector, y an n-vector, a m×n, not overlapping x or y. "
-        "Torch7/PyTorch: addr. With y a ones vector it broadcasts a bias over a batch.");
-    doc("axpy", "axpy(alpha, x, y) -> y",
-        "y ← α·x + y; x and y vectors or whole matrices of one shape. "
-        "Torch7/PyTorch: y:add(α, x) / y.add_(x, alpha=α).");
-    doc("axpby", "axpby(alpha, x, beta, y) -> y",
-        "y ← α·x + β·y; vectors or matrices of one shape. "
-        "PyTorch: y.mul_(β).add_(x, alpha=α).");
-    doc("scal", "scal(alpha, x) -> x", "x ← α·x, on a vector or a whole matrix. Torch7/PyTorch: x:mul(α) / mul_.");
-    doc("copy", "copy(x, y) -> y", "y ← x, same shape (uint8 → float32 converts). Torch7/PyTorch: y:copy(x).");
-    doc("swap", "swap(x, y) -> y", "Exchanges the contents of x and y (same shape).");
-    doc("fill", "fill(x, v) -> x", "Sets every element of x to v. Torch7/PyTorch: x:fill(v) / fill_.");
-    doc("dot", "dot(x, y) -> number",
-        "Σ xᵢ·yᵢ over two vectors (or matrices) of the same size; the host waits. "
-        "torch.dot.");
-    doc("nrm2", "nrm2(x) -> number",
-        "The Euclidean norm ‖x‖₂ of a vector or matrix (Frobenius); the host waits. "
-        "torch.norm.");
-    doc("asum", "asum(x) -> number", "Σ |xᵢ|; the host waits. PyTorch x.abs().sum().");
-    doc("sum", "sum(x) -> number", "Σ xᵢ over every element; the host waits. torch.sum.");
-    doc("imax", "imax(x) -> index",
-        "The 1-based (column-major) index of the element of largest |x|, the first on "
-        "ties; the host waits. BLAS i?amax.");
-    // The op table's rows (core/ops.def): the function, its derivative and its fused backward step.
-    for (uint8_t i = 0; i < uint8_t(Unary::count_); i++) {
-        const Unary op = Unary(i);
-        const std::string name = unary_name(op);
-        const int np = unary_params(op);
-        if (np > 0) {
-            static const char* const pn[] = {"a", "b", "c", "d"};
-            std::string ps;
-            for (int k = 0; k < np; k++) ps += std::string(", ") + pn[k];
-            doc(name.c_str(), (name + "(x, [y" + ps + "]) -> y").c_str(),
-                ("y ← " + std::string(unary_formula(op)) +
-                 " elementwise; into x when y is absent. With c = 0, d = 1 it is an affine map a·x + b. "
-                 "Neanderthal linear-frac!.")
-                    .c_str());
-        } else if (name.size() < 6 || name.compare(name.size() - 6, 6, "_prime") != 0) {
-            Act act;
-            bool is_act = parse_act(name, act);
-            doc(name.c_str(), (name + "(x [, y]) -> y").c_str(),
-                ("y ← " + std::string(unary_formula(op)) + " elementwise; into x when y is absent. Same shape." +
-                 (is_act ? " An activation: nn.linear(m, n, \"" + name + "\") and dense(w, x, b, y, \"" + name +
-                               "\"); derivative " + name + "_prime, fused backward step " + name + "_backward."
-                         : std::string()))
-                    .c_str());
-        }
-    }
-    for (uint8_t i = 1; i < uint8_t(Act::count_); i++) {
-        const Act act = Act(i);
-        const std::string name = act_name(act);
-        const bool z = act_prime_from_z(act);
-        const std::string from = z ? "z" : "a";
-        doc((name + "_prime").c_str(), (name + "_prime(" + from + " [, y]) -> y").c_str(),
-            ("y ← " + name + "′, the derivative of " + name + " taken from " +
-             (z ? "the pre-activation z (not from a = " + name + "(z))"
-                : "the ACTIVATION a = " + name + "(z) (not from z)") +
-             "; into " + from + " when y is absent. The backward step in one kernel: " + name + "_backward.")
-                .c_str());
-        doc(act_backward_name(act), (name + "_backward(da, " + from + " [, delta]) -> delta").c_str(),
-            ("delta ← da ∘ " + name + "′(" + from + "), the backward step of the activation in one pass (what " +
-             name + "_prime then mul compute in two); " + from + " is " +
-             (z ? "the pre-activation z" : "the activation a = " + name + "(z)") +
-             "; into da when delta is absent. nn.linear's backward uses it.")
-                .c_str());
-    }
-    doc("mul", "mul(a, b [, c]) -> c",
-        "c ← a ∘ b (elementwise product, Hadamard); into b when c is absent. "
-        "Same shapes. PyTorch torch.mul / cmul.");
-    doc("div", "div(a, b [, c]) -> c", "c ← a / b elementwise; into b when c is absent. PyTorch cdiv.");
-    doc("add", "add(a, b [, c]) -> c", "c ← a + b elementwise; into b when c is absent.");
-    doc("sub", "sub(a, b [, c]) -> c", "c ← a − b elementwise; into b when c is absent.");
-    doc("softmax", "softmax(x [, y]) -> y",
-        "Per column, numerically stable (subtracts each column's maximum): "
-        "y(:, j) ← e^x(:, j) / Σ e^x(:, j); into x when y is absent. k×n, one sample per column.");
-    doc("softmax_xent", "softmax_xent(z, labels, dz [, loss [, scale]]) -> dz",
-        "Fused softmax + cross-entropy for logits z (k×n): dz ← (softmax(z) − onehot(labels))·scale, scale "
-        "defaulting to 1/n; loss (an optional n-vector) ← −log softmax(z)[label]. labels: an n-vector of 1-based "
-        "class indices (float32 or uint8), each an integer in 1..k: any other value is an error naming the first bad "
-        "position (on a Vulkan device raised by the next read or sync, the bad columns NaN). PyTorch cross_entropy.");
-    doc("argmax", "argmax(x, idx) -> idx",
-        "idx(j) ← the 1-based row of the largest element of column j; x k×n, idx "
-        "an n-vector. torch.max(x, 1).");
-    doc("gather_cols", "gather_cols(src, idx, dst [, scale]) -> dst",
-        "dst(:, j) ← scale·src(:, idx[j]): takes the columns listed in idx (an n-vector of 1-based indices) into "
-        "dst (rows×n); src float32 or uint8 (converted, e.g. scale = 1/255 for images). A mini-batch from a data "
-        "set already on the device. Each index an integer in 1..cols(src): any other value is an error naming the "
-        "first bad position (on a Vulkan device raised by the next read or sync, the bad columns NaN). "
-        "torch.index_select(src, 2, idx).");
-    doc("add_bias", "add_bias(b, y) -> y",
-        "y(:, j) ← y(:, j) + b for every column: b an m-vector, y m×n. "
-        "Same as rk(b, ones(n, 1), y).");
-    doc("dense", "dense(w, x, b, y [, act]) -> y",
-        "y ← act(w·x + b·1ᵀ), the forward step of a fully connected layer in one call: w m×k, x k×n, b an m-vector, "
-        "y m×n; act one of vela.activations (\"identity\" (default), \"relu\", \"sigmoid\", \"tanh\", \"elu\", "
-        "\"gelu\", \"leaky_relu\", \"softplus\"), computed with the same functions as the elementwise kernels. "
-        "PyTorch F.linear + activation.");
-    doc("sgd_step", "sgd_step(w, g, v, lr, momentum [, weight_decay [, nesterov]]) -> w",
-        "One SGD-with-momentum update in one pass: g' = g + weight_decay·w, v ← momentum·v + g', "
-        "w ← w − lr·v (nesterov: w ← w − lr·(g' + momentum·v)); w, g, v one shape, separate matrices; g is only "
-        "read. optim.sgd uses it. Example: sgd_step(w, dw, v, 0.05, 0.9). PyTorch SGD(momentum=) step, fused.");
-    doc("adam_step", "adam_step(w, g, m, v, lr, beta1, beta2, eps) -> w",
-        "One Adam update in one pass: m ← β₁m + (1 − β₁)g, v ← β₂v + (1 − β₂)g², w ← w − lr·m/(√v + ε), with "
-        "the bias correction in lr and eps (optim.adam passes lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) and ε·√(1 − β₂ᵗ)). "
-        "Example: adam_step(w, dw, m, v, 0.001, 0.9, 0.999, 1e-8). PyTorch Adam step, fused.");
-}
-
 // vela.activations: the activation names in code order (nn.linear's list and
 // nn.save's codes, 0 = identity); vela.ops: per elementwise op of the table,
 // {params = n, activation = bool, from = "a"|"z" (activations)}.
@@ -492,7 +379,7 @@ void open_kernels(lua_State* L) {
     luaL_setfuncs(L, kernels, 0);
     export_table(L);
     note_kernels(L, kernels);  // profile, trace and diverge tell kernels from other calls
-    document();
+    document_kernels();
 }
 
 }  // namespace vela::lua

@@ -1,7 +1,7 @@
 // The "vela.Matrix" userdata: the list of live matrices behind who(), the
-// methods (views, accessors, copies), fields and operators, and the
-// metatable. The constructors are in constructors.cpp, printing in
-// matrix_print.cpp, the argument checks in check.cpp. Indices typed in Lua
+// methods (views, accessors, copies), fields, and the metatable. The
+// operators are in matrix_operators.cpp, the constructors in constructors.cpp,
+// printing in matrix_print.cpp, the argument checks in check.cpp. Indices typed in Lua
 // are 1-based; they are checked here, with 1-based messages, and handed to
 // the core 0-based.
 #include <cmath>
@@ -15,6 +15,8 @@
 #include "lua/vela.hpp"
 
 namespace vela::lua {
+
+void set_matrix_operators(lua_State* L);  // matrix_operators.cpp: + - * and unary - into the metatable on top
 
 /* ---------------------------------------------------------------------- */
 /* the live list and the userdata                                         */
@@ -289,83 +291,6 @@ static int m_len(lua_State* L) {
 }
 
 /* ---------------------------------------------------------------------- */
-/* operators: allocate their result, unlike the kernels                   */
-/* ---------------------------------------------------------------------- */
-
-static const char* kind(lua_State* L, int arg) {
-    return test_matrix(L, arg) ? "matrix" : luaL_typename(L, arg);
-}
-
-static Matrix& operand(lua_State* L, int arg, const char* op) {
-    Matrix* m = test_matrix(L, arg);
-    if (!m) luaL_error(L, "matrix %s: both operands must be matrices, got %s and %s", op, kind(L, 1), kind(L, 2));
-    return *m;
-}
-
-// a + b and a − b: the kernel `name` into a new matrix of a's shape.
-static int elementwise(lua_State* L, Binary op, const char* symbol, const char* name) {
-    Matrix& a = operand(L, 1, symbol);
-    Matrix& b = operand(L, 2, symbol);
-    push_matrix(L, guarded(L, name, [&] {
-                    check_live(name, "a", a);
-                    check_live(name, "b", b);
-                    Matrix c = empty(a.device(), a.rows, a.cols);
-                    binary(op, a, b, c);
-                    return c;
-                }));
-    return 1;
-}
-
-static int m_add(lua_State* L) {
-    return elementwise(L, Binary::add, "+", "matrix +");
-}
-
-static int m_sub(lua_State* L) {
-    return elementwise(L, Binary::sub, "-", "matrix -");
-}
-
-static Matrix scaled(const char* fn, const Matrix& a, float s) {
-    check_live(fn, "the matrix", a);
-    if (a.dtype() != DType::f32) fail("%s: the matrix is %s but must be float32", fn, dtype_name(a.dtype()));
-    Matrix c = clone(a);
-    scal(s, c);
-    return c;
-}
-
-static int m_unm(lua_State* L) {
-    Matrix& a = check_matrix(L, 1);
-    push_matrix(L, guarded(L, "matrix unary -", [&] { return scaled("matrix unary -", a, -1.0f); }));
-    return 1;
-}
-
-// s * a, a * s, a * b (the matrix product).
-static int m_mul(lua_State* L) {
-    Matrix* a = test_matrix(L, 1);
-    Matrix* b = test_matrix(L, 2);
-    if (a && b) {
-        push_matrix(L, guarded(L, "matrix *", [&] {
-                        check_live("matrix *", "a", *a);
-                        check_live("matrix *", "b", *b);
-                        if (a->cols != b->rows)
-                            fail("matrix *: a is %s but b is %s (a's columns must equal b's rows)",
-                                 a->shape_str().c_str(), b->shape_str().c_str());
-                        Matrix c = empty(a->device(), a->rows, b->cols);
-                        mm(1.0f, *a, *b, 0.0f, c);
-                        return c;
-                    }));
-        return 1;
-    }
-    int num = a ? 2 : 1;
-    if (!(a || b) || lua_type(L, num) != LUA_TNUMBER)
-        luaL_error(L, "matrix *: operands must be two matrices or a number and a matrix, got %s and %s", kind(L, 1),
-                   kind(L, 2));
-    float s = float(lua_tonumber(L, num));
-    Matrix& m = a ? *a : *b;
-    push_matrix(L, guarded(L, "matrix *", [&] { return scaled("matrix *", m, s); }));
-    return 1;
-}
-
-/* ---------------------------------------------------------------------- */
 /* fields and registration                                                */
 /* ---------------------------------------------------------------------- */
 
@@ -423,10 +348,6 @@ static const luaL_Reg metamethods[] = {
     {"__close", m_close},
     {"__len", m_len},
     {"__tostring", matrix_tostring},
-    {"__add", m_add},
-    {"__sub", m_sub},
-    {"__mul", m_mul},
-    {"__unm", m_unm},
     {"__newindex", m_newindex},
     {nullptr, nullptr}};
 // clang-format on
@@ -467,6 +388,7 @@ void open_matrix(lua_State* L) {
     // completion look when __index is a function (it must be, for m.rows).
     luaL_newmetatable(L, kMatrixType);
     luaL_setfuncs(L, metamethods, 0);
+    set_matrix_operators(L);
     luaL_setfuncs(L, methods, 0);
     lua_pushvalue(L, -1);
     lua_pushcclosure(L, m_index, 1);

@@ -11,7 +11,8 @@
 --
 --   build/vela scripts/bench/cnn.lua [epochs=3] [devices=cpu,vulkan:0] [torch=yes|no] [threads=N] [train=N]
 --
--- train=N trains on the first N images only (a shorter run on slow devices).
+-- train=N trains on the first N images only (a shorter run on slow devices);
+-- the PyTorch twin gets the same N.
 local vela = require "vela"
 local nn, data = require "vela.nn", require "vela.data"
 local bench = dofile("scripts/bench/train_bench.lua")
@@ -37,7 +38,7 @@ bench.run(opts, {
     }
   end,
   torch = function(py)
-    return ("%s scripts/bench/cnn_torch.py --epochs %d --batch %d --threads %d"):format(py, opts.epochs, opts.batch,
-      vela.threads())
+    return ("%s scripts/bench/cnn_torch.py --epochs %d --batch %d --threads %d%s"):format(py, opts.epochs, opts.batch,
+      vela.threads(), opts.train and (" --train %d"):format(math.tointeger(opts.train)) or "")
   end,
 })

@@ -10,7 +10,11 @@ vela does on its device, so the figure is the training step and not a
 DataLoader. Prints one line per epoch and a last line with examples/s (wall
 clock and per second of processor time) and the test accuracy.
 
-    /usr/bin/python3 scripts/bench/cnn_torch.py [--epochs 3] [--dir data/mnist] [--threads N]
+    /usr/bin/python3 scripts/bench/cnn_torch.py [--epochs 3] [--dir data/mnist] [--threads N] [--train N]
+
+--train N trains on the first N images only (cnn.lua's train=N passes it on).
+--threads N sets both of torch's pools (intra-op and inter-op) to N threads,
+so "1 thread" is one thread of work, as vela's threads=1.
 """
 import argparse
 import os
@@ -30,9 +34,11 @@ def main():
     ap.add_argument("--dir", default="data/mnist")
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--train", type=int, default=0)
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
+        torch.set_num_interop_threads(a.threads)
     torch.manual_seed(1)
 
     def load(prefix):
@@ -43,6 +49,8 @@ def main():
 
     xtr, ytr = load("train")
     xte, yte = load("t10k")
+    if a.train:
+        xtr, ytr = xtr[:a.train], ytr[:a.train]
     nn = torch.nn
     net = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 5), nn.ReLU(),
                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1024, 128), nn.ReLU(), nn.Linear(128, 10))

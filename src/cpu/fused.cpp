@@ -3,7 +3,9 @@
 // broadcast and the dense layer's bias + activation pass after the GEMM.
 // As in elementwise.cpp: lets the exp loops vectorise.
 #pragma GCC optimize("no-math-errno", "no-trapping-math")
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "core/index_check.hpp"
@@ -97,17 +99,132 @@ void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, flo
     });
 }
 
+namespace {
+
+// argmax's rule, one element at a time: v replaces the best so far when
+// larger, or when the best is NaN and v is a number (the first maximum wins;
+// NaN loses to any number; a column of NaN gives row 1).
+inline bool argmax_takes(float v, float best) { return v > best || (best != best && v == v); }
+
+// One step of argmax_takes on (bv, bi), written with masks: GCC turns the
+// plain form into branches, which random data mispredicts half the time.
+inline void argmax_step(float v, int64_t i, float& bv, int64_t& bi) {
+    const int32_t take = int32_t(v > bv) | (int32_t(bv != bv) & int32_t(v == v));
+    const int64_t m = -int64_t(take);
+    uint32_t vb, bb;
+    __builtin_memcpy(&vb, &v, 4);
+    __builtin_memcpy(&bb, &bv, 4);
+    bb = (vb & uint32_t(m)) | (bb & ~uint32_t(m));
+    __builtin_memcpy(&bv, &bb, 4);
+    bi = (i & m) | (bi & ~m);
+}
+
+// Four lanes, one SSE register on the baseline x86-64 (GCC's vector extension).
+using F4 = float __attribute__((vector_size(16)));
+using I4 = int32_t __attribute__((vector_size(16)));
+
+// One lane block's step: v replaces the lane's best when argmax_takes would.
+inline void lanes_take(F4 v, I4 at, F4& lv, I4& li) {
+    const I4 take = (v > lv) | ((lv != lv) & (v == v));
+    lv = take ? v : lv;
+    li = take ? at : li;
+}
+
+// The 0-based row of the maximum of n contiguous floats, by argmax_takes.
+// Lane k of sixteen sees rows k, k + 16, ... in order (so its best is the
+// first maximum among its rows; it starts at NaN, which any number replaces);
+// the lanes then meet by value (NaN losing, the smaller row on ties), and the
+// rows past the last whole sixteen follow one at a time: the same row as the
+// plain loop. Compiled for AVX2 too (blends instead of and/andnot/or).
+__attribute__((target_clones("arch=x86-64-v3", "default"))) int64_t argmax_dense(const float* p, int64_t n) {
+    int64_t i = 0;
+    float bv = std::numeric_limits<float>::quiet_NaN();
+    int64_t best = -1;
+    if (n >= 32 && n <= INT32_MAX) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        F4 lv[4], v[4];
+        I4 li[4], at[4];
+        for (int a = 0; a < 4; a++) {
+            lv[a] = F4{nan, nan, nan, nan};
+            li[a] = I4{-1, -1, -1, -1};
+            at[a] = I4{4 * a, 4 * a + 1, 4 * a + 2, 4 * a + 3};
+        }
+        const I4 sixteen = {16, 16, 16, 16};
+        for (; i + 16 <= n; i += 16) {
+            __builtin_memcpy(v, p + i, sizeof v);
+            for (int a = 0; a < 4; a++) lanes_take(v[a], at[a], lv[a], li[a]), at[a] += sixteen;
+        }
+        for (int a = 0; a < 4; a++)
+            for (int k = 0; k < 4; k++) {
+                if (li[a][k] < 0) continue;  // a lane of NaN
+                if (best < 0 || lv[a][k] > bv || (lv[a][k] == bv && li[a][k] < best)) bv = lv[a][k], best = li[a][k];
+            }
+    }
+    for (; i < n; i++) argmax_step(p[i], i, bv, best);
+    return best < 0 ? 0 : best;
+}
+
+// Columns 0..m-1 of a view with element (i, j) at q[i·rs + j·cs]: bv, bi ←
+// each column's maximum and 0-based row by argmax_takes, the rows swept in
+// order (the columns are independent: no chain of compares to wait on, and
+// with cs = 1 the loop over them vectorises).
+template <bool kUnit>
+inline void argmax_rows_at(const float* q, int64_t rs, int64_t cs, int64_t rows, int64_t m, float* bv, float* bi) {
+    const int64_t s = kUnit ? 1 : cs;
+    for (int64_t j = 0; j < m; j++) bv[j] = q[j * s], bi[j] = 0.0f;
+    for (int64_t i = 1; i < rows; i++) {
+        const float* r = q + i * rs;
+        const float fi = float(i);
+        for (int64_t j = 0; j < m; j++) {
+            const float v = r[j * s];
+            const bool t = v > bv[j] || (bv[j] != bv[j] && v == v);
+            bv[j] = t ? v : bv[j];
+            bi[j] = t ? fi : bi[j];
+        }
+    }
+}
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void argmax_rows(const float* q, int64_t rs,
+                                                                              int64_t cs, int64_t rows, int64_t m,
+                                                                              float* bv, float* bi) {
+    if (cs == 1) argmax_rows_at<true>(q, rs, 1, rows, m, bv, bi);
+    else argmax_rows_at<false>(q, rs, cs, rows, m, bv, bi);
+}
+
+}  // namespace
+
 void argmax(const Matrix& x, const Matrix& idx) {
     float* out = fbase(idx) + idx.offset;
-    const int64_t inc = idx.inc();
+    const int64_t inc = idx.inc(), rows = x.rows, cols = x.cols;
+    const int64_t rs = x.row_step(), cs = x.col_step();
+    if (rows > 1 && cols > 1 && ((rs != 1 && cs == 1) || rows < 32)) {
+        // The rows of x stored contiguously (xᵀ of a dense matrix: the
+        // maximum along each row), or short columns: sweep the rows in order
+        // over a block of columns at a time, each column keeping its best row
+        // (the same rule in the same order as down one column).
+        // Columns in blocks of up to 2048 (16 KiB of bests, in L1/L2), so a
+        // matrix larger than the caches is read from memory once.
+        constexpr int64_t kBlock = 2048;
+        const float* base = fbase(x) + x.offset;
+        const int64_t grain = std::max<int64_t>(1, kGrain / rows);
+        parallel_for(cols, grain, [&](int64_t jb, int64_t je) {
+            float bv[kBlock], bi[kBlock];
+            for (int64_t j0 = jb; j0 < je; j0 += kBlock) {
+                const int64_t m = std::min(kBlock, je - j0);
+                argmax_rows(base + j0 * cs, rs, cs, rows, m, bv, bi);
+                for (int64_t j = 0; j < m; j++) out[(j0 + j) * inc] = bi[j] + 1.0f;
+            }
+        });
+        return;
+    }
     per_column(x, [&](int64_t j) {
         Col xc = column(x, j);
+        if (xc.s == 1) {
+            out[j * inc] = float(argmax_dense(xc.p, rows) + 1);
+            return;
+        }
         int64_t best = 0;
         float bv = xc.p[0];
-        for (int64_t i = 1; i < x.rows; i++) {
-            float v = xc.p[i * xc.s];
-            if (v > bv || (bv != bv && v == v)) bv = v, best = i;  // first maximum; NaN loses to any number
-        }
+        for (int64_t i = 1; i < rows; i++) argmax_step(xc.p[i * xc.s], i, bv, best);
         out[j * inc] = float(best + 1);
     });
 }

@@ -7,16 +7,16 @@
 //   matrix on x's device, never downloaded:
 //     sum along a dimension  mv with a ones vector
 //     mean                   that, then scal by 1/count
-//     max along columns      argmax, a one-hot of it built with rk, sqr and
-//                            linear_frac (1/(1 + 10³⁰·(i − idx)²): exactly 1
-//                            at the maximum, below 10⁻³⁰ elsewhere), mul by x,
-//                            then the column sums: one temporary of x's size
-//     along rows             the same on a dense copy of xᵀ
+//     max along columns      argmax, then gather_cols of the element it names
+//                            from a flat 1×span view of x's storage (so NaN
+//                            loses to any number, as in argmax)
+//     along rows             the same on xᵀ (argmax takes any view)
 //     min                    −max(−x)
 //   Torch7's in-place methods, aliases of the kernels writing into m itself:
 //   m:add(s) / m:add(y) / m:add(alpha, y), m:mul(s), m:div(s), m:cmul(y),
 //   m:cdiv(y), m:fill(v), m:zero(), m:tanh(), m:sigmoid(), m:relu(), m:exp(),
 //   m:log(), m:sqrt(), m:abs(), m:sqr(): each returns m.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -48,8 +48,9 @@ Matrix sum_dim(const Matrix& x, int dim) {
     return y;
 }
 
-// max over each column of a dense x: 1×cols.
-Matrix max_columns(const Matrix& x) {
+// max over each column of a dense x: 1×cols, from a one-hot of argmax (for
+// columns longer than a float counts exactly, where a gather cannot be told the row).
+Matrix max_columns_onehot(const Matrix& x) {
     Device& dev = x.device();
     int64_t r = x.rows, n = x.cols;
     Matrix idx = empty(dev, 1, n);
@@ -66,17 +67,54 @@ Matrix max_columns(const Matrix& x) {
     return sum_dim(d, 1);
 }
 
+// Floats count integers exactly up to 2^24: the most elements a gather index may name.
+constexpr int64_t kExactIndex = int64_t(1) << 24;
+
+// out (a 1×cols view) ← the maximum of each column of x (any view): x at
+// argmax's row, gathered from a flat 1×span view of x's storage, so NaN loses
+// to any number and a column of NaN gives NaN. Two passes over x (argmax,
+// then one element per column), in chunks of columns whose storage spans at
+// most 2^24 elements so that each element's place in the flat view is exact.
+void max_columns(const Matrix& x, const Matrix& out) {
+    Device& dev = x.device();
+    const int64_t r = x.rows, n = x.cols, rs = x.row_step(), cs = x.col_step();
+    if (r * rs >= kExactIndex) {
+        if (rs != 1) return max_columns(clone(x), out);  // a dense copy spans r per column
+        return copy(max_columns_onehot(x), out);
+    }
+    Matrix idx = empty(dev, 1, n);
+    argmax(x, idx);
+    const int64_t per = n == 1 ? 1 : std::max<int64_t>(1, (kExactIndex - r * rs) / std::max<int64_t>(cs, 1) + 1);
+    std::vector<float> at;
+    for (int64_t j0 = 0; j0 < n; j0 += per) {
+        const int64_t k = std::min(per, n - j0);
+        // Element (i, j0 + j) is flat element 1 + i·rs + j·cs (1-based): rs·idx + (1 − rs + j·cs).
+        Matrix flat = x;
+        flat.rows = 1, flat.cols = (r - 1) * rs + (k - 1) * cs + 1, flat.offset = x.index(0, j0), flat.ld = 1,
+        flat.trans = false;
+        Matrix ic = idx.columns(j0, k);
+        at.resize(size_t(k));
+        for (int64_t j = 0; j < k; j++) at[size_t(j)] = float(1 - rs + j * cs);
+        axpby(1.0f, from_host(dev, 1, k, at.data()), float(rs), ic);
+        gather_cols(flat, ic, out.columns(j0, k), 1.0f);
+    }
+}
+
 Matrix max_dim(const Matrix& x, int dim) {
-    if (dim == 1) return max_columns(x.contiguous() ? x : clone(x));
-    Matrix m = max_columns(clone(x.t()));  // 1×rows
+    if (dim == 1) {
+        Matrix out = empty(x.device(), 1, x.cols);
+        max_columns(x, out);
+        return out;
+    }
     Matrix out = empty(x.device(), x.rows, 1);
-    copy(m.t(), out);
+    max_columns(x.t(), out.t());
     return out;
 }
 
+// −x, a new dense matrix, in one pass (axpby with β = 0 does not read c).
 Matrix negated(const Matrix& x) {
-    Matrix c = clone(x);
-    scal(-1.0f, c);
+    Matrix c = empty(x.device(), x.rows, x.cols);
+    axpby(-1.0f, x, 0.0f, c);
     return c;
 }
 
@@ -127,7 +165,7 @@ double reduce_all(Red r, const Matrix& x) {
     // max over the columns (1×n), then over that row (as an n×1 column): 1×1.
     Matrix base = r == Red::max ? x : negated(x);
     Matrix cols = max_dim(base, 1);
-    Matrix one = max_columns(clone(cols.t()));
+    Matrix one = max_dim(cols, 2);
     double v = sum(one);
     return r == Red::max ? v : -v;
 }

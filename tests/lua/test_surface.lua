@@ -96,6 +96,48 @@ for _, id in ipairs(ids) do
     t.raises(function() max(zeros(0, 3, "float32", id)) end, "max: x is 0×3")
   end)
 
+  t.test(id .. ": max and min per dimension are x at argmax's row: NaN loses to any number, ties take the first", function()
+    -- Columns long enough for the cpu's lanes (40 rows), short ones (3 rows),
+    -- and their transposes (the maxima along rows); values by hand.
+    local nan, inf = 0 / 0, math.huge
+    local big = -(2.0 ^ 100)  -- a large magnitude, exact in float32
+    local function column(len, at)  -- big everywhere, then the entries of `at`
+      local c = {}
+      for i = 1, len do c[i] = big end
+      for i, v in pairs(at) do c[i] = v end
+      return c
+    end
+    local cases = {  -- {column, its max, its argmax}
+      {column(40, {[1] = nan, [17] = 2, [33] = 2, [40] = nan}), 2, 17},
+      {column(40, {[5] = -inf, [9] = 7, [25] = 7.5}), 7.5, 25},
+      {column(40, {[1] = nan}), big, 2},
+      {column(3, {[1] = nan, [2] = 1, [3] = nan}), 1, 2},
+      {column(3, {[1] = -inf, [2] = -inf, [3] = -inf}), -inf, 1},
+      {column(40, {[3] = inf, [4] = -inf, [20] = inf}), inf, 3},
+    }
+    for _, len in ipairs{40, 3} do
+      local cs = {}
+      for _, c in ipairs(cases) do if #c[1] == len then cs[#cs + 1] = c end end
+      local rows = {}
+      for i = 1, len do rows[i] = {} for j, c in ipairs(cs) do rows[i][j] = c[1][i] end end
+      local x = from(rows, "float32", id)
+      local m1, m2 = host(max(x, 1)), host(max(x:t(), 2))
+      local i1 = host(argmax(x, zeros(1, #cs, "float32", id)))
+      local n1 = host(min(-x, 1))
+      for j, c in ipairs(cs) do
+        assert(m1[1][j] == c[2], ("max(x, 1)[%d] of %d rows is %s, expected %s"):format(j, len, m1[1][j], c[2]))
+        assert(m2[j][1] == c[2], ("max(xᵀ, 2)[%d] of %d rows is %s, expected %s"):format(j, len, m2[j][1], c[2]))
+        assert(i1[1][j] == c[3], ("argmax[%d] of %d rows is %s, expected %s"):format(j, len, i1[1][j], c[3]))
+        assert(n1[1][j] == -c[2], ("min(-x, 1)[%d] of %d rows is %s, expected %s"):format(j, len, n1[1][j], -c[2]))
+      end
+    end
+    local all_nan = from({{nan, nan}, {nan, nan}}, "float32", id)
+    local g = host(max(all_nan, 1))
+    assert(g[1][1] ~= g[1][1] and g[1][2] ~= g[1][2], "a column of NaN gives NaN")
+    local v = max(from({{1, nan}, {-inf, 3}}, "float32", id))
+    assert(v == 3, "max of the whole matrix: NaN loses, -Inf does not leak into the sum")
+  end)
+
   t.test(id .. ": Torch7's in-place methods write into m and return it", function()
     local x = from({{1, -2}, {3, 0.5}}, "float32", id)
     local y = from({{2, 2}, {-1, 4}}, "float32", id)

@@ -192,6 +192,14 @@ TEST_CASE("kernels: conv im2col and col2im against float64 loops", "[kernels][co
                 Matrix xo = views ? as_view(d, x0, g.pixels(), N) : from_host(d, g.pixels(), N, x0.data());
                 col2im(g, c2, xo);  // accumulates onto x0
                 check_close(to_host(xo), col2im_ref(cv, x0, g, N), 1e-5, 1e-5);
+                // The same windows stored row by row (cols as the transpose of a Q×R matrix).
+                std::vector<float> tv(cv.size());
+                for (int64_t q = 0; q < Q; q++)
+                    for (int64_t r = 0; r < R; r++) tv[size_t(q + r * Q)] = cv[size_t(r + q * R)];
+                Matrix c3 = from_host(d, Q, R, tv.data()).t();
+                Matrix xt = views ? as_view(d, x0, g.pixels(), N) : from_host(d, g.pixels(), N, x0.data());
+                col2im(g, c3, xt);
+                check_close(to_host(xt), col2im_ref(cv, x0, g, N), 1e-5, 1e-5);
             }
         }
     });

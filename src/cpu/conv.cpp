@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -43,6 +44,20 @@ void inside(int64_t size, int64_t s, int64_t pad, int64_t k, int64_t n, int64_t&
     int64_t b = size + pad - k;  // o·s < b
     hi = b <= 0 ? 0 : (b + s - 1) / s;
     lo = std::min(lo, n), hi = std::min(std::max(hi, lo), n);
+}
+
+// Runs of n floats, written as loops over fixed 8-float blocks so that GCC
+// neither calls memmove for a short run nor has to test the two for overlap.
+inline void copy_run(float* __restrict d, const float* __restrict s, int64_t n) {
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) __builtin_memcpy(d + k, s + k, 8 * sizeof(float));
+    for (; k < n; k++) d[k] = s[k];
+}
+inline void add_run(float* __restrict d, const float* __restrict s, int64_t n) {
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        for (int64_t i = 0; i < 8; i++) d[k + i] += s[k + i];
+    for (; k < n; k++) d[k] += s[k];
 }
 
 }  // namespace
@@ -111,33 +126,42 @@ void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w, N = x.cols;
     const Plane X = plane(x), C = plane(cols);
     if (C.rs == 1) return im2col_by_column(g, X, C, N);
-    // One task per (patch row r, sample n): cols(r, n·P + oy·ow + ox) for every position.
+    // One task per (patch row r, sample n), taken r-major, so that a range of
+    // tasks works out r's place in the window once per r: cols(r, n·P + oy·ow
+    // + ox) for every position.
     const int64_t R = g.patch();
     const int64_t grain = P >= kGrain ? 1 : kGrain / std::max<int64_t>(P, 1);
     parallel_for(R * N, grain, [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; t++) {
-            const int64_t r = t % R, n = t / R;
+        for (int64_t t = b; t < e;) {
+            const int64_t r = t / N, n0 = t % N, n1 = std::min(N, n0 + (e - t));
+            t += n1 - n0;
             const int64_t c = r / (g.kh * g.kw), ky = r / g.kw % g.kh, kx = r % g.kw;
             int64_t xlo, xhi;
             inside(g.w, g.sw, g.pw, kx, ow, xlo, xhi);
-            float* out = &C.at(r, n * P);
-            const float* in = &X.at(c * hw, n);
-            for (int64_t oy = 0; oy < oh; oy++) {
-                const int64_t iy = oy * g.sh - g.ph + ky;
-                float* o = out + oy * ow * C.cs;
-                if (iy < 0 || iy >= g.h) {
-                    for (int64_t ox = 0; ox < ow; ox++) o[ox * C.cs] = 0.0f;
-                    continue;
+            const int64_t ix0 = xlo * g.sw - g.pw + kx;
+            // Locals: the runs are copied through memcpy, which may alias
+            // anything, so fields read through g, C and X would be reloaded per run.
+            const int64_t h = g.h, w = g.w, sh = g.sh, ph = g.ph, cs = C.cs, xrs = X.rs, sw = g.sw;
+            const bool unit = cs == 1 && xrs == 1 && sw == 1;
+            for (int64_t n = n0; n < n1; n++) {
+                float* out = &C.at(r, n * P);
+                const float* in = &X.at(c * hw, n);
+                for (int64_t oy = 0; oy < oh; oy++) {
+                    const int64_t iy = oy * sh - ph + ky;
+                    float* o = out + oy * ow * cs;
+                    if (iy < 0 || iy >= h) {
+                        for (int64_t ox = 0; ox < ow; ox++) o[ox * cs] = 0.0f;
+                        continue;
+                    }
+                    const float* row = in + iy * w * xrs;
+                    for (int64_t ox = 0; ox < xlo; ox++) o[ox * cs] = 0.0f;
+                    if (unit) {
+                        copy_run(o + xlo, row + ix0, xhi - xlo);
+                    } else {
+                        for (int64_t ox = xlo; ox < xhi; ox++) o[ox * cs] = row[(ix0 + (ox - xlo) * sw) * xrs];
+                    }
+                    for (int64_t ox = xhi; ox < ow; ox++) o[ox * cs] = 0.0f;
                 }
-                const float* row = in + iy * g.w * X.rs;
-                for (int64_t ox = 0; ox < xlo; ox++) o[ox * C.cs] = 0.0f;
-                const int64_t ix0 = xlo * g.sw - g.pw + kx;
-                if (C.cs == 1 && X.rs == 1 && g.sw == 1) {
-                    std::copy(row + ix0, row + ix0 + (xhi - xlo), o + xlo);
-                } else {
-                    for (int64_t ox = xlo; ox < xhi; ox++) o[ox * C.cs] = row[(ix0 + (ox - xlo) * g.sw) * X.rs];
-                }
-                for (int64_t ox = xhi; ox < ow; ox++) o[ox * C.cs] = 0.0f;
             }
         }
     });
@@ -146,6 +170,11 @@ void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
 void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
     const Plane X = plane(x), C = plane(cols);
+    // The positions whose window row ky (column kx) lies in the image, worked
+    // out once rather than (with two divisions each) in every task.
+    std::vector<int64_t> ylo(size_t(g.kh)), yhi(size_t(g.kh)), xlo(size_t(g.kw)), xhi(size_t(g.kw));
+    for (int64_t ky = 0; ky < g.kh; ky++) inside(g.h, g.sh, g.ph, ky, oh, ylo[size_t(ky)], yhi[size_t(ky)]);
+    for (int64_t kx = 0; kx < g.kw; kx++) inside(g.w, g.sw, g.pw, kx, ow, xlo[size_t(kx)], xhi[size_t(kx)]);
     // One task per (channel, sample): it alone writes that channel of that sample.
     per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
         float* img = &X.at(c * hw, n);
@@ -178,15 +207,17 @@ void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
         for (int64_t ky = 0; ky < g.kh; ky++) {
             for (int64_t kx = 0; kx < g.kw; kx++) {
                 const int64_t r = (c * g.kh + ky) * g.kw + kx;
-                int64_t xlo, xhi, ylo, yhi;
-                inside(g.w, g.sw, g.pw, kx, ow, xlo, xhi);
-                inside(g.h, g.sh, g.ph, ky, oh, ylo, yhi);
+                const int64_t x0 = xlo[size_t(kx)], x1 = xhi[size_t(kx)];
                 const float* src = &C.at(r, n * P);
-                for (int64_t oy = ylo; oy < yhi; oy++) {
+                for (int64_t oy = ylo[size_t(ky)]; oy < yhi[size_t(ky)]; oy++) {
                     const int64_t iy = oy * g.sh - g.ph + ky;
                     float* row = img + iy * g.w * X.rs;
                     const float* s = src + oy * ow * C.cs;
-                    for (int64_t ox = xlo; ox < xhi; ox++) row[(ox * g.sw - g.pw + kx) * X.rs] += s[ox * C.cs];
+                    if (X.rs == 1 && C.cs == 1 && g.sw == 1) {
+                        add_run(row + x0 - g.pw + kx, s + x0, x1 - x0);
+                        continue;
+                    }
+                    for (int64_t ox = x0; ox < x1; ox++) row[(ox * g.sw - g.pw + kx) * X.rs] += s[ox * C.cs];
                 }
             }
         }

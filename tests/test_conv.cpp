@@ -267,6 +267,18 @@ TEST_CASE("kernels: conv maxpool picks the first maximum and never NaN", "[kerne
         CHECK(iv[2] == 14.0f);  // pixel (1, 5)
         CHECK(yv[3] == -INFINITY);
         CHECK(iv[3] == 7.0f);  // the first −inf, pixel (0, 6)
+        // Eight windows in a row (the cpu's AVX2 path): the four above twice over.
+        ConvGeom g8 = geom(1, 2, 16, 2, 2, 2, 2, 0, 0);
+        std::vector<float> x8(32);
+        for (int64_t r = 0; r < 2; r++)
+            for (int64_t k = 0; k < 16; k++) x8[size_t(r * 16 + k)] = x4[size_t(r * 8 + k % 8)];
+        Matrix x8m = from_host(d, 32, 1, x8.data()), y8 = zeros(d, 8, 1), i8 = zeros(d, 8, 1);
+        maxpool(g8, x8m, y8, i8);
+        yv = to_host(y8), iv = to_host(i8);
+        const std::vector<float> y8want = {5, -INFINITY, 7, -INFINITY, 5, -INFINITY, 7, -INFINITY};
+        const std::vector<float> i8want = {2, 0, 22, 7, 10, 0, 30, 15};  // 1-based rows: r·16 + column + 1
+        CHECK(yv == y8want);
+        CHECK(iv == i8want);
     });
 }
 

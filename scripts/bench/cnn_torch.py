@@ -13,19 +13,15 @@ clock and per second of processor time) and the test accuracy.
     /usr/bin/python3 scripts/bench/cnn_torch.py [--epochs 3] [--dir data/mnist] [--threads N] [--train N]
 
 --train N trains on the first N images only (cnn.lua's train=N passes it on).
---threads N sets both of torch's pools (intra-op and inter-op) to N threads,
-so "1 thread" is one thread of work, as vela's threads=1.
+--threads N gives torch N threads: OMP_NUM_THREADS before torch is imported
+(its OpenMP pool is made at import, with a thread per core), then both of its
+pools (intra-op and inter-op), so "1 thread" is one thread of work, as vela's
+threads=1.
 """
 import argparse
 import os
 import sys
 import time
-
-import numpy as np
-import torch
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mnist_torch import read_idx  # noqa: E402  (the MLP twin's IDX reader)
 
 
 def main():
@@ -36,6 +32,12 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--train", type=int, default=0)
     a = ap.parse_args()
+    if a.threads:
+        os.environ["OMP_NUM_THREADS"] = str(a.threads)
+    import numpy as np
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from mnist_torch import read_idx  # the MLP twin's IDX reader
     if a.threads:
         torch.set_num_threads(a.threads)
         torch.set_num_interop_threads(a.threads)

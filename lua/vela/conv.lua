@@ -199,6 +199,9 @@ end
 -- whole batch, u (P·m × out) for a part of m samples of it (see _part).
 function Conv2d:_buffers()
   self.wide = buffers(self.dev, {cols = self.channels_in * self.kh * self.kw})
+  self.part_max = math.max(1, (1 << 19) // (self.channels_in * self.kh * self.kw * self.positions))
+  self.row_cols = dev_name(self.dev) == "cpu" and self.image.w >= 2 * self.kw
+  self.cols_parts, self.cols_views = {}, {}
   local shapes = {z = self.outputs, delta = self.outputs, dx = self.inputs}
   if from_z[self.activation] then shapes.a = self.outputs end
   self.buf = buffers(self.dev, shapes)
@@ -210,8 +213,7 @@ end
 -- the whole batch is one part (one dispatch each).
 function Conv2d:_part_size(n)
   if dev_name(self.dev) ~= "cpu" then return n end
-  local per = self.channels_in * self.kh * self.kw * self.positions
-  return math.max(1, math.min(n, (1 << 19) // per))
+  return math.min(n, self.part_max)
 end
 
 -- The GEMM buffers of a part of m samples, made once per m.
@@ -248,6 +250,35 @@ end
 -- own columns, so the backward finds the forward's windows in place.
 function Conv2d:_batch_cols(n) return self.wide:get(self.positions * n).cols end
 
+-- The windows of the part of k samples from sample j (C·kh·kw × k·P), or its
+-- transpose: columns of the batch's cols, or on the cpu when the output rows
+-- are long (ow ≥ 2·kw) a matrix of the part's own stored row by row (the
+-- transpose of a k·P × C·kh·kw matrix), where im2col moves runs of ow
+-- positions instead of kw pixels and the GEMMs read it faster. Measured per
+-- part of the first conv of scripts/bench/cnn.lua (1→32, 5×5 on 28×28, 36
+-- images, 1 thread): im2col + forward GEMM + dW GEMM 0.84 ms against 0.97;
+-- for its second (32→64 on 12×12, ow = 8) no better, so it keeps the columns.
+function Conv2d:_cols_part(n, j, k, transposed)
+  local P = self.positions
+  if not self.row_cols then return cols_of(self, self:_batch_cols(n), (j - 1) * P + 1, k * P, transposed) end
+  local q = (j - 1) // self.part_max + 1
+  local full = self.cols_parts[q]
+  if not full then
+    full = alloc(self.dev, self.part_max * P, self.channels_in * self.kh * self.kw):t()
+    self.cols_parts[q] = full
+  end
+  local views = self.cols_views[full]
+  if not views then views = {}; self.cols_views[full] = views end
+  local key = k * 2 + (transposed and 1 or 0)
+  local v = views[key]
+  if not v then
+    v = k == self.part_max and full or full:columns(1, k * P)
+    if transposed then v = v:t() end
+    views[key] = v
+  end
+  return v
+end
+
 function Conv2d:__tostring()
   local extra = ""
   if self.sh ~= 1 or self.sw ~= 1 then extra = extra .. fmt(", stride %s", self.sh == self.sw and self.sh or self.sh .. "×" .. self.sw) end
@@ -268,13 +299,13 @@ function Conv2d:forward(x, index)
   local b = self.buf:get(n)
   if not rawequal(x, self.x) then self._cols = setmetatable({}, {__mode = "k"}) end
   self.x, self.n = x, n
-  local m, P, cols = self:_part_size(n), self.positions, self:_batch_cols(n)
+  local m = self:_part_size(n)
   for j = 1, n, m do  -- the batch in parts of m samples (one part but on the cpu)
     local k = math.min(m, n - j + 1)
     local v = self:_part(k)
-    local c = cols_of(self, cols, (j - 1) * P + 1, k * P)
+    local c = self:_cols_part(n, j, k)
     vela.im2col(cols_of(self, x, j, k), c, self.g)
-    vela.mm(cols_of(self, cols, (j - 1) * P + 1, k * P, true), self.wt, v.u)
+    vela.mm(self:_cols_part(n, j, k, true), self.wt, v.u)
     vela.to_images(v.u, cols_of(self, b.z, j, k), self.b)
   end
   local a = b.a or b.z
@@ -301,14 +332,14 @@ function Conv2d:backward(da, need_dx)
     delta = b.delta
     bw(da, from_z[self.activation] and b.z or (b.a or b.z), delta)
   end
-  local m, P, cols = self:_part_size(n), self.positions, self:_batch_cols(n)
+  local m = self:_part_size(n)
   for j = 1, n, m do
     local k = math.min(m, n - j + 1)
     local v = self:_part(k)
     local beta = j == 1 and 0 or 1  -- dW and db sum over the parts
-    local c = cols_of(self, cols, (j - 1) * P + 1, k * P)  -- this part's windows, from the forward
+    local c = self:_cols_part(n, j, k)  -- this part's windows, from the forward
     vela.from_images(cols_of(self, delta, j, k), v.u)
-    vela.mm(1, v.ut, cols_of(self, cols, (j - 1) * P + 1, k * P, true), beta, self.dw)
+    vela.mm(1, v.ut, self:_cols_part(n, j, k, true), beta, self.dw)
     vela.mv(1, v.ut, v.ones, beta, self.db)
     if need_dx ~= false then
       local dx = cols_of(self, b.dx, j, k)

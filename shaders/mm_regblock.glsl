@@ -137,11 +137,11 @@ void main() {
         if (j0 + j < p.n) {
             [[unroll]] for (uint r = 0; r < MR; r++) {
                 uint i = lane_row(i0, l, r);
-                if (i < p.m) gemm_epilogue(EPI, i, j0 + j, acc[r * NR + j]);
+                if (i < p.m) gemm_epilogue(EPI, ACT, i, j0 + j, acc[r * NR + j]);
             }
         }
     }
-    if (EPI == EPI_DENSE && ACT != ACT_IDENTITY) {  // see gemm_activate
+    if (EPI == EPI_DENSE && !gemm_act_inline(ACT)) {  // see gemm_activate
         [[dont_unroll]] for (uint t = 0; t < MR * NR; t++) {
             uint j = t / MR, r = t - j * MR;
             uint i = lane_row(i0, l, r);

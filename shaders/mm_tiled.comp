@@ -79,10 +79,10 @@ void main() {
         uint j = j0 + ty + TY * c;
         [[unroll]] for (uint r = 0; r < TM; r++) {
             uint i = i0 + tx + TX * r;
-            if (i < p.m && j < p.n) gemm_epilogue(EPI, i, j, acc[r * TN + c]);
+            if (i < p.m && j < p.n) gemm_epilogue(EPI, ACT, i, j, acc[r * TN + c]);
         }
     }
-    if (EPI == EPI_DENSE && ACT != ACT_IDENTITY) {  // see gemm_activate
+    if (EPI == EPI_DENSE && !gemm_act_inline(ACT)) {  // see gemm_activate
         [[dont_unroll]] for (uint t = 0; t < TM * TN; t++) {
             uint c = t / TM, r = t - c * TM;
             uint i = i0 + tx + TX * r, j = j0 + ty + TY * c;

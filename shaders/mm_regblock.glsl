@@ -141,4 +141,11 @@ void main() {
             }
         }
     }
+    if (EPI == EPI_DENSE && !gemm_act_inline(ACT)) {  // see gemm_activate
+        [[dont_unroll]] for (uint t = 0; t < MR * NR; t++) {
+            uint j = t / MR, r = t - j * MR;
+            uint i = lane_row(i0, l, r);
+            if (j0 + j < p.n && i < p.m) gemm_activate(ACT, i, j0 + j);
+        }
+    }
 }

@@ -82,4 +82,11 @@ void main() {
             if (i < p.m && j < p.n) gemm_epilogue(EPI, ACT, i, j, acc[r * TN + c]);
         }
     }
+    if (EPI == EPI_DENSE && !gemm_act_inline(ACT)) {  // see gemm_activate
+        [[dont_unroll]] for (uint t = 0; t < TM * TN; t++) {
+            uint c = t / TM, r = t - c * TM;
+            uint i = i0 + tx + TX * r, j = j0 + ty + TY * c;
+            if (i < p.m && j < p.n) gemm_activate(ACT, i, j);
+        }
+    }
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "vulkan/spirv_specialize.hpp"
 
 namespace vela::vk {
 
@@ -92,28 +93,35 @@ void Pipelines::save() {
     dirty_ = false;
 }
 
-VkShaderModule Pipelines::module(const std::string& shader) {
-    auto it = modules_.find(shader);
-    if (it != modules_.end()) return it->second;
+std::pair<const uint32_t*, size_t> Pipelines::code(const std::string& shader) const {
+    if (auto it = user_code_.find(shader); it != user_code_.end()) return {it->second.data(), it->second.size()};
     size_t words = 0;
     const uint32_t* code = shader_spirv(shader.c_str(), &words);
     if (!code) fail("vulkan: no shader named '%s' is built in (shaders/%s.comp)", shader.c_str(), shader.c_str());
+    return {code, words};
+}
+
+OwnedShader Pipelines::make_module(const uint32_t* code, size_t words) {
     auto ci = make<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
     ci.codeSize = words * 4;
     ci.pCode = code;
     VkShaderModule m = VK_NULL_HANDLE;
     check(vkCreateShaderModule(gpu_.device, &ci, nullptr, &m), "vkCreateShaderModule");
-    return modules_.emplace(shader, OwnedShader(gpu_.device, m)).first->second;
+    return OwnedShader(gpu_.device, m);
+}
+
+VkShaderModule Pipelines::module(const std::string& shader) {
+    auto it = modules_.find(shader);
+    if (it != modules_.end()) return it->second;
+    auto [code, words] = this->code(shader);
+    return modules_.emplace(shader, make_module(code, words)).first->second;
 }
 
 void Pipelines::add_module(const std::string& shader, const std::vector<uint32_t>& spirv) {
     if (modules_.count(shader)) return;
-    auto ci = make<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
-    ci.codeSize = spirv.size() * 4;
-    ci.pCode = spirv.data();
-    VkShaderModule m = VK_NULL_HANDLE;
-    check(vkCreateShaderModule(gpu_.device, &ci, nullptr, &m), "vkCreateShaderModule");
-    modules_.emplace(shader, OwnedShader(gpu_.device, m));
+    OwnedShader m = make_module(spirv.data(), spirv.size());
+    user_code_.emplace(shader, spirv);
+    modules_.emplace(shader, std::move(m));
 }
 
 VkPipeline Pipelines::get(const char* shader, const uint32_t* spec, uint32_t spec_count) {
@@ -133,7 +141,15 @@ VkPipeline Pipelines::get(const char* shader, const uint32_t* spec, uint32_t spe
         auto ci = make<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
         ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
         ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
-        ci.stage.module = module(key.shader);
+        // With specialization constants, a module of its own with them frozen
+        // (vulkan/spirv_specialize.hpp), made for this pipeline and dropped after it.
+        OwnedShader specialized;
+        if (spec_count) {
+            auto [code, words] = this->code(key.shader);
+            std::vector<uint32_t> frozen = specialize_spirv(code, words, key.spec.data(), spec_count);
+            specialized = make_module(frozen.data(), frozen.size());
+        }
+        ci.stage.module = spec_count ? VkShaderModule(specialized) : module(key.shader);
         ci.stage.pName = "main";
         ci.stage.pSpecializationInfo = spec_count ? &si : nullptr;
         ci.layout = layout_;

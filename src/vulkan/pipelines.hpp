@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "vulkan/check.hpp"
@@ -50,12 +51,16 @@ private:
         size_t operator()(const Key& k) const;
     };
     VkShaderModule module(const std::string& shader);
+    // The SPIR-V of a built-in shader or of one given to add_module; throws for an unknown name.
+    std::pair<const uint32_t*, size_t> code(const std::string& shader) const;
+    OwnedShader make_module(const uint32_t* code, size_t words);
     std::string cache_path() const;
 
     Gpu& gpu_;
     OwnedLayout layout_;
     OwnedPipelineCache cache_;
     std::unordered_map<std::string, OwnedShader> modules_;
+    std::unordered_map<std::string, std::vector<uint32_t>> user_code_;  // add_module's SPIR-V
     std::unordered_map<Key, OwnedPipeline, KeyHash> pipelines_;
     bool dirty_ = false;
     // The last lookup, checked first: consecutive dispatches often share a pipeline.

@@ -4,6 +4,7 @@
 // covering positions (conv.glsl).
 #version 450
 #include "common.glsl"
+#include "udiv.glsl"
 #include "conv.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
@@ -13,9 +14,9 @@ void main() {
     uint k = global_index(WG);
     uint hw = p.h * p.w, pix = p.ch * hw;
     if (k >= pix * p.n) return;
-    uint n = k / pix, e = k - n * pix;
-    uint c = e / hw, yx = e - c * hw;
-    uint iy = yx / p.w, ix = yx - iy * p.w;
+    uint n = udiv(k, pix), e = k - n * pix;
+    uint c = udiv(e, hw), yx = e - c * hw;
+    uint iy = udiv(yx, p.w), ix = yx - iy * p.w;
     uint oh = out_h(), ow = out_w();
     uint ylo, yhi, xlo, xhi;
     holding(iy, p.kh, p.sh, p.ph, oh, ylo, yhi);

@@ -2,7 +2,7 @@
 // col2im, pool, pool_backward): three views, the geometry of core/conv.hpp and
 // the block of window offsets (or covering outputs) this pass handles,
 // mirroring struct ConvPush in src/vulkan/kernels_conv.cpp (128 bytes).
-// Requires common.glsl.
+// Requires common.glsl and udiv.glsl.
 //
 // Bounded loops: llvmpipe ends every loop of an invocation once its loops
 // together have run 65,535 iterations, silently. A kernel that walks a window
@@ -22,16 +22,16 @@ layout(push_constant) uniform Push {
     uint x0, bx;     //            offsets x0 .. x0 + bx − 1
 } p;
 
-uint out_h() { return (p.h + 2u * p.ph - p.kh) / p.sh + 1u; }
-uint out_w() { return (p.w + 2u * p.pw - p.kw) / p.sw + 1u; }
+uint out_h() { return udiv(p.h + 2u * p.ph - p.kh, p.sh) + 1u; }
+uint out_w() { return udiv(p.w + 2u * p.pw - p.kw, p.sw) + 1u; }
 bool first_pass() { return p.y0 == 0u && p.x0 == 0u; }
 
 // The output positions o whose window (starting at o·s − pad) holds pixel i of
 // an axis: o in [lo, hi), empty when hi ≤ lo.
 void holding(uint i, uint k, uint s, uint pad, uint outs, out uint lo, out uint hi) {
     uint t = i + pad;                                  // o·s ≤ t and o·s > t − k
-    hi = min(t / s + 1u, outs);
-    lo = t + 1u > k ? (t + 1u - k + s - 1u) / s : 0u;  // o·s ≥ t − k + 1
+    hi = min(udiv(t, s) + 1u, outs);
+    lo = t + 1u > k ? udiv(t + 1u - k + s - 1u, s) : 0u;  // o·s ≥ t − k + 1
 }
 
 // [lo, hi) ∩ [lo + first, lo + first + count): this pass's part of a range.

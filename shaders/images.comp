@@ -4,6 +4,7 @@
 // (from_images): u ← y.
 #version 450
 #include "common.glsl"
+#include "udiv.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
 layout(constant_id = 1) const uint DIR = 0;
@@ -20,8 +21,8 @@ void main() {
     uint k = global_index(WG);
     uint rows = p.ch * p.positions;
     if (k >= rows * p.n) return;
-    uint n = k / rows, row = k - n * rows;
-    uint c = row / p.positions, pos = row - c * p.positions;
+    uint n = udiv(k, rows), row = k - n * rows;
+    uint c = udiv(row, p.positions), pos = row - c * p.positions;
     uint ui = view_index2(p.u, n * p.positions + pos, c), yi = view_index2(p.y, row, n);
     if (DIR == 0u) {
         float v = load_f32(p.u.addr, ui);

@@ -6,6 +6,7 @@
 // −inf for a window without a number). MODE 1 (average): y ← Σ / (kh·kw).
 #version 450
 #include "common.glsl"
+#include "udiv.glsl"
 #include "conv.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
@@ -17,9 +18,9 @@ void main() {
     uint oh = out_h(), ow = out_w();
     uint P = oh * ow, outs = p.ch * P;
     if (k >= outs * p.n) return;
-    uint n = k / outs, o = k - n * outs;
-    uint c = o / P, pos = o - c * P;
-    uint oy = pos / ow, ox = pos - oy * ow;
+    uint n = udiv(k, outs), o = k - n * outs;
+    uint c = udiv(o, P), pos = o - c * P;
+    uint oy = udiv(pos, ow), ox = pos - oy * ow;
     uint ylo, yhi, xlo, xhi;
     window(oy, p.kh, p.sh, p.ph, p.h, p.y0, p.by, ylo, yhi);
     window(ox, p.kw, p.sw, p.pw, p.w, p.x0, p.bx, xlo, xhi);

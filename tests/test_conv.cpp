@@ -6,7 +6,10 @@
 // invocation): windows and covering counts that take several passes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -185,6 +188,15 @@ TEST_CASE("kernels: conv im2col and col2im against float64 loops", "[kernels][co
                 Matrix cols = views ? store.t() : store;
                 im2col(g, x, cols);
                 check_exact(to_host(cols), im2col_ref(xv, g, N));
+                // cols a view with unit row step that starts 1 or 2 elements into a wider
+                // matrix (ld R + 3): its runs of four rows are not 16-byte aligned.
+                for (int64_t off : {1, 2}) {
+                    INFO("cols at row offset " << off);
+                    Matrix wide = zeros(d, R + 3, Q);
+                    Matrix part = view(wide, off, 0, R, Q);
+                    im2col(g, x, part);
+                    check_exact(to_host(part), im2col_ref(xv, g, N));
+                }
 
                 std::vector<float> cv = data(size_t(R * Q), 99 + uint64_t(R));
                 Matrix c2 = views ? as_view(d, cv, R, Q) : from_host(d, R, Q, cv.data());
@@ -370,4 +382,52 @@ TEST_CASE("kernels: conv argument errors name the function and the argument", "[
         ConvGeom zero = geom(1, 4, 4, 2, 2, 0, 2, 0, 0);
         CHECK(msg([&] { avgpool(zero, x, y); }).find("avgpool: the vertical stride is 0 (must be ≥ 1)") == 0);
     });
+}
+
+namespace {
+
+// shaders/udiv.glsl step by step in float32 on the host, the reciprocal moved
+// by `ulps` (Vulkan lets 1/x be off by a few ulp): the GLSL's arithmetic, so a
+// change there belongs here too.
+uint32_t udiv_glsl(uint32_t a, uint32_t d, int ulps) {
+    float rd = 1.0f / float(d);
+    for (int i = 0; i < std::abs(ulps); i++) rd = std::nextafter(rd, ulps > 0 ? 2.0f : 0.0f);
+    uint32_t q = uint32_t(std::min(float(a) * rd, 4294967040.0f));
+    int32_t r = int32_t(a - q * d);
+    q += uint32_t(int32_t(std::floor(float(r) * rd)));
+    r = int32_t(a - q * d);
+    if (r < 0) q -= 1u;
+    else if (uint32_t(r) >= d) q += 1u;
+    return q;
+}
+
+}  // namespace
+
+TEST_CASE("kernels: conv shaders' float division (udiv.glsl) equals integer division", "[kernels][conv]") {
+    const uint32_t ds[] = {1, 2, 3, 5, 7, 24, 25, 576, 784, 800, 4096, 18432, 65535, 100003, 1u << 20, 12345678,
+                           (1u << 30) - 1};
+    uint64_t bad = 0, n = 0;
+    uint64_t state = 12345;
+    auto next = [&] { state = state * 6364136223846793005ull + 1442695040888963407ull; return uint32_t(state >> 32); };
+    for (uint32_t d : ds)
+        for (int ulps = -3; ulps <= 3; ulps += 3) {
+            auto check = [&](uint64_t a) {
+                n++;
+                if (udiv_glsl(uint32_t(a), d, ulps) != uint32_t(a / d) && bad++ == 0)
+                    FAIL_CHECK(a << " / " << d << " (1/d off by " << ulps << " ulp) gave " << udiv_glsl(uint32_t(a), d, ulps));
+            };
+            for (uint64_t a = 0; a < 20000; a++) check(a);
+            for (uint64_t a = 0xffffffffull - 20000; a <= 0xffffffffull; a++) check(a);
+            for (int i = 0; i < 20000; i++) check(next());
+            for (uint64_t m = 1; m <= 0xffffffffull / d && m < 20000; m++)  // either side of multiples of d
+                for (uint64_t a : {m * d - 1, m * d, m * d + 1})
+                    if (a <= 0xffffffffull) check(a);
+            for (int i = 0; i < 20000; i++) {  // near multiples of d across the whole range
+                uint64_t a = uint64_t(next()) / d * d;
+                for (uint64_t b : {a - 1, a, a + 1})
+                    if (b <= 0xffffffffull) check(b);
+            }
+        }
+    CHECK(bad == 0);
+    CHECK(n > 1000000);
 }

@@ -78,7 +78,8 @@ void VulkanDevice::im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols
     ConvPush p = conv_push(g, x.cols);
     p.a = view(x);
     p.c = view(cols);
-    go(*this, "im2col", "im2col", &p, sizeof p, uint64_t(cols.size()), 0, {&x}, {&cols});
+    // One invocation per four rows of a column (shaders/im2col.comp).
+    go(*this, "im2col", "im2col", &p, sizeof p, uint64_t((cols.rows + 3) / 4) * uint64_t(cols.cols), 0, {&x}, {&cols});
 }
 
 void VulkanDevice::col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {

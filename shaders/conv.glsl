@@ -48,3 +48,26 @@ void window(uint o, uint k, uint s, uint pad, uint size, uint first, uint count,
     lo = uint(clamp(start, 0, int(size)));
     hi = uint(clamp(start + int(min(count, k - first)), 0, int(size)));
 }
+
+// Four consecutive elements of one column per invocation (im2col): its stores
+// are one 16-byte run, written as one vec4 where the view is dense along the
+// column and the run 16-byte aligned (run4), one by one otherwise. On CPU
+// drivers each buffer access is a per-lane step, so this quarters the stores.
+// (The gathering kernels, col2im and pool_backward, were slower so on
+// lavapipe: their per-element loops have per-lane bounds.)
+layout(buffer_reference, buffer_reference_align = 16) buffer V4 { vec4 v; };
+
+// Whether the four elements of v from buffer index `at` (logical row r of
+// `rows`) are one aligned vec4.
+bool run4(View v, uint at, uint r, uint rows) {
+    return v.rstep == 1u && rows - r >= 4u && ((v.addr.x >> 2) + at) % 4u == 0u;
+}
+// Stores x[0 .. min(4, rows − r)) at logical rows r, r + 1, ... of v's column
+// from buffer index at.
+void store4(View v, uint at, uint r, uint rows, vec4 x) {
+    if (run4(v, at, r, rows)) {
+        V4(addr_f32(v.addr, at)).v = x;
+    } else {
+        for (uint i = 0u; i < 4u && r + i < rows; ++i) store_f32(v.addr, at + i * v.rstep, x[i]);
+    }
+}

@@ -69,6 +69,10 @@ void passes(VulkanDevice& dev, ConvPush& p, uint64_t ey, uint64_t ex, const char
         }
 }
 
+// Invocations of a kernel that writes four rows of a column of m each
+// (im2col.comp).
+uint64_t per4(const Matrix& m) { return uint64_t((m.rows + 3) / 4) * uint64_t(m.cols); }
+
 // The most outputs that cover one pixel along an axis: ⌈k / s⌉.
 uint64_t covering(int64_t k, int64_t s) { return uint64_t((k + s - 1) / s); }
 
@@ -78,8 +82,7 @@ void VulkanDevice::im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols
     ConvPush p = conv_push(g, x.cols);
     p.a = view(x);
     p.c = view(cols);
-    // One invocation per four rows of a column (shaders/im2col.comp).
-    go(*this, "im2col", "im2col", &p, sizeof p, uint64_t((cols.rows + 3) / 4) * uint64_t(cols.cols), 0, {&x}, {&cols});
+    go(*this, "im2col", "im2col", &p, sizeof p, per4(cols), 0, {&x}, {&cols});
 }
 
 void VulkanDevice::col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {

@@ -222,7 +222,9 @@ TEST_CASE("kernels: conv max and average pooling and their backward steps agains
         geom(3, 8, 8, 2, 2, 2, 2, 0, 0), geom(2, 7, 9, 3, 3, 2, 2, 1, 1), geom(1, 6, 5, 3, 2, 1, 1, 1, 1),
         geom(4, 24, 24, 2, 2, 2, 2, 0, 0), geom(2, 5, 7, 5, 4, 3, 1, 2, 0),
         // 2×2 stride 2 with an odd last row and column, and rows of 4 windows and a rest
-        geom(2, 9, 11, 2, 2, 2, 2, 0, 0), geom(1, 3, 19, 2, 2, 2, 2, 0, 0)};
+        geom(2, 9, 11, 2, 2, 2, 2, 0, 0), geom(1, 3, 19, 2, 2, 2, 2, 0, 0),
+        // windows apart (stride > window) with padding: pixels in no window
+        geom(2, 9, 10, 2, 3, 3, 4, 1, 1)};
     on_every_device([&](Device& d) {
         for (const ConvGeom& g : geoms) {
             for (bool views : {false, true}) {
@@ -327,7 +329,9 @@ TEST_CASE("kernels: conv to_images and from_images move between the GEMM's layou
 TEST_CASE("kernels: conv pooling past the loop limit (windows of 70,000) and gathers in several passes",
           "[kernels][conv][limits]") {
     on_every_device([](Device& d) {
-        for (const ConvGeom& g : {geom(2, 1, 70001, 1, 70000, 1, 1, 0, 0), geom(1, 129, 129, 65, 65, 1, 1, 0, 0)}) {
+        // The third: two windows of 70,000 side by side (not overlapping) and a pixel in none.
+        for (const ConvGeom& g : {geom(2, 1, 70001, 1, 70000, 1, 1, 0, 0), geom(1, 129, 129, 65, 65, 1, 1, 0, 0),
+                                  geom(1, 1, 140001, 1, 70000, 1, 70000, 0, 0)}) {
             INFO(str(g));
             const int64_t N = 2, outs = g.c * g.positions();
             std::vector<float> xv = data(size_t(g.pixels() * N), 77, true);

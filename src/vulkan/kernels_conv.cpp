@@ -1,8 +1,10 @@
 // Convolution and pooling kernels: im2col (shaders/im2col.comp), col2im
 // (col2im.comp), max and average pooling (pool.comp) and their backward steps
-// (pool_backward.comp), and the layout moves around a convolution's GEMM
-// (images.comp). One invocation per output element, gathering, so no two
-// invocations write one element and no atomics are needed; loops over a window
+// (pool_backward.comp; pool_scatter.comp for max pooling whose windows do not
+// overlap), and the layout moves around a convolution's GEMM (images.comp).
+// One invocation per output element (four for im2col; one per window for
+// pool_scatter), gathering, so no two invocations write one element and no
+// atomics are needed; loops over a window
 // are bounded: each dispatch walks a block of at most kBlock window positions
 // and a large window takes several passes (shaders/conv.glsl).
 #include <algorithm>
@@ -107,6 +109,16 @@ void VulkanDevice::maxpool_backward(const ConvGeom& g, const Matrix& dy, const M
     p.a = view(dy);
     p.b = view(idx);
     p.c = view(dx);
+    if (g.sh >= g.kh && g.sw >= g.kw) {
+        // Windows that do not overlap: each output writes its window's pixels
+        // (pool_scatter.comp), after zeros where some pixel lies in no window.
+        const bool tiled = g.sh == g.kh && g.sw == g.kw && g.ph == 0 && g.pw == 0 && g.oh() * g.sh == g.h &&
+                           g.ow() * g.sw == g.w;
+        if (!tiled) fill(dx, 0.0f);
+        passes(*this, p, uint64_t(g.kh), uint64_t(g.kw), "pool_scatter", "maxpool_backward", uint64_t(dy.size()),
+               kMax, {&dy, &idx, &dx}, {&dx});
+        return;
+    }
     passes(*this, p, covering(g.kh, g.sh), covering(g.kw, g.sw), "pool_backward", "maxpool_backward",
            uint64_t(dx.size()), kMax, {&dy, &idx, &dx}, {&dx});
 }

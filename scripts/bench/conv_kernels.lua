@@ -1,0 +1,39 @@
+-- One convolution kernel called `reps` times at the shapes of examples/cnn.lua's
+-- network (batch `batch`), then the time per call: for comparing a kernel's
+-- cost before and after a change, under `perf stat -e task-clock` (processor
+-- time, which a shared machine distorts less than the wall clock; subtract a
+-- run with reps=0 for the set-up).
+--
+--   build/vela scripts/bench/conv_kernels.lua [device] [kernel] [batch=128] [reps=20]
+--
+-- kernel: im2col, col2im (conv 32→64, 5×5 on 12×12 images: cols 800 × 64·batch),
+-- to_images, from_images (64 channels × 64 positions), maxpool, maxpool_bw
+-- (2×2 pools of 32×24×24 images).
+local vela = require "vela"
+local dev, what = arg[1] or "vulkan:0", arg[2] or "im2col"
+local B, reps = math.tointeger(tonumber(arg[3] or 128)), math.tointeger(tonumber(arg[4] or 20))
+vela.device(dev)
+local g = {c = 32, h = 12, w = 12, k = {5, 5}, stride = {1, 1}, pad = {0, 0}}
+local x = vela.rand(32 * 144, B, 1)
+local cols = vela.zeros(800, 64 * B)
+local u, z, b = vela.rand(64 * B, 64, 2), vela.zeros(64 * 64, B), vela.rand(64, 1, 3)
+local pg = {c = 32, h = 24, w = 24, k = {2, 2}, stride = {2, 2}, pad = {0, 0}}
+local px = vela.rand(32 * 576, B, 4)
+local py, pidx = vela.zeros(32 * 144, B), vela.zeros(32 * 144, B)
+local pdx = vela.zeros(32 * 576, B)
+vela.maxpool(px, py, pidx, pg)
+local calls = {
+  im2col = function() vela.im2col(x, cols, g) end,
+  col2im = function() vela.col2im(cols, x, g) end,
+  to_images = function() vela.to_images(u, z, b) end,
+  from_images = function() vela.from_images(z, u) end,
+  maxpool = function() vela.maxpool(px, py, pidx, pg) end,
+  maxpool_bw = function() vela.maxpool_backward(py, pidx, pdx, pg) end,
+}
+local call = calls[what]
+if not call then error("conv_kernels.lua: unknown kernel " .. tostring(what), 0) end
+vela.sync()
+local t0 = vela.clock()
+for _ = 1, reps do call() end
+vela.sync()
+print(("%s on %s, batch %d: %.2f ms per call (wall)"):format(what, dev, B, (vela.clock() - t0) * 1000 / math.max(reps, 1)))

@@ -2,7 +2,7 @@
 -- network (batch `batch`), then the time per call: for comparing a kernel's
 -- cost before and after a change, under `perf stat -e task-clock` (processor
 -- time, which a shared machine distorts less than the wall clock; subtract a
--- run with reps=0 for the set-up).
+-- run with reps=0 for the set-up, which includes one untimed call).
 --
 --   build/vela scripts/bench/conv_kernels.lua [device] [kernel] [batch=128] [reps=20]
 --
@@ -32,6 +32,7 @@ local calls = {
 }
 local call = calls[what]
 if not call then error("conv_kernels.lua: unknown kernel " .. tostring(what), 0) end
+call()  -- the pipeline is built here, not in the timed calls
 vela.sync()
 local t0 = vela.clock()
 for _ = 1, reps do call() end

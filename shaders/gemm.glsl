@@ -30,6 +30,12 @@ vec2 gemm_load2(uvec2 a, uint e) { return GemmV2(gemm_addr(a, e)).v; }
 // is two per-lane loops, a uint64 load one.
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer GemmU64 { uint64_t v; };
 vec2 gemm_load2_64(uint64_t addr) { return uintBitsToFloat(unpackUint2x32(GemmU64(addr).v)); }
+// gemm_load/gemm_store on a 64-bit address (mm_regblock_i64.comp's push
+// constants), with a 32-bit or a 64-bit element index.
+float gemm_load(uint64_t a, uint e) { return GemmF32(a + uint64_t(e) * 4ul).v; }
+float gemm_load(uint64_t a, uint64_t e) { return GemmF32(a + e * 4ul).v; }
+void gemm_store(uint64_t a, uint e, float v) { GemmF32(a + uint64_t(e) * 4ul).v = v; }
+void gemm_store(uint64_t a, uint64_t e, float v) { GemmF32(a + e * 4ul).v = v; }
 #endif
 
 // Epilogue kinds (spec constant EPI). The activations (spec constant ACT,

@@ -2,8 +2,26 @@
 // epilogue. Included after gemm.glsl.
 // mm / dense: c ← α·op(a)·op(b) + β·c, or c ← act(op(a)·op(b) + bias).
 // op() is chosen by spec constants TA/TB; c may be any view (crs/ccs steps).
+// Operand addresses: uvec2 (low word, high word; see gemm.glsl), or one
+// uint64_t in mm_regblock_i64.comp (the same 8 bytes of the push constants),
+// where c's element offsets are also formed in 64 bits. The epilogue forms
+// c's address once for the read and the store: a 32-bit index widened at
+// each store, or the address formed twice, made lavapipe's mm slower.
+#ifdef GEMM_INT64
+#define GEMM_ADDR uint64_t
+#define GEMM_INDEX uint64_t
+uint64_t gemm_ref(uint64_t a, uint64_t e) { return a + e * 4ul; }  // element e's address
+float gemm_ld(uint64_t r) { return GemmF32(r).v; }
+void gemm_st(uint64_t r, float v) { GemmF32(r).v = v; }
+#else
+#define GEMM_ADDR uvec2
+#define GEMM_INDEX uint
+uvec2 gemm_ref(uvec2 a, uint e) { return gemm_addr(a, e); }
+float gemm_ld(uvec2 r) { return GemmF32(r).v; }
+void gemm_st(uvec2 r, float v) { GemmF32(r).v = v; }
+#endif
 layout(push_constant) uniform GemmPush {
-    uvec2 a, b, c, bias;
+    GEMM_ADDR a, b, c, bias;
     uint m, n, k;
     uint lda, ldb;
     uint crs, ccs;  // buffer steps between consecutive rows / columns of c
@@ -19,16 +37,16 @@ bool gemm_act_inline(uint act) { return act == ACT_IDENTITY || act == ACT_relu |
 // not inline: the shader then calls gemm_activate for the same elements
 // afterwards (the same value: the sum is rounded to float either way).
 void gemm_epilogue(uint epi, uint act, uint i, uint j, float acc) {
-    uint e = i * p.crs + j * p.ccs;  // c's element (i, j)
+    GEMM_ADDR c = gemm_ref(p.c, GEMM_INDEX(i) * p.crs + GEMM_INDEX(j) * p.ccs);  // c's element (i, j)
     float v;
     if (epi == EPI_DENSE) {
         v = acc + gemm_load(p.bias, i * p.binc);
         if (gemm_act_inline(act)) v = act_f(act, v);
     } else {
         v = p.alpha * acc;
-        if (p.beta != 0.0) v += p.beta * gemm_load(p.c, e);  // β = 0: c may hold NaN, never read
+        if (p.beta != 0.0) v += p.beta * gemm_ld(c);  // β = 0: c may hold NaN, never read
     }
-    gemm_store(p.c, e, v);
+    gemm_st(c, v);
 }
 
 // c(i, j) ← act(c(i, j)), after gemm_epilogue stored it, for the activations

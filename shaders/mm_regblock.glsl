@@ -16,17 +16,22 @@
 // Operand positions: 32-bit element indices added to the base address at each
 // load (portable), or, in mm_regblock_i64.comp, for devices with shaderInt64,
 // 64-bit byte addresses stepped directly (one add per load: on lavapipe
-// about twice the speed, as loads dominate there).
+// about twice the speed, as loads dominate there). In that variant every
+// offset and step is computed in 64 bits (STEP) from 64-bit push-constant
+// addresses: a 32-bit product widened afterwards, or an address assembled
+// from two 32-bit words, cost lavapipe 5-10% of mm (docs/gemm.md).
 #ifdef GEMM_INT64
 #define PTR uint64_t
-#define PTR_INIT(base, e) (packUint2x32(base) + uint64_t(e) * 4ul)
-#define PTR_ADD(q, e) ((q) + uint64_t(e) * 4ul)
+#define STEP uint64_t
+#define STEP_OF(e) (uint64_t(e) * 4ul)  // the step of e elements
+#define PTR_AT(base, i, s) ((base) + uint64_t(i) * STEP_OF(s))  // element i·s of the array at base
 #define LOAD(base, q) GemmF32(q).v
 #define LOAD2(base, q) gemm_load2_64(q)
 #else
 #define PTR uint
-#define PTR_INIT(base, e) (e)
-#define PTR_ADD(q, e) ((q) + (e))
+#define STEP uint
+#define STEP_OF(e) (e)
+#define PTR_AT(base, i, s) ((i) * (s))
 #define LOAD(base, q) gemm_load(base, q)
 #define LOAD2(base, q) gemm_load2(base, q)
 #endif
@@ -54,9 +59,9 @@ void main() {
     uint l = gl_LocalInvocationID.x;
     uint i0 = gl_WorkGroupID.x * SG * MR;
     uint j0 = gl_WorkGroupID.y * NR;
-    // Element steps between consecutive k of op(a) and of op(b).
-    uint sa = TA != 0 ? 1u : p.lda;
-    uint sb = TB != 0 ? p.ldb : 1u;
+    // Steps between consecutive k of op(a) and of op(b).
+    STEP sa = STEP_OF(TA != 0 ? 1u : p.lda);
+    STEP sb = STEP_OF(TB != 0 ? p.ldb : 1u);
 
     // Rows and columns past the edge are clamped, so every load is in
     // bounds and the inner loop has no test; the epilogue stores only the
@@ -64,12 +69,12 @@ void main() {
     PTR pa[MR];  // each lane row's next op(a) value
     [[unroll]] for (uint r = 0; r < MR; r++) {
         uint i = ROWPAIR ? min(lane_row(i0, l, r & ~1u), p.m - 2) : min(lane_row(i0, l, r), p.m - 1);
-        pa[r] = PTR_INIT(p.a, i * (TA != 0 ? p.lda : 1u));
+        pa[r] = PTR_AT(p.a, i, TA != 0 ? p.lda : 1u);
     }
     PTR qb[NR];  // op(b)(0, j)
     [[unroll]] for (uint j = 0; j < NR; j++) {
         uint jc = min(j0 + j, p.n - 1);
-        qb[j] = PTR_INIT(p.b, jc * (TB != 0 ? 1u : p.ldb));
+        qb[j] = PTR_AT(p.b, jc, TB != 0 ? 1u : p.ldb);
     }
     float acc[MR * NR];
     [[unroll]] for (uint t = 0; t < MR * NR; t++) acc[t] = 0.0;
@@ -77,8 +82,8 @@ void main() {
     uint k0 = 0;
     for (; k0 + SG <= p.k; k0 += SG) {
         float bl[NR];
-        uint boff = (k0 + l) * sb;
-        [[unroll]] for (uint j = 0; j < NR; j++) bl[j] = LOAD(p.b, PTR_ADD(qb[j], boff));
+        STEP boff = STEP(k0 + l) * sb;
+        [[unroll]] for (uint j = 0; j < NR; j++) bl[j] = LOAD(p.b, qb[j] + boff);
         float av[MR], an[MR];
         [[unroll]] for (uint kk = 0; kk < SG; kk++) {
             if (ROWPAIR) {
@@ -86,7 +91,7 @@ void main() {
                     vec2 t = LOAD2(p.a, pa[r]);
                     av[r] = t.x;
                     av[r + 1] = t.y;
-                    pa[r] = PTR_ADD(pa[r], sa);
+                    pa[r] += sa;
                 }
             } else if (KPAIR) {
                 [[unroll]] for (uint r = 0; r < MR; r++) {
@@ -94,7 +99,7 @@ void main() {
                         vec2 t = LOAD2(p.a, pa[r]);
                         av[r] = t.x;
                         an[r] = t.y;
-                        pa[r] = PTR_ADD(pa[r], 2u);
+                        pa[r] += STEP_OF(2u);
                     } else {
                         av[r] = an[r];
                     }
@@ -102,7 +107,7 @@ void main() {
             } else {
                 [[unroll]] for (uint r = 0; r < MR; r++) {
                     av[r] = LOAD(p.a, pa[r]);
-                    pa[r] = PTR_ADD(pa[r], sa);
+                    pa[r] += sa;
                 }
             }
             [[unroll]] for (uint j = 0; j < NR; j++) {
@@ -120,15 +125,15 @@ void main() {
                     vec2 t = LOAD2(p.a, pa[r]);
                     av[r] = t.x;
                     av[r + 1] = t.y;
-                    pa[r] = PTR_ADD(pa[r], sa);
+                    pa[r] += sa;
                 }
             } else {
                 av[r] = LOAD(p.a, pa[r]);
-                pa[r] = PTR_ADD(pa[r], sa);
+                pa[r] += sa;
             }
         }
         [[unroll]] for (uint j = 0; j < NR; j++) {
-            float bv = LOAD(p.b, PTR_ADD(qb[j], k0 * sb));
+            float bv = LOAD(p.b, qb[j] + STEP(k0) * sb);
             [[unroll]] for (uint r = 0; r < MR; r++) acc[r * NR + j] = fma(av[r], bv, acc[r * NR + j]);
         }
     }

@@ -15,6 +15,23 @@
 layout(constant_id = 0) const uint WG = 64;
 layout(local_size_x_id = 0) in;
 
+// What the batch holds, per step family (constant_id = the family's number,
+// STEP_LEVEL1 ... STEP_BACKWARD): BATCH_ABSENT (no step of that family: its
+// branch folds away), one operation (every step of the family does it: its
+// comparisons fold), or BATCH_ANY (read each step's operation from memory).
+// On CPU implementations (lavapipe, SwiftShader) every branch of the step is
+// executed under a lane mask whichever the step is, so a step costs the code of
+// all the families and operations compiled in: the host (Stream::add_step)
+// picks the variant that holds only what the batch needs.
+const uint BATCH_ABSENT = 0xfffffffeu, BATCH_ANY = 0xffffffffu;
+layout(constant_id = 1) const uint BATCH_LEVEL1 = BATCH_ANY;
+layout(constant_id = 2) const uint BATCH_UNARY = BATCH_ANY;
+layout(constant_id = 3) const uint BATCH_BINARY = BATCH_ANY;
+layout(constant_id = 4) const uint BATCH_BIAS = BATCH_ANY;
+layout(constant_id = 5) const uint BATCH_BACKWARD = BATCH_ANY;
+
+uint batch_op(uint only, uint op) { return only == BATCH_ANY ? op : only; }
+
 // The step list: a 16-byte header (the step count, written by the host up to
 // the submission of the command buffer), then one 96-byte step per kernel:
 // the push block of the elementwise shaders (element_push.glsl, struct
@@ -51,24 +68,27 @@ void main() {
         // One element loop for every kind of step (Stream::kBatchLoops and
         // kBatchTailLoops in src/vulkan/stream.hpp count the loops: keep them current).
         for (uint k = gl_LocalInvocationID.x * per; k < n; k += WG * per) {
-            if (family == STEP_LEVEL1) {
+            if (BATCH_LEVEL1 != BATCH_ABSENT && family == STEP_LEVEL1) {
+                op = batch_op(BATCH_LEVEL1, op);
                 if (per == 4u)
                     level1_vec4(op, x, y, k, n, q.x, q.y);
                 else
                     level1_element(op, x, y, k, q.x, q.y);
-            } else if (family == STEP_UNARY) {
-                unary_element(op, x, y, k, q);  // never vec4: the host does not ask
-            } else if (family == STEP_BINARY) {
+            } else if (BATCH_UNARY != BATCH_ABSENT && family == STEP_UNARY) {
+                unary_element(batch_op(BATCH_UNARY, op), x, y, k, q);  // never vec4: the host does not ask
+            } else if (BATCH_BINARY != BATCH_ABSENT && family == STEP_BINARY) {
+                op = batch_op(BATCH_BINARY, op);
                 if (per == 4u)
                     binary_vec4(op, x, y, z, k, n);
                 else
                     binary_element(op, x, y, z, k);
-            } else if (family == STEP_BACKWARD) {
+            } else if (BATCH_BACKWARD != BATCH_ABSENT && family == STEP_BACKWARD) {
+                op = batch_op(BATCH_BACKWARD, op);
                 if (per == 4u)
                     backward_vec4(op, x, y, z, k, n);
                 else
                     backward_element(op, x, y, z, k);
-            } else if (family == STEP_BIAS) {
+            } else if (BATCH_BIAS != BATCH_ABSENT && family == STEP_BIAS) {
                 add_bias_element(x, y, k);
             }
         }

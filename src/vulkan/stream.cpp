@@ -144,7 +144,13 @@ void Stream::begin() {
     // any kernel's shader (see docs/vulkan.md on lavapipe's JIT).
     if (batching_ && !warmed_ && !profiling_) {
         warmed_ = true;
+        std::array<uint32_t, 6> spec;
+        spec.fill(0xffffffffu);  // every family, operations read from memory (batch.comp's BATCH_ANY)
+        spec[0] = batch_wg_;
+        VkPipeline pipeline = pipelines_.get("batch", spec.data(), uint32_t(spec.size()));
         open_batch(ring_[cur_]);
+        batch_spec_ = spec;
+        batch_pipeline_ = pipeline;
         end_batch();
     }
 }

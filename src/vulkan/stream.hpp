@@ -105,8 +105,11 @@ private:
     void barrier();                    // one global compute → compute memory barrier
     void add_step(const Dispatch& d);  // d as the next step of the open batch (opened if none)
     uint32_t step_iterations(const Dispatch& d) const;  // element-loop iterations per invocation
-    void open_batch(Slot& s);          // record an empty batch dispatch; steps are added to it
-    void end_batch() { batch_ = nullptr; }
+    void open_batch(Slot& s);          // start a batch (its barrier); steps are added to it
+    void end_batch();                  // record the open batch's dispatch, with the variant its steps need
+    // The batch.comp variant for what the open batch holds plus step code `code`
+    // (0: none); may throw, so it is called before anything of the step is recorded.
+    VkPipeline batch_variant(uint32_t code, std::array<uint32_t, 6>& spec);
 
     Gpu& gpu_;
     Pipelines& pipelines_;
@@ -128,6 +131,12 @@ private:
     bool warmed_ = false;  // the batch shader has had its first dispatch
     uint64_t batch_loops_ = 0;  // loop iterations the open batch may run (bounded: see add_step)
     uint32_t batch_wg_ = 64, batch_iters_ = 4;
+    // The open batch's step list address, pipeline and specialization (batch.comp:
+    // workgroup size, then per step family its one operation, absent or any).
+    uint64_t batch_list_ = 0;
+    VkPipeline batch_pipeline_ = VK_NULL_HANDLE;
+    std::array<uint32_t, 6> batch_spec_{};
+    std::vector<std::array<uint32_t, 6>> batch_variants_;  // the variants made so far (bounded)
     std::vector<std::pair<uint64_t, Allocation>> retired_;
     // Found by completed kernels, not yet reported: the first, and how many calls in all.
     IndexCheck bad_check_{};

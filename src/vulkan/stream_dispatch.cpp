@@ -76,26 +76,66 @@ static uint64_t step_loop_cost(uint32_t iterations) {
     return Stream::kBatchLoops + uint64_t(iterations + 1) * (1 + Stream::kBatchTailLoops + 3);
 }
 
+// A batch that holds few kinds of step runs a batch.comp variant compiled for
+// them (see its BATCH_* constants): on lavapipe a 1-element step of the
+// variant with every family and operation costs ~3x that of a level-1-only
+// one. Variants are made as programs use them, at most kBatchVariants; past
+// that, batches run the variant that reads every operation from memory.
+static constexpr size_t kBatchVariants = 32;
+static constexpr uint32_t kBatchAbsent = 0xfffffffeu, kBatchAny = 0xffffffffu;
+static_assert(step::level1 >> step::family_shift == 1 && step::unary >> step::family_shift == 2 &&
+              step::binary >> step::family_shift == 3 && step::bias >> step::family_shift == 4 &&
+              step::backward >> step::family_shift == 5);  // batch.comp's constant_id of each family
+
+VkPipeline Stream::batch_variant(uint32_t code, std::array<uint32_t, 6>& spec) {
+    spec = batch_spec_;
+    if (code) {
+        uint32_t family = (code >> step::family_shift) & step::family_mask, op = code & step::op_mask;
+        uint32_t& f = spec[family];
+        f = f == kBatchAbsent ? op : f == op ? op : kBatchAny;
+    }
+    if (spec == batch_spec_ && batch_pipeline_) return batch_pipeline_;
+    bool known = std::find(batch_variants_.begin(), batch_variants_.end(), spec) != batch_variants_.end();
+    if (!known && batch_variants_.size() >= kBatchVariants) {
+        spec.fill(kBatchAny);
+        spec[0] = batch_wg_;
+        known = std::find(batch_variants_.begin(), batch_variants_.end(), spec) != batch_variants_.end();
+    }
+    VkPipeline pipeline = pipelines_.get("batch", spec.data(), uint32_t(spec.size()));  // may throw
+    if (!known) batch_variants_.push_back(spec);
+    return pipeline;
+}
+
 void Stream::open_batch(Slot& s) {
-    uint32_t spec[1] = {batch_wg_};
-    VkPipeline pipeline = pipelines_.get("batch", spec, 1);  // may throw: before any recording
     // Everything recorded before the batch is ordered before all of its steps,
     // so later steps need no check against it.
     if (dirty_) barrier();
     batch_ = reinterpret_cast<uint32_t*>(s.steps.mapped + s.steps_used);
     *batch_ = 0;
-    uint64_t list = s.steps.address + s.steps_used;
+    batch_list_ = s.steps.address + s.steps_used;
     s.steps_used += 16;
-    if (pipeline != bound_) {
-        vkCmdBindPipeline(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-        bound_ = pipeline;
-    }
-    vkCmdPushConstants(s.cb, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof list, &list);
-    vkCmdDispatch(s.cb, 1, 1, 1);
-    ++s.dispatches;
+    batch_spec_.fill(kBatchAbsent);
+    batch_spec_[0] = batch_wg_;
+    batch_pipeline_ = VK_NULL_HANDLE;
     dirty_ = true;
     ++inner_;
     batch_loops_ = 0;
+}
+
+// Every other recording (a dispatch, a barrier, the end of the command buffer)
+// ends the open batch first, so its dispatch lands where the batch began.
+void Stream::end_batch() {
+    if (!batch_) return;
+    batch_ = nullptr;
+    if (!batch_pipeline_ || !recording_) return;  // no step (its barrier only over-orders)
+    Slot& s = ring_[cur_];
+    if (batch_pipeline_ != bound_) {
+        vkCmdBindPipeline(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, batch_pipeline_);
+        bound_ = batch_pipeline_;
+    }
+    vkCmdPushConstants(s.cb, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof batch_list_, &batch_list_);
+    vkCmdDispatch(s.cb, 1, 1, 1);
+    ++s.dispatches;
 }
 
 void Stream::add_step(const Dispatch& d) {
@@ -103,7 +143,16 @@ void Stream::add_step(const Dispatch& d) {
     Slot& s = ring_[cur_];
     uint64_t cost = step_loop_cost(step_iterations(d));
     if (batch_ && batch_loops_ + cost > kBatchLoopBudget) end_batch();
+    if (!batch_) {
+        batch_spec_.fill(kBatchAbsent);
+        batch_spec_[0] = batch_wg_;
+        batch_pipeline_ = VK_NULL_HANDLE;
+    }
+    std::array<uint32_t, 6> spec;
+    VkPipeline pipeline = batch_variant(d.step, spec);  // may throw: before any recording
     if (!batch_) open_batch(s);
+    batch_spec_ = spec;
+    batch_pipeline_ = pipeline;
     batch_loops_ += cost;
     // A workgroup barrier before this step where it reads what an earlier step
     // of the batch wrote, or writes what one read or wrote.

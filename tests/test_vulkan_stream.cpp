@@ -235,3 +235,52 @@ TEST_CASE("vulkan: a batch of large steps stays within lavapipe's loop limit", "
         REQUIRE(got[size_t(i)] == 100.0f * xv[size_t(i)]);
     }
 }
+
+TEST_CASE("vulkan: batches of many mixes of step kinds (more than batch.comp's variants) against float64", "[vulkan]") {
+    // Each batch runs the batch.comp variant made for its mix (each family
+    // absent, one operation, or several); past 32 mixes the general variant.
+    NoValidationMessages guard;
+    Device& d = gpu();
+    auto& stream = dynamic_cast<vk::VulkanDevice&>(d).stream();
+    REQUIRE(stream.batching());
+    uint32_t round = 0;
+    for (int two_unary = 0; two_unary < 2; ++two_unary)
+        for (int b = 0; b < 4; ++b)
+            for (int l = 0; l < 3; ++l)
+                for (int bias = 0; bias < 2; ++bias, ++round) {
+                    INFO("unary ops " << 1 + two_unary << ", binary " << b << ", level 1 " << l << ", bias " << bias);
+                    Mat x = rnd(5, 3, -1, 1, 100 + round), y = rnd(5, 3, 0.5f, 1.5f, 200 + round);
+                    Mat bv = rnd(5, 1, -1, 1, 300 + round);
+                    Twin X = twin_of(x), Y = twin_of(y), Bv = twin_of(bv);
+                    DeviceStats s0 = d.stats();
+                    unary(Unary::tanh, x.m, x.m);
+                    for (double& v : X.v) v = std::tanh(v);
+                    if (two_unary) {
+                        unary(Unary::sigmoid, y.m, y.m);
+                        for (double& v : Y.v) v = 1 / (1 + std::exp(-v));
+                    }
+                    binary(Binary(b), x.m, y.m, y.m);
+                    for (size_t i = 0; i < Y.v.size(); ++i) {
+                        double p = X.v[i], q = Y.v[i];
+                        Y.v[i] = b == 0 ? p * q : b == 1 ? p / q : b == 2 ? p + q : p - q;
+                    }
+                    if (l == 0) {
+                        fill(x.m, 0.25f);
+                        for (double& v : X.v) v = 0.25;
+                    } else if (l == 1) {
+                        scal(-1.5f, y.m);
+                        for (double& v : Y.v) v *= -1.5;
+                    } else {
+                        axpy(2.0f, x.m, y.m);
+                        for (size_t i = 0; i < Y.v.size(); ++i) Y.v[i] += 2 * X.v[i];
+                    }
+                    if (bias) {
+                        add_bias(bv.m, y.m);
+                        for (int64_t j = 0; j < Y.cols; ++j)
+                            for (int64_t i = 0; i < Y.rows; ++i) Y(i, j) += Bv(i, 0);
+                    }
+                    CHECK(d.stats().batched - s0.batched == uint64_t(3 + two_unary + bias));
+                    check_twin(x.m, X, 1e-5);
+                    check_twin(y.m, Y, 1e-5);
+                }
+}

@@ -378,9 +378,11 @@ void document() {
         "x:mean([dim]). torch.mean.");
     doc("max", "max(x [, dim]) -> number | matrix",
         "The largest element, or along dim (1 → 1×cols, 2 → rows×1) as a matrix on the device (from argmax: "
-        "see ?argmax for the indices). Also x:max([dim]). torch.max / numpy amax.");
+        "see ?argmax for the indices). NaN loses to any number (a column of NaN gives NaN); torch.max and "
+        "numpy amax propagate it instead. Also x:max([dim]).");
     doc("min", "min(x [, dim]) -> number | matrix",
-        "The smallest element, or along dim (1 → 1×cols, 2 → rows×1) on the device. Also x:min([dim]). torch.min.");
+        "The smallest element, or along dim (1 → 1×cols, 2 → rows×1) on the device; NaN loses, as in max. Also "
+        "x:min([dim]). torch.min.");
     doc("Matrix:size", "m:size() -> rows, cols  |  m:size(d)", "The shape (d = 1 rows, 2 columns). torch x:size().");
     doc("Matrix:numel", "m:numel() -> rows·cols", "The number of elements. torch x:numel() / numpy size.");
     doc("Matrix:dim", "m:dim() -> 2", "The number of dimensions: a vela matrix always has 2. torch x:dim().");

@@ -6,6 +6,16 @@
 // sync, a download) never reaches a hook; it polls vela::interrupt_flag(),
 // which the same handler sets. A second Ctrl-C before either notices
 // terminates the process (SIG_DFL), the way out of a truly stuck call.
+//
+// The kernel may run a handler on any thread that does not block SIGINT (the
+// cpu pool's, a Vulkan driver's), at the same moment the main thread starts a
+// call. So every handler sets the flag first and then looks at `running`,
+// while docall publishes `running` first and then looks at the flag: with
+// both sequentially consistent, at least one of them sees the other and the
+// hook is set. (Before, a Ctrl-C right after Enter was lost about once in 40
+// tries under load: its handler ran on another thread between docall reading
+// the flag and installing its own handler.)
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -16,17 +26,22 @@
 
 namespace vela::repl {
 
-static lua_State* globalL = nullptr;
-
 static void lstop(lua_State* L, lua_Debug*) {
     lua_sethook(L, nullptr, 0, 0);
     luaL_error(L, "interrupted!");
 }
 
+// The state whose call is running, or null between calls.
+static std::atomic<lua_State*> running{nullptr};
+
+void deliver_interrupt() {
+    vela::interrupt_flag().store(true);
+    if (lua_State* L = running.load()) lua_sethook(L, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+}
+
 static void laction(int sig) {
     std::signal(sig, SIG_DFL);  // a second Ctrl-C ends the process
-    vela::interrupt_flag().store(true);
-    lua_sethook(globalL, lstop, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1);
+    deliver_interrupt();
 }
 
 // Drops the frames that only say how the shell called the chunk ("[C]: in ?")
@@ -77,15 +92,15 @@ int docall(lua_State* L, int narg, int nres) {
     int base = lua_gettop(L) - narg;  // function index
     lua_pushcfunction(L, msghandler);
     lua_insert(L, base);
-    globalL = L;
     // A Ctrl-C pressed after the line was entered but before this call began
     // (the shell clears the flag before it reads a command) is for this call:
     // it stops at its first instruction, as a user who pressed Enter then
     // Ctrl-C expects, instead of the key being lost.
-    bool pending = vela::interrupt_flag().load();
     auto old = std::signal(SIGINT, laction);
-    if (pending) laction(SIGINT);
+    running.store(L);
+    if (vela::interrupt_flag().load()) laction(SIGINT);
     int status = lua_pcall(L, narg, nres, base);
+    running.store(nullptr);
     std::signal(SIGINT, old);
     lua_sethook(L, nullptr, 0, 0);  // a Ctrl-C that came as the call returned
     vela::interrupt_flag().store(false);  // delivered, or the call ended first
@@ -93,7 +108,7 @@ int docall(lua_State* L, int narg, int nres) {
     return status;
 }
 
-static void set_flag(int) { vela::interrupt_flag().store(true); }
+static void set_flag(int) { deliver_interrupt(); }
 
 InterruptScope::InterruptScope() : old_(std::signal(SIGINT, set_flag)) {}
 InterruptScope::~InterruptScope() { std::signal(SIGINT, old_); }

@@ -73,6 +73,9 @@ int wake_pipe[2] = {-1, -1};
 
 void on_prompt_sigint(int) {
     prompt_interrupted = 1;
+    // Also for the command just entered, should this run on another thread
+    // after the reader has returned and looked at prompt_interrupted.
+    vela::repl::deliver_interrupt();
     if (wake_pipe[1] >= 0) {
         int saved = errno;
         ssize_t n = write(wake_pipe[1], "", 1);  // a full pipe already wakes the reader

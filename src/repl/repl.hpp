@@ -13,6 +13,11 @@ namespace vela::repl {
 // lua_pcall with a traceback message handler and a SIGINT handler that stops
 // Lua code (a hook, as lua.c) and C++ waits (vela::interrupt_flag()).
 int docall(lua_State* L, int narg, int nres);
+
+// What a Ctrl-C does from a signal handler on any thread: sets
+// vela::interrupt_flag() and, while docall runs a chunk, the hook that stops
+// it at its next instruction.
+void deliver_interrupt();
 // Prints the error message on top of the stack (to stderr, prefixed with
 // progname when not null) when status is not LUA_OK, and pops it.
 int report(lua_State* L, int status, const char* progname);

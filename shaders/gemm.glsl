@@ -15,6 +15,8 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer GemmF32 { fl
 // 8-byte loads are used only when the host proved the address and the leading
 // dimension even (the "pair" variants), so the alignment claim is true.
 layout(buffer_reference, std430, buffer_reference_align = 8) buffer GemmV2 { vec2 v; };
+// 16-byte loads likewise only where the host proved the address and ld multiples of 4.
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer GemmV4 { vec4 v; };
 
 // The address of float element e of the array at a: a + 4·e, with the carry.
 uvec2 gemm_addr(uvec2 a, uint e) {
@@ -25,6 +27,7 @@ uvec2 gemm_addr(uvec2 a, uint e) {
 float gemm_load(uvec2 a, uint e) { return GemmF32(gemm_addr(a, e)).v; }
 void gemm_store(uvec2 a, uint e, float v) { GemmF32(gemm_addr(a, e)).v = v; }
 vec2 gemm_load2(uvec2 a, uint e) { return GemmV2(gemm_addr(a, e)).v; }
+vec4 gemm_load4(uvec2 a, uint e) { return GemmV4(gemm_addr(a, e)).v; }
 #ifdef GEMM_INT64
 // One 8-byte integer load where the device has them: on lavapipe a vec2 load
 // is two per-lane loops, a uint64 load one.

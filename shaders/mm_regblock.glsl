@@ -4,8 +4,9 @@
 // no barrier: a workgroup is one subgroup of SG lanes and computes an
 // (SG·MR)×NR block of c; lane l owns MR rows of it and keeps MR·NR
 // accumulators in registers. Per k, each lane loads its MR values of op(a)
-// (8-byte pairs when the host allows it, halving the loads, which dominate
-// on a CPU); op(b) is loaded once per SG values of k, lane l holding
+// (8-byte pairs, or in the portable kernel 16-byte groups of four, when the
+// host allows it: fewer loads, which dominate on a CPU); op(b) is loaded once
+// per SG values of k, lane l holding
 // op(b)(k0 + l, j), and handed to all lanes with subgroupBroadcast.
 // c ← α·op(a)·op(b) + β·c (EPI_AXPBY) or c ← act(op(a)·op(b) + bias) (EPI_DENSE).
 #extension GL_KHR_shader_subgroup_basic : require
@@ -13,47 +14,79 @@
 #include "gemm.glsl"
 #include "mm_common.glsl"
 
-// Operand positions: 32-bit element indices added to the base address at each
-// load (portable), or, in mm_regblock_i64.comp, for devices with shaderInt64,
+// Operand positions. In mm_regblock_i64.comp, for devices with shaderInt64,
 // 64-bit byte addresses stepped directly (one add per load: on lavapipe
-// about twice the speed, as loads dominate there). In that variant every
-// offset and step is computed in 64 bits (STEP) from 64-bit push-constant
-// addresses: a 32-bit product widened afterwards, or an address assembled
-// from two 32-bit words, cost lavapipe 5-10% of mm (docs/gemm.md).
+// about twice the speed, as loads dominate there); every offset and step is
+// computed in 64 bits (STEP) from 64-bit push-constant addresses: a 32-bit
+// product widened afterwards, or an address assembled from two 32-bit words,
+// cost lavapipe 5-10% of mm (docs/gemm.md). In the portable kernel, each
+// lane row of op(a) and each column of op(b) gets a reference to its first
+// element, formed once with the 64-bit carry (gemm_addr), and the loop
+// indexes it with a 32-bit element index: the address is formed once per
+// workgroup rather than at every load (on SwiftShader, where each load builds
+// four per-lane pointers, a fifth of mm's time). The host keeps every such
+// index of a dispatch below 2^29 (byte offsets below 2^31, as SwiftShader
+// adds them in signed 32-bit arithmetic) by splitting k (record_gemm).
 #ifdef GEMM_INT64
 #define PTR uint64_t
 #define STEP uint64_t
 #define STEP_OF(e) (uint64_t(e) * 4ul)  // the step of e elements
 #define PTR_AT(base, i, s) ((base) + uint64_t(i) * STEP_OF(s))  // element i·s of the array at base
-#define LOAD(base, q) GemmF32(q).v
-#define LOAD2(base, q) gemm_load2_64(q)
 #else
 #define PTR uint
 #define STEP uint
 #define STEP_OF(e) (e)
-#define PTR_AT(base, i, s) ((i) * (s))
-#define LOAD(base, q) gemm_load(base, q)
-#define LOAD2(base, q) gemm_load2(base, q)
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer GemmRow { float v[]; };
+// 8- and 16-byte loads only where the host proved the address and ld multiples of 2 or 4.
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer GemmRow2 { vec2 v[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer GemmRow4 { vec4 v[]; };
 #endif
 
 layout(constant_id = 0) const uint SG = 8;    // lanes: the workgroup is one subgroup
-layout(constant_id = 1) const uint MR = 8;    // rows of c per lane (even when PAIR)
+layout(constant_id = 1) const uint MR = 8;    // rows of c per lane (a multiple of G)
 layout(constant_id = 2) const uint NR = 12;   // columns of c per workgroup
 layout(constant_id = 3) const uint TA = 0;    // op(a) = aᵀ of the stored matrix
 layout(constant_id = 4) const uint TB = 0;
-layout(constant_id = 5) const uint PAIR = 0;  // a's address and ld are even: load 8 bytes
+layout(constant_id = 5) const uint PAIR = 0;  // 1: a's address and ld are even: load 8 bytes; 2: 16 bytes
 layout(constant_id = 6) const uint EPI = EPI_AXPBY;
 layout(constant_id = 7) const uint ACT = ACT_IDENTITY;
 layout(local_size_x_id = 0) in;
 
-// Untransposed a: a pair is two rows of one column, so lane l owns the row
-// pairs 2l + 2·SG·q. Transposed a: a pair is two consecutive k of one row.
-const bool ROWPAIR = PAIR != 0 && TA == 0;
-const bool KPAIR = PAIR != 0 && TA != 0;
+// G values of a per load: 1, 2 (PAIR = 1) or 4 (PAIR = 2). Untransposed a:
+// a group is G rows of one column, so lane l owns the row groups
+// G·l + SG·G·q. Transposed a: a group is G consecutive k of one row.
+const uint G = PAIR == 2 ? 4 : PAIR == 1 ? 2 : 1;
+const bool ROWPAIR = G > 1 && TA == 0;
+const bool KPAIR = G > 1 && TA != 0;
 
 uint lane_row(uint i0, uint l, uint r) {
-    return ROWPAIR ? i0 + 2 * l + SG * (r & ~1u) + (r & 1u) : i0 + l + SG * r;
+    return ROWPAIR ? i0 + G * l + SG * (r & ~(G - 1)) + (r & (G - 1)) : i0 + l + SG * r;
 }
+
+#ifdef GEMM_INT64
+// G values of op(a) at q: rows q, q+1, ... (untransposed) or k, k+1, ... (transposed).
+vec4 load_group(uint r, PTR q) {
+    if (G == 4) return GemmV4(q).v;
+    if (G == 2) return vec4(gemm_load2_64(q), 0.0, 0.0);
+    return vec4(GemmF32(q).v, 0.0, 0.0, 0.0);
+}
+float load_a(uint r, PTR q) { return GemmF32(q).v; }
+float load_b(uint j, PTR q) { return GemmF32(q).v; }
+#else
+// References to each lane row's op(a)(i, 0) (as 4-, 8- and 16-byte elements:
+// only those of the load size G stay) and to each column's op(b)(0, j).
+GemmRow ra[MR];
+GemmRow2 ra2[MR];
+GemmRow4 ra4[MR];
+GemmRow rb[NR];
+vec4 load_group(uint r, uint q) {
+    if (G == 4) return ra4[r].v[q >> 2];
+    if (G == 2) return vec4(ra2[r].v[q >> 1], 0.0, 0.0);
+    return vec4(ra[r].v[q], 0.0, 0.0, 0.0);
+}
+float load_a(uint r, uint q) { return ra[r].v[q]; }
+float load_b(uint j, uint q) { return rb[j].v[q]; }
+#endif
 
 void main() {
     uint l = gl_LocalInvocationID.x;
@@ -68,13 +101,26 @@ void main() {
     // elements inside c.
     PTR pa[MR];  // each lane row's next op(a) value
     [[unroll]] for (uint r = 0; r < MR; r++) {
-        uint i = ROWPAIR ? min(lane_row(i0, l, r & ~1u), p.m - 2) : min(lane_row(i0, l, r), p.m - 1);
+        uint i = ROWPAIR ? min(lane_row(i0, l, r & ~(G - 1)), p.m - G) : min(lane_row(i0, l, r), p.m - 1);
+#ifdef GEMM_INT64
         pa[r] = PTR_AT(p.a, i, TA != 0 ? p.lda : 1u);
+#else
+        uvec2 row = gemm_addr(p.a, i * (TA != 0 ? p.lda : 1u));
+        ra[r] = GemmRow(row);
+        ra2[r] = GemmRow2(row);
+        ra4[r] = GemmRow4(row);
+        pa[r] = 0;
+#endif
     }
     PTR qb[NR];  // op(b)(0, j)
     [[unroll]] for (uint j = 0; j < NR; j++) {
         uint jc = min(j0 + j, p.n - 1);
+#ifdef GEMM_INT64
         qb[j] = PTR_AT(p.b, jc, TB != 0 ? 1u : p.ldb);
+#else
+        rb[j] = GemmRow(gemm_addr(p.b, jc * (TB != 0 ? 1u : p.ldb)));
+        qb[j] = 0;
+#endif
     }
     float acc[MR * NR];
     [[unroll]] for (uint t = 0; t < MR * NR; t++) acc[t] = 0.0;
@@ -83,30 +129,27 @@ void main() {
     for (; k0 + SG <= p.k; k0 += SG) {
         float bl[NR];
         STEP boff = STEP(k0 + l) * sb;
-        [[unroll]] for (uint j = 0; j < NR; j++) bl[j] = LOAD(p.b, qb[j] + boff);
-        float av[MR], an[MR];
+        [[unroll]] for (uint j = 0; j < NR; j++) bl[j] = load_b(j, qb[j] + boff);
+        float av[MR];
+        vec4 an[MR];
         [[unroll]] for (uint kk = 0; kk < SG; kk++) {
             if (ROWPAIR) {
-                [[unroll]] for (uint r = 0; r < MR; r += 2) {
-                    vec2 t = LOAD2(p.a, pa[r]);
-                    av[r] = t.x;
-                    av[r + 1] = t.y;
+                [[unroll]] for (uint r = 0; r < MR; r += G) {
+                    vec4 t = load_group(r, pa[r]);
+                    [[unroll]] for (uint g = 0; g < G; g++) av[r + g] = t[g];
                     pa[r] += sa;
                 }
             } else if (KPAIR) {
                 [[unroll]] for (uint r = 0; r < MR; r++) {
-                    if ((kk & 1) == 0) {
-                        vec2 t = LOAD2(p.a, pa[r]);
-                        av[r] = t.x;
-                        an[r] = t.y;
-                        pa[r] += STEP_OF(2u);
-                    } else {
-                        av[r] = an[r];
+                    if (kk % G == 0) {
+                        an[r] = load_group(r, pa[r]);
+                        pa[r] += STEP_OF(G);
                     }
+                    av[r] = an[r][kk % G];
                 }
             } else {
                 [[unroll]] for (uint r = 0; r < MR; r++) {
-                    av[r] = LOAD(p.a, pa[r]);
+                    av[r] = load_a(r, pa[r]);
                     pa[r] += sa;
                 }
             }
@@ -121,19 +164,18 @@ void main() {
         float av[MR];
         [[unroll]] for (uint r = 0; r < MR; r++) {
             if (ROWPAIR) {
-                if ((r & 1) == 0) {
-                    vec2 t = LOAD2(p.a, pa[r]);
-                    av[r] = t.x;
-                    av[r + 1] = t.y;
+                if ((r & (G - 1)) == 0) {
+                    vec4 t = load_group(r, pa[r]);
+                    [[unroll]] for (uint g = 0; g < G; g++) av[r + g] = t[g];
                     pa[r] += sa;
                 }
             } else {
-                av[r] = LOAD(p.a, pa[r]);
+                av[r] = load_a(r, pa[r]);
                 pa[r] += sa;
             }
         }
         [[unroll]] for (uint j = 0; j < NR; j++) {
-            float bv = LOAD(p.b, qb[j] + STEP(k0) * sb);
+            float bv = load_b(j, qb[j] + STEP(k0) * sb);
             [[unroll]] for (uint r = 0; r < MR; r++) acc[r * NR + j] = fma(av[r], bv, acc[r * NR + j]);
         }
     }

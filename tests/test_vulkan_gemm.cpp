@@ -192,6 +192,27 @@ TEST_CASE("vulkan mm: a transposed c, and even sizes that take the 8-byte loads"
                 }
 }
 
+TEST_CASE("vulkan mm: sizes and leading dimensions that take the 16-byte loads", "[vulkan][gemm]") {
+    REQUIRE_VULKAN(dev);
+    // The portable register-blocked kernel (devices without shaderInt64, e.g.
+    // SwiftShader) loads four rows or four k of a at once when a's address and
+    // leading dimension are multiples of 4 (and its rows, untransposed): 68 rows,
+    // k = 24 (three 8-wide chunks, six 4-wide ones). pad 0 and 4 take them, pad 2
+    // the 8-byte loads, pad 1 the 4-byte ones; n = 30 leaves a partial column block.
+    auto variant = GENERATE(vk::GemmVariant::regblock, vk::GemmVariant::tiled);
+    Variant force(variant);
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int64_t pad : {0, 1, 2, 4})
+                for (int64_t k : {24, 27}) {
+                    bool outside_ok = false;
+                    double e = check_mm(*dev, 68, 30, k, ta, tb, false, 0.75f, -1.0f, pad, &outside_ok);
+                    INFO(variant_name(variant) << " ta " << ta << " tb " << tb << " pad " << pad << " k " << k);
+                    CHECK(e <= tol);
+                    CHECK(outside_ok);
+                }
+}
+
 TEST_CASE("vulkan mm: β = 0 never reads c, k = 0 and empty shapes", "[vulkan][gemm]") {
     REQUIRE_VULKAN(dev);
     // c full of NaN with β = 0: the result must be exactly α·a·b.

@@ -52,6 +52,12 @@ struct RkPush {
 constexpr uint64_t kMaxK = 16384;
 constexpr uint64_t kMvChunk = 32768;
 
+// The portable mm_regblock indexes each row of op(a) and column of op(b)
+// from a reference to its first element with a 32-bit element index, which
+// SwiftShader turns into a signed 32-bit byte offset: every index a dispatch
+// loads stays below this (record_gemm shortens k to keep it so).
+constexpr uint64_t kMaxIndex = uint64_t(1) << 29;
+
 // Epilogues and activations as numbered in shaders/gemm.glsl and mm_common.glsl.
 constexpr uint32_t EPI_AXPBY = 0, EPI_DENSE = 1;
 
@@ -71,6 +77,18 @@ bool use_regblock(const Caps& caps) {
     if (!caps.subgroup_ballot) return false;  // it needs subgroupBroadcast
     if (forced != GemmVariant::automatic) return forced == GemmVariant::regblock;
     return caps.software;
+}
+
+// The most k values one dispatch may take for the operands' steps along k:
+// kMaxK, and for the portable mm_regblock also the index bound above (the
+// last k's values of op(a) lie (k-1)·step + 3 elements past the row's first).
+uint64_t max_k_per_dispatch(const Caps& caps, const Matrix& a, const Matrix& b) {
+    uint64_t limit = kMaxK;
+    if (use_regblock(caps) && !caps.int64) {
+        uint64_t step = std::max<uint64_t>({a.trans ? 1 : uint64_t(a.ld), b.trans ? uint64_t(b.ld) : 1, 1});
+        limit = std::min(limit, (kMaxIndex - 4) / step + 1);
+    }
+    return limit;
 }
 
 // The mm/dense dispatch shared by VulkanDevice::mm and VulkanDevice::dense.
@@ -114,7 +132,13 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         spec[2] = nr;
         spec[3] = ta;
         spec[4] = tb;
-        spec[5] = pair;
+        // The portable kernel (no shaderInt64) loads 16 bytes where a's
+        // address, ld and (untransposed) row count allow it: on SwiftShader
+        // 12% faster than pairs (docs/gemm.md). The 64-bit kernel keeps pairs
+        // (a 16-byte load is four per-lane loops on lavapipe, no gain).
+        bool quad = !caps.int64 && p.a % 16 == 0 && p.lda % 4 == 0 && sg % 4 == 0 && mr % 4 == 0 &&
+                    (ta || p.m % 4 == 0);
+        spec[5] = quad ? 2 : pair ? 1 : 0;
         spec[6] = epi;
         spec[7] = uint32_t(act);
         spec_count = 8;
@@ -148,10 +172,11 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
     // rest accumulating with β = 1 (dependent dispatches, ordered by the
     // stream). dense keeps one pass: its epilogue needs the whole sum.
     // Every variant also bounds its k loop by kMaxK per dispatch: drivers may
-    // end a shader loop after 65,535 iterations (record_dense splits larger k).
-    const uint64_t k_chunk = regblock && epi == EPI_AXPBY && p.k > 1024 ? 512
-                             : p.k > kMaxK                            ? kMaxK
-                                                                      : std::max<uint64_t>(p.k, 1);
+    // end a shader loop after 65,535 iterations (dense splits larger k), and
+    // the portable regblock its indices (max_k_per_dispatch).
+    const uint64_t k_max = max_k_per_dispatch(caps, a, b);
+    const uint64_t k_chunk = std::min(regblock && epi == EPI_AXPBY && p.k > 1024 ? 512 : std::max<uint64_t>(p.k, 1),
+                                      k_max);
     // Split the grid where it exceeds the device's workgroup counts: each
     // piece is the same problem on a sub-block of c, with its addresses moved.
     const uint64_t rows_per = uint64_t(caps.max_workgroup_count[0]) * tile_m;
@@ -215,9 +240,10 @@ void VulkanDevice::mm(float alpha, const Matrix& a, const Matrix& b, float beta,
 }
 
 void VulkanDevice::dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
-    if (uint64_t(w.cols) > kMaxK) {
-        // A k too long for one pass (its loop would pass the drivers' limit):
-        // mm splits k, then the bias and the activation.
+    if (uint64_t(w.cols) > max_k_per_dispatch(caps(), w, x)) {
+        // A k too long for one pass (its loop would pass the drivers' limit,
+        // or its indices the portable kernel's bound): mm splits k, then the
+        // bias and the activation.
         mm(1.0f, w, x, 0.0f, y);
         add_bias(b, y);
         if (act != Act::identity) unary(act_unary(act), y, y, nullptr);

@@ -118,12 +118,14 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
     const char* shader;
     const bool regblock = use_regblock(caps);
     if (regblock) {
-        // Tuned on lavapipe (docs/gemm.md): 8 rows per lane and 12 columns;
-        // smaller blocks for thin matrices so a 10-row output layer does
-        // not compute 64 rows.
+        // 8 rows per lane (docs/gemm.md); smaller blocks for thin matrices so
+        // a 10-row output layer does not compute 64 rows.
         uint32_t sg = std::clamp<uint32_t>(caps.subgroup_size, 1, caps.max_workgroup_invocations);
         uint32_t mr = p.m <= 2 * sg ? 2 : p.m <= 4 * sg ? 4 : 8;
-        uint32_t nr = p.n <= 4 ? 4 : 12;
+        // NR = 12 was tuned for the 64-bit kernel (lavapipe), 16 for the
+        // portable one (SwiftShader: 10-25% faster than 12; 20, 24 and MR = 4
+        // slower; docs/gemm.md).
+        uint32_t nr = p.n <= 4 ? 4 : caps.int64 ? 12 : 16;
         // 8-byte loads of a need an even address and leading dimension; for
         // row pairs also an even row count, so a pair never leaves the column.
         bool pair = p.a % 8 == 0 && p.lda % 2 == 0 && sg % 2 == 0 && (ta || p.m % 2 == 0);

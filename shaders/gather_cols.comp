@@ -20,7 +20,7 @@ layout(push_constant) uniform Push {
     View z;
     uint n;
     float a;
-    uvec2 status;
+    Addr status;
     float d;
     uint code;
 } p;

@@ -19,7 +19,8 @@
 // in VELA_INT64_SHADERS, CMakeLists.txt; the host runs them on devices with
 // shaderInt64, Pipelines::get): Addr is a uint64_t and offsets are 64-bit adds,
 // the same bytes in push constants. On lavapipe the uvec2 arithmetic costs the
-// elementwise kernels 7-12% of their time (docs/vulkan.md, "Addresses").
+// elementwise kernels 7-12% of their time (docs/vulkan.md, "The MLP on
+// lavapipe against 6a25d9f").
 // The functions below are all a shader needs either way: addr_add, addr_f32,
 // addr_null, addr_make (from two words), load/store_f32, load/store_u8.
 #extension GL_EXT_buffer_reference : require

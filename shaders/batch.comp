@@ -41,7 +41,7 @@ uint batch_op(uint only, uint op) { return only == BATCH_ANY ? op : only; }
 layout(buffer_reference, std430, buffer_reference_align = 16) readonly buffer Steps { uvec4 w[]; };
 
 layout(push_constant) uniform Push {
-    uvec2 steps;
+    Addr steps;
 } p;
 
 // The step codes (STEP_*: family, operation, flags) are in the generated ops.glsl.
@@ -59,9 +59,9 @@ void main() {
             barrier();
         }
         uint family = (code >> STEP_FAMILY_SHIFT) & STEP_FAMILY_MASK, op = code & STEP_OP_MASK;
-        View x = View(uvec2(w0.x, w0.y), w0.z, w0.w, w1.x, 0u);
-        View y = View(uvec2(w1.z, w1.w), w2.x, w2.y, w2.z, 0u);
-        View z = View(uvec2(w3.x, w3.y), w3.z, w3.w, w4.x, 0u);
+        View x = View(addr_make(w0.x, w0.y), w0.z, w0.w, w1.x, 0u);
+        View y = View(addr_make(w1.z, w1.w), w2.x, w2.y, w2.z, 0u);
+        View z = View(addr_make(w3.x, w3.y), w3.z, w3.w, w4.x, 0u);
         uint n = w4.z;
         vec4 q = uintBitsToFloat(uvec4(w4.w, w5.x, w5.y, w5.z));
         uint per = (code & STEP_VEC4) != 0u ? 4u : 1u;

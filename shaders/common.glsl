@@ -8,39 +8,63 @@
 //
 // Portable by construction: no 64-bit integers (shaderInt64 is optional, and
 // SwiftShader and some mobile GPUs lack it) and no 8-bit storage. An address
-// is a uvec2 (low word, high word; the layout of a little-endian uint64_t in
-// a push constant) turned into a buffer reference by GL_EXT_buffer_reference_uvec2,
-// and offsets are added with the carry into the high word. Element indices
-// are 32-bit: a buffer holds fewer than 2^32 elements (VulkanDevice::alloc).
-// uint8 matrices are read as 32-bit words and written with word atomics.
+// (type Addr) is a uvec2 (low word, high word; the layout of a little-endian
+// uint64_t in a push constant) turned into a buffer reference by
+// GL_EXT_buffer_reference_uvec2, and offsets are added with the carry into the
+// high word. Element indices are 32-bit: a buffer holds fewer than 2^32
+// elements (VulkanDevice::alloc). uint8 matrices are read as 32-bit words and
+// written with word atomics.
+//
+// VELA_INT64 (defined by the build for the <name>_i64 variants of the shaders
+// in VELA_INT64_SHADERS, CMakeLists.txt; the host runs them on devices with
+// shaderInt64, Pipelines::get): Addr is a uint64_t and offsets are 64-bit adds,
+// the same bytes in push constants. On lavapipe the uvec2 arithmetic costs the
+// elementwise kernels 7-12% of their time (docs/vulkan.md, "The MLP on
+// lavapipe against 6a25d9f").
+// The functions below are all a shader needs either way: addr_add, addr_f32,
+// addr_null, addr_make (from two words), load/store_f32, load/store_u8.
 #extension GL_EXT_buffer_reference : require
+#ifdef VELA_INT64
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#define Addr uint64_t
+#else
 #extension GL_EXT_buffer_reference_uvec2 : require
+#define Addr uvec2
+#endif
 
 layout(buffer_reference, buffer_reference_align = 4) buffer F32 { float v; };
 layout(buffer_reference, buffer_reference_align = 4) buffer U32 { uint v; };
 
 // Mirrors struct View in src/vulkan/kernel.hpp (std430: 24 bytes, 8-aligned).
 struct View {
-    uvec2 addr;     // address of logical element (0, 0)
+    Addr addr;      // address of logical element (0, 0)
     uint rows;      // logical rows, or 0 when the view is one dense column-major run
     uint rstep;     // elements between logical rows i and i+1
     uint cstep;     // elements between logical columns j and j+1
     uint pad;
 };
 
+#ifdef VELA_INT64
+Addr addr_add(Addr a, uint bytes) { return a + uint64_t(bytes); }
+Addr addr_f32(Addr a, uint idx) { return a + uint64_t(idx) * 4ul; }
+bool addr_null(Addr a) { return a == 0ul; }
+Addr addr_make(uint lo, uint hi) { return packUint2x32(uvec2(lo, hi)); }
+#else
 // a + bytes, the carry going into the high word.
-uvec2 addr_add(uvec2 a, uint bytes) {
+Addr addr_add(Addr a, uint bytes) {
     uint c;
     uint lo = uaddCarry(a.x, bytes, c);
     return uvec2(lo, a.y + c);
 }
 // The address of 32-bit element idx of the array at a: a + 4·idx (up to 16 GiB past a).
-uvec2 addr_f32(uvec2 a, uint idx) {
+Addr addr_f32(Addr a, uint idx) {
     uint c;
     uint lo = uaddCarry(a.x, idx << 2, c);
     return uvec2(lo, a.y + (idx >> 30) + c);
 }
-bool addr_null(uvec2 a) { return (a.x | a.y) == 0u; }
+bool addr_null(Addr a) { return (a.x | a.y) == 0u; }
+Addr addr_make(uint lo, uint hi) { return uvec2(lo, hi); }
+#endif
 
 // The workgroup's index in a grid of up to three dimensions, and the global
 // invocation index. Hosts split large launches over y and z (see grid() in
@@ -61,25 +85,30 @@ uint view_index(View v, uint k) {
 }
 uint view_index2(View v, uint i, uint j) { return i * v.rstep + j * v.cstep; }
 
-float load_f32(uvec2 addr, uint idx) { return F32(addr_f32(addr, idx)).v; }
-void store_f32(uvec2 addr, uint idx, float x) { F32(addr_f32(addr, idx)).v = x; }
+float load_f32(Addr addr, uint idx) { return F32(addr_f32(addr, idx)).v; }
+void store_f32(Addr addr, uint idx, float x) { F32(addr_f32(addr, idx)).v = x; }
 // Byte idx of a uint8 array through the 32-bit word holding it (buffers are
 // 64-byte aligned and sized in whole 64-byte blocks, so the word is inside).
-uvec2 u8_word(uvec2 addr, uint idx, out uint shift) {
-    uvec2 b = addr_add(addr, idx);
+Addr u8_word(Addr addr, uint idx, out uint shift) {
+    Addr b = addr_add(addr, idx);
+#ifdef VELA_INT64
+    shift = uint(b & 3ul) * 8u;
+    return b & ~3ul;
+#else
     shift = (b.x & 3u) * 8u;
     return uvec2(b.x & ~3u, b.y);
+#endif
 }
-float load_u8(uvec2 addr, uint idx) {
+float load_u8(Addr addr, uint idx) {
     uint shift;
-    uvec2 w = u8_word(addr, idx, shift);
+    Addr w = u8_word(addr, idx, shift);
     return float((U32(w).v >> shift) & 255u);
 }
 // Other invocations may write the other bytes of the same word at the same
 // time: the byte is cleared and set by two atomics, which touch only its bits.
-void store_u8(uvec2 addr, uint idx, float x) {
+void store_u8(Addr addr, uint idx, float x) {
     uint shift;
-    uvec2 w = u8_word(addr, idx, shift);
+    Addr w = u8_word(addr, idx, shift);
     uint v = uint(clamp(x, 0.0, 255.0));
     atomicAnd(U32(w).v, ~(255u << shift));
     atomicOr(U32(w).v, v << shift);
@@ -96,6 +125,6 @@ bool index_ok(float v, uint limit) {
 }
 // Position j (0-based) of a bad index into the call's status word, which
 // keeps the smallest (~0u: none); a null address (no check wanted) skips it.
-void report_bad_index(uvec2 status, uint j) {
+void report_bad_index(Addr status, uint j) {
     if (!addr_null(status)) atomicMin(U32(status).v, j);
 }

@@ -19,12 +19,12 @@ layout(push_constant) uniform Push {
     View x;       // rows×cols logits
     View y;       // softmax, or dz
     View labels;  // xent: a cols-vector of 1-based classes, element j at addr + j·rstep
-    uvec2 loss;     // xent: a cols-vector (0: not wanted)
+    Addr loss;      // xent: a cols-vector (0: not wanted)
     uint loss_step;
     uint rows;
     uint cols;
     float scale;
-    uvec2 status;   // xent: the call's status word (src/core/index_check.hpp)
+    Addr status;    // xent: the call's status word (src/core/index_check.hpp)
 } p;
 
 void main() {

@@ -74,6 +74,7 @@ TEST_CASE("vulkan drivers: no shader declares a capability vela does not enable"
         if (f.path().extension() == ".comp" && !f.path().stem().string().ends_with("_i64"))
             shaders.push_back(f.path().stem().string());
     REQUIRE(shaders.size() > 10);
+    size_t variants = 0;
     for (const std::string& name : shaders) {
         INFO("shaders/" << name << ".comp");
         size_t n = 0;
@@ -87,5 +88,23 @@ TEST_CASE("vulkan drivers: no shader declares a capability vela does not enable"
                 for (uint32_t b : banned) CHECK(w[i + 1] != b);
             i += len;
         }
+        // Its 64-bit-address variant (VELA_INT64_SHADERS in CMakeLists.txt), if
+        // built, adds Int64 and nothing else banned: shaderInt64 is all it needs.
+        const uint32_t* v = vk::shader_spirv((name + "_i64").c_str(), &n);
+        if (!v) continue;
+        ++variants;
+        bool int64 = false;
+        for (size_t i = 5; i < n;) {
+            uint32_t op = v[i] & 0xffff, len = v[i] >> 16;
+            REQUIRE(len > 0);
+            if (op == 17) {
+                int64 |= v[i + 1] == 11;
+                for (uint32_t b : banned)
+                    if (b != 11) CHECK(v[i + 1] != b);
+            }
+            i += len;
+        }
+        CHECK(int64);
     }
+    CHECK(variants >= 10);  // mm_regblock and the elementwise shaders at least
 }

@@ -643,6 +643,55 @@ TEST_CASE("kernels: gather_cols from float and uint8 sources with scaling", "[ke
     });
 }
 
+// Vulkan takes four rows per invocation where dst is dense with rows a multiple
+// of 4 and src's columns are aligned runs (gather_cols.comp, VEC4); here both
+// sides of each condition: rows 32 or 30, dst dense or padded, src whole or a
+// view whose offset is aligned (column 3 on) or not (row 2 on). Each element
+// must be float(scale) · src exactly (one float product), the words of src
+// holding four pixels each read right, and the padding of dst untouched.
+TEST_CASE("kernels: gather_cols four rows per invocation or one, as alignment and layout allow", "[kernels][fused]") {
+    on_each_device([](Device& d) {
+        const int64_t cols = 40, n = 9;
+        const float scale = 1.0f / 255.0f;
+        for (bool u8 : {false, true})
+            for (int64_t rows : {32, 30})
+                for (int src_view = 0; src_view < 3; ++src_view)  // whole, columns 3.., rows 2..
+                    for (bool dst_dense : {true, false}) {
+                        INFO((u8 ? "uint8" : "float") << " src " << rows << " rows, view " << src_view
+                                                      << (dst_dense ? ", dst dense" : ", dst padded"));
+                        std::vector<uint8_t> bytes(size_t(rows * cols));
+                        std::vector<float> floats(bytes.size());
+                        for (size_t e = 0; e < bytes.size(); ++e)
+                            bytes[e] = uint8_t((e * 73 + 5) % 251), floats[e] = float(bytes[e]) + 0.25f;
+                        Matrix whole = u8 ? from_host_u8(d, rows, cols, bytes.data())
+                                          : from_host(d, rows, cols, floats.data());
+                        int64_t i0 = src_view == 2 ? 2 : 0, j0 = src_view == 1 ? 3 : 0;
+                        int64_t m = rows - i0, sc = cols - j0;
+                        Matrix src = src_view ? view(whole, i0, j0, m, sc) : whole;
+                        std::vector<float> idx(static_cast<size_t>(n));
+                        for (int64_t j = 0; j < n; ++j) idx[size_t(j)] = float(1 + (j * 7 + 2) % sc);
+                        Matrix im = from_host(d, 1, n, idx.data());
+                        const int64_t ld = dst_dense ? m : m + 3;
+                        std::vector<float> fill(size_t(ld * n), -7.0f);
+                        Matrix parent = from_host(d, ld, n, fill.data());
+                        Matrix dst = dst_dense ? parent : view(parent, 0, 0, m, n);
+                        gather_cols(src, im, dst, scale);
+                        std::vector<float> got = to_host(parent);
+                        for (int64_t j = 0; j < n; ++j)
+                            for (int64_t i = 0; i < ld; ++i) {
+                                float v = got[size_t(j * ld + i)];
+                                if (i >= m) {
+                                    CHECK(v == -7.0f);  // padding untouched
+                                    continue;
+                                }
+                                size_t e = size_t((i + i0) + (int64_t(idx[size_t(j)]) - 1 + j0) * rows);
+                                float want = scale * (u8 ? float(bytes[e]) : floats[e]);
+                                CHECK(v == want);
+                            }
+                    }
+    });
+}
+
 TEST_CASE("kernels: add_bias and dense with every activation", "[kernels][fused]") {
     on_each_device([](Device& d) {
         for (Shape1 s : {Shape1{1, 1}, Shape1{33, 7}, Shape1{257, 33}, Shape1{5, 0}})

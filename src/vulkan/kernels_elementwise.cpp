@@ -93,15 +93,22 @@ void VulkanDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matri
     p.z.rows = uint32_t(dst.rows);
     p.n = uint32_t(dst.size());
     p.a = scale;
-    uint32_t spec[2] = {wg(), src.dtype() == DType::u8};
+    // Four rows per invocation (gather_cols.comp, VEC4) where dst is dense and
+    // 16-byte aligned in groups of 4 rows, and each group of src lies in one
+    // aligned 16-byte vector (float) or 32-bit word (uint8).
+    const bool u8 = src.dtype() == DType::u8;
+    const uint64_t src_align = u8 ? 4 : 16;
+    const bool vec4 = dst.contiguous() && dst.rows % 4 == 0 && p.z.addr % 16 == 0 && src.row_step() == 1 &&
+                      src.col_step() % 4 == 0 && p.x.addr % src_align == 0;
+    uint32_t spec[3] = {wg(), u8, vec4};
     // The indices' contract, checked by the kernel (core/index_check.hpp): the
     // stream writes the call's status word address over b and c (gather_cols.comp).
     const IndexCheck check{"gather_cols", "idx", "a column index of src", uint64_t(src.cols)};
     if (p.n == 0) return;
-    Dispatch d{.shader = "gather_cols", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2,
+    Dispatch d{.shader = "gather_cols", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
                .reads = {&src, &idx}, .writes = {&dst}, .label = "gather_cols", .check = &check,
                .check_at = offsetof(ElementPush, b)};
-    grid(p.n, wg(), d.groups);
+    grid(vec4 ? p.n / 4 : p.n, wg(), d.groups);
     dispatch(d);
 }
 

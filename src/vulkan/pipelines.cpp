@@ -96,6 +96,10 @@ void Pipelines::save() {
 std::pair<const uint32_t*, size_t> Pipelines::code(const std::string& shader) const {
     if (auto it = user_code_.find(shader); it != user_code_.end()) return {it->second.data(), it->second.size()};
     size_t words = 0;
+    // On devices with shaderInt64, the variant with 64-bit addresses where the
+    // build made one (VELA_INT64_SHADERS in CMakeLists.txt; shaders/common.glsl).
+    if (gpu_.phys.caps.int64)
+        if (const uint32_t* code = shader_spirv((shader + "_i64").c_str(), &words)) return {code, words};
     const uint32_t* code = shader_spirv(shader.c_str(), &words);
     if (!code) fail("vulkan: no shader named '%s' is built in (shaders/%s.comp)", shader.c_str(), shader.c_str());
     return {code, words};

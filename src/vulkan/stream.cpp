@@ -145,7 +145,7 @@ void Stream::begin() {
     if (batching_ && !warmed_ && !profiling_) {
         warmed_ = true;
         std::array<uint32_t, 6> spec;
-        spec.fill(0xffffffffu);  // every family, operations read from memory (batch.comp's BATCH_ANY)
+        spec.fill(kBatchAny);  // every family, operations read from memory
         spec[0] = batch_wg_;
         VkPipeline pipeline = pipelines_.get("batch", spec.data(), uint32_t(spec.size()));
         open_batch(ring_[cur_]);

@@ -50,6 +50,9 @@ public:
     static constexpr uint32_t kBatch = 256;  // kernels per command buffer before it is submitted
     static constexpr uint32_t kBatchLoops = 2;      // loops per step in shaders/batch.comp: step loop, element loop
     static constexpr uint32_t kBatchTailLoops = 2;  // loops inside one element-loop iteration (vec4 tails)
+    // A step family's specialization constant in batch.comp (BATCH_ABSENT, BATCH_ANY):
+    // no step of the family in the batch, or steps of several of its operations.
+    static constexpr uint32_t kBatchAbsent = 0xfffffffeu, kBatchAny = 0xffffffffu;
 
     Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps, std::string name);
     ~Stream();  // waits for the device, then frees what was retired
@@ -106,6 +109,7 @@ private:
     void add_step(const Dispatch& d);  // d as the next step of the open batch (opened if none)
     uint32_t step_iterations(const Dispatch& d) const;  // element-loop iterations per invocation
     void open_batch(Slot& s);          // start a batch (its barrier); steps are added to it
+    void reset_batch_spec();           // no step yet: every family absent, no variant chosen
     void end_batch();                  // record the open batch's dispatch, with the variant its steps need
     // The batch.comp variant for what the open batch holds plus step code `code`
     // (0: none); may throw, so it is called before anything of the step is recorded.

@@ -82,7 +82,6 @@ static uint64_t step_loop_cost(uint32_t iterations) {
 // one. Variants are made as programs use them, at most kBatchVariants; past
 // that, batches run the variant that reads every operation from memory.
 static constexpr size_t kBatchVariants = 32;
-static constexpr uint32_t kBatchAbsent = 0xfffffffeu, kBatchAny = 0xffffffffu;
 static_assert(step::level1 >> step::family_shift == 1 && step::unary >> step::family_shift == 2 &&
               step::binary >> step::family_shift == 3 && step::bias >> step::family_shift == 4 &&
               step::backward >> step::family_shift == 5);  // batch.comp's constant_id of each family
@@ -106,6 +105,12 @@ VkPipeline Stream::batch_variant(uint32_t code, std::array<uint32_t, 6>& spec) {
     return pipeline;
 }
 
+void Stream::reset_batch_spec() {
+    batch_spec_.fill(kBatchAbsent);
+    batch_spec_[0] = batch_wg_;
+    batch_pipeline_ = VK_NULL_HANDLE;
+}
+
 void Stream::open_batch(Slot& s) {
     // Everything recorded before the batch is ordered before all of its steps,
     // so later steps need no check against it.
@@ -114,9 +119,7 @@ void Stream::open_batch(Slot& s) {
     *batch_ = 0;
     batch_list_ = s.steps.address + s.steps_used;
     s.steps_used += 16;
-    batch_spec_.fill(kBatchAbsent);
-    batch_spec_[0] = batch_wg_;
-    batch_pipeline_ = VK_NULL_HANDLE;
+    reset_batch_spec();
     dirty_ = true;
     ++inner_;
     batch_loops_ = 0;
@@ -143,11 +146,7 @@ void Stream::add_step(const Dispatch& d) {
     Slot& s = ring_[cur_];
     uint64_t cost = step_loop_cost(step_iterations(d));
     if (batch_ && batch_loops_ + cost > kBatchLoopBudget) end_batch();
-    if (!batch_) {
-        batch_spec_.fill(kBatchAbsent);
-        batch_spec_[0] = batch_wg_;
-        batch_pipeline_ = VK_NULL_HANDLE;
-    }
+    if (!batch_) reset_batch_spec();  // the variant is chosen from an empty batch
     std::array<uint32_t, 6> spec;
     VkPipeline pipeline = batch_variant(d.step, spec);  // may throw: before any recording
     if (!batch_) open_batch(s);

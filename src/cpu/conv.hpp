@@ -1,4 +1,4 @@
-// The convolution and pooling kernels of the CPU device (src/cpu/conv.cpp);
+// The convolution and pooling kernels of the CPU device (src/cpu/conv.cpp, src/cpu/pooling.cpp);
 // the math is in core/device.hpp and the layout in core/conv.hpp.
 #pragma once
 #include "core/conv.hpp"

@@ -235,7 +235,7 @@ public:
         cpu::optim_step(kind, w, g, s1, s2, p);
     }
 
-    // Convolution and pooling (cpu/conv.cpp).
+    // Convolution and pooling (cpu/conv.cpp, cpu/pooling.cpp).
     void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) override {
         Timed t(this, "im2col");
         cpu::im2col(g, x, cols);

@@ -1,0 +1,41 @@
+// The walks the CPU's convolution and pooling kernels share (src/cpu/conv.cpp,
+// src/cpu/pooling.cpp): a view as a 2-D plane, the loop over (channel, sample)
+// pairs, and a pooling window's span along one axis.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "cpu/cpu_kernels.hpp"
+
+namespace vela::cpu::convwalk {
+
+// A 2-D walk over a view: element (i, j) at p[i·rs + j·cs].
+struct Plane {
+    float* p;
+    int64_t rs, cs;
+    float& at(int64_t i, int64_t j) const { return p[i * rs + j * cs]; }
+};
+inline Plane plane(const Matrix& m) { return {fptr(m), m.row_step(), m.col_step()}; }
+
+// Runs f(c, n) for every (channel, sample) pair, in parallel, each pair
+// carrying `work` elements (for the grain).
+template <class F>
+void per_channel(int64_t channels, int64_t samples, int64_t work, F&& f) {
+    const int64_t grain = work >= kGrain ? 1 : kGrain / std::max<int64_t>(work, 1);
+    parallel_for(channels * samples, grain, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; t++) f(t % channels, t / channels);
+    });
+}
+
+// The image rows (or columns) [lo, hi) under the pooling window at output
+// position o along one axis: start o·stride − pad, clipped to the image
+// (padding holds nothing to pool).
+struct Span {
+    int64_t lo, hi;
+};
+inline Span window_span(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t size) {
+    const int64_t start = o * stride - pad;
+    return {std::max<int64_t>(start, 0), std::min(start + k, size)};
+}
+
+}  // namespace vela::cpu::convwalk

@@ -1,0 +1,290 @@
+// Max and average pooling on the CPU and their backward steps (the math is
+// in core/device.hpp, the layout in core/conv.hpp): the general loops over
+// any window, stride and padding, and 2×2 windows of stride 2 without index
+// arithmetic, eight at a time with AVX2 where the CPU has it. Threaded over
+// (channel, sample) pairs, which own disjoint parts of the output.
+#include <algorithm>
+#include <limits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "cpu/conv.hpp"
+#include "cpu/conv_walk.hpp"
+
+namespace vela::cpu {
+
+using convwalk::Plane;
+using convwalk::per_channel;
+using convwalk::plane;
+using convwalk::window_span;
+
+// The common pool: 2×2 windows, stride 2, no padding, every sample's pixels
+// contiguous. The windows tile the image (an odd last row or column is in
+// none), so each output reads its four pixels straight, without index
+// arithmetic per element, and the backward writes each pixel once.
+static bool pool_2x2(const ConvGeom& g, const Plane& a, const Plane& b, const Plane& c) {
+    return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 && a.rs == 1 && b.rs == 1 &&
+           c.rs == 1;
+}
+
+// One row of 2×2 windows: r0, r1 the two image rows, ow outputs; `base` the
+// 1-based index (as a float, exact below 2^24) of r0[0]. The same rule as the
+// general loop, written without branches: v wins over the best so far when
+// larger, or when equal and nothing has won yet (index 0); NaN never wins.
+#if defined(__x86_64__)
+// Eight windows at a time with AVX2, where the CPU has it (the build's
+// baseline is SSE2): the same rule on the same values, so the same results.
+// Returns how many outputs it wrote (a multiple of 8); max2x2_row does the rest.
+static bool has_avx2() {
+    __builtin_cpu_init();  // a static initializer may run before libgcc's own
+    return __builtin_cpu_supports("avx2");
+}
+static const bool kAvx2 = has_avx2();
+
+__attribute__((target("avx2"))) static int64_t max2x2_row_avx2(const float* r0, const float* r1, int64_t w,
+                                                                  int64_t ow, float base, float* y, float* idx) {
+    // _mm256_shuffle_ps works within 128-bit halves: its even/odd split of 16
+    // pixels gives windows 0 1 4 5 | 2 3 6 7, so the indices are made in
+    // that order and both results put back in window order by one permute.
+    const __m256 step = _mm256_setr_ps(0.0f, 2.0f, 8.0f, 10.0f, 4.0f, 6.0f, 12.0f, 14.0f);
+    const __m256 one = _mm256_set1_ps(1.0f), fw = _mm256_set1_ps(float(w)), zero = _mm256_setzero_ps();
+    const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    int64_t ox = 0;
+    for (; ox + 8 <= ow; ox += 8) {
+        const __m256 a0 = _mm256_loadu_ps(r0 + 2 * ox), a1 = _mm256_loadu_ps(r0 + 2 * ox + 8);
+        const __m256 b0 = _mm256_loadu_ps(r1 + 2 * ox), b1 = _mm256_loadu_ps(r1 + 2 * ox + 8);
+        const __m256 f = _mm256_add_ps(_mm256_set1_ps(base + float(2 * ox)), step);
+        const __m256 v[4] = {_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
+                             _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
+        const __m256 at[4] = {f, _mm256_add_ps(f, one), _mm256_add_ps(f, fw), _mm256_add_ps(_mm256_add_ps(f, fw), one)};
+        __m256 bv = ninf, bi = zero;
+        for (int k = 0; k < 4; k++) {
+            const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v[k], bv, _CMP_GT_OQ),
+                                             _mm256_and_ps(_mm256_cmp_ps(v[k], bv, _CMP_EQ_OQ),
+                                                           _mm256_cmp_ps(bi, zero, _CMP_EQ_OQ)));
+            bv = _mm256_blendv_ps(bv, v[k], take);
+            bi = _mm256_blendv_ps(bi, at[k], take);
+        }
+        _mm256_storeu_ps(y + ox, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(bv), 0xD8)));
+        _mm256_storeu_ps(idx + ox, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(bi), 0xD8)));
+    }
+    return ox;
+}
+
+// The backward of eight windows at a time (see the SSE loop in maxpool_backward).
+__attribute__((target("avx2"))) static int64_t unpool2x2_row_avx2(const float* dr, const float* ir, int64_t w,
+                                                                    int64_t ow, float f0, float* r0, float* r1) {
+    const __m256 step = _mm256_setr_ps(0.0f, 2.0f, 4.0f, 6.0f, 8.0f, 10.0f, 12.0f, 14.0f);
+    const __m256 one = _mm256_set1_ps(1.0f), fw = _mm256_set1_ps(float(w));
+    int64_t ox = 0;
+    for (; ox + 8 <= ow; ox += 8) {
+        const __m256 f = _mm256_add_ps(_mm256_set1_ps(f0 + float(2 * ox)), step), fb = _mm256_add_ps(f, fw);
+        const __m256 v = _mm256_loadu_ps(dr + ox), at = _mm256_loadu_ps(ir + ox);
+        const __m256 e0 = _mm256_and_ps(v, _mm256_cmp_ps(at, f, _CMP_EQ_OQ));
+        const __m256 o0 = _mm256_and_ps(v, _mm256_cmp_ps(at, _mm256_add_ps(f, one), _CMP_EQ_OQ));
+        const __m256 e1 = _mm256_and_ps(v, _mm256_cmp_ps(at, fb, _CMP_EQ_OQ));
+        const __m256 o1 = _mm256_and_ps(v, _mm256_cmp_ps(at, _mm256_add_ps(fb, one), _CMP_EQ_OQ));
+        // unpacklo/hi interleave within 128-bit halves; permute2f128 puts the halves in order.
+        const __m256 l0 = _mm256_unpacklo_ps(e0, o0), h0 = _mm256_unpackhi_ps(e0, o0);
+        const __m256 l1 = _mm256_unpacklo_ps(e1, o1), h1 = _mm256_unpackhi_ps(e1, o1);
+        _mm256_storeu_ps(r0 + 2 * ox, _mm256_permute2f128_ps(l0, h0, 0x20));
+        _mm256_storeu_ps(r0 + 2 * ox + 8, _mm256_permute2f128_ps(l0, h0, 0x31));
+        _mm256_storeu_ps(r1 + 2 * ox, _mm256_permute2f128_ps(l1, h1, 0x20));
+        _mm256_storeu_ps(r1 + 2 * ox + 8, _mm256_permute2f128_ps(l1, h1, 0x31));
+    }
+    return ox;
+}
+#endif
+
+static inline void max2x2_row(const float* r0, const float* r1, int64_t w, int64_t ow, float base, float* y,
+                              float* idx) {
+    int64_t ox = 0;
+#if defined(__x86_64__)
+    if (kAvx2) ox = max2x2_row_avx2(r0, r1, w, ow, base, y, idx);
+#endif
+#if defined(__SSE2__)
+    // Four windows at a time: their pixels split into even and odd columns.
+    const __m128 step = _mm_setr_ps(0.0f, 2.0f, 4.0f, 6.0f), one = _mm_set1_ps(1.0f), fw = _mm_set1_ps(float(w));
+    const __m128 zero = _mm_setzero_ps(), ninf = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+    for (; ox + 4 <= ow; ox += 4) {
+        const __m128 a0 = _mm_loadu_ps(r0 + 2 * ox), a1 = _mm_loadu_ps(r0 + 2 * ox + 4);
+        const __m128 b0 = _mm_loadu_ps(r1 + 2 * ox), b1 = _mm_loadu_ps(r1 + 2 * ox + 4);
+        const __m128 f = _mm_add_ps(_mm_set1_ps(base + float(2 * ox)), step);
+        const __m128 v[4] = {_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
+                             _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
+        const __m128 at[4] = {f, _mm_add_ps(f, one), _mm_add_ps(f, fw), _mm_add_ps(_mm_add_ps(f, fw), one)};
+        __m128 bv = ninf, bi = zero;
+        for (int k = 0; k < 4; k++) {
+            const __m128 take = _mm_or_ps(_mm_cmpgt_ps(v[k], bv),
+                                          _mm_and_ps(_mm_cmpeq_ps(v[k], bv), _mm_cmpeq_ps(bi, zero)));
+            bv = _mm_or_ps(_mm_and_ps(take, v[k]), _mm_andnot_ps(take, bv));
+            bi = _mm_or_ps(_mm_and_ps(take, at[k]), _mm_andnot_ps(take, bi));
+        }
+        _mm_storeu_ps(y + ox, bv);
+        _mm_storeu_ps(idx + ox, bi);
+    }
+#endif
+    for (; ox < ow; ox++) {
+        const float f = base + float(2 * ox);
+        const float v[4] = {r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1]};
+        const float at[4] = {f, f + 1.0f, f + float(w), f + float(w) + 1.0f};
+        float bv = -std::numeric_limits<float>::infinity(), bi = 0.0f;
+        for (int k = 0; k < 4; k++) {
+            const bool take = v[k] > bv || (v[k] == bv && bi == 0.0f);
+            bv = take ? v[k] : bv;
+            bi = take ? at[k] : bi;
+        }
+        y[ox] = bv;
+        idx[ox] = bi;
+    }
+}
+
+void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
+    const Plane X = plane(x), Y = plane(y), I = plane(idx);
+    if (pool_2x2(g, X, Y, I)) {
+        per_channel(g.c, x.cols, 4 * P, [&](int64_t c, int64_t n) {
+            const float* img = &X.at(c * hw, n);
+            float* yo = &Y.at(c * P, n);
+            float* io = &I.at(c * P, n);
+            for (int64_t oy = 0; oy < oh; oy++) {
+                const float* r0 = img + 2 * oy * g.w;
+                max2x2_row(r0, r0 + g.w, g.w, ow, float(c * hw + 2 * oy * g.w + 1), yo + oy * ow, io + oy * ow);
+            }
+        });
+        return;
+    }
+    per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
+        const float* img = &X.at(c * hw, n);
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const auto [y0, y1] = window_span(oy, g.sh, g.ph, g.kh, g.h);
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const auto [x0, x1] = window_span(ox, g.sw, g.pw, g.kw, g.w);
+                // The largest value, the first on ties; NaN never wins (a window
+                // without a number gives −inf and index 0), as on Vulkan.
+                int64_t best = -1;
+                float bv = -std::numeric_limits<float>::infinity();
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++) {
+                        const float v = img[(iy * g.w + ix) * X.rs];
+                        if (v > bv || (v == bv && best < 0)) bv = v, best = iy * g.w + ix;
+                    }
+                const int64_t o = c * P + oy * ow + ox;
+                Y.at(o, n) = bv;
+                I.at(o, n) = best < 0 ? 0.0f : float(c * hw + best + 1);
+            }
+        }
+    });
+}
+
+// An index that is not a pixel of its own output's window is ignored (as on
+// Vulkan, where each pixel gathers from the windows that hold it).
+void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
+    const Plane D = plane(dy), I = plane(idx), X = plane(dx);
+    if (pool_2x2(g, D, I, X)) {
+        // Each pixel of a window gets the window's gradient when it is the
+        // window's winner, else 0; pixels in no window (an odd last row or
+        // column) get 0.
+        per_channel(g.c, dx.cols, 4 * P, [&](int64_t c, int64_t n) {
+            float* img = &X.at(c * hw, n);
+            const float* d = &D.at(c * P, n);
+            const float* ix = &I.at(c * P, n);
+            for (int64_t oy = 0; oy < oh; oy++) {
+                float* r0 = img + 2 * oy * g.w;
+                float* r1 = r0 + g.w;
+                const float* dr = d + oy * ow;
+                const float* ir = ix + oy * ow;
+                const float f0 = float(c * hw + 2 * oy * g.w + 1);
+                int64_t ox = 0;
+#if defined(__x86_64__)
+                if (kAvx2) ox = unpool2x2_row_avx2(dr, ir, g.w, ow, f0, r0, r1);
+#endif
+#if defined(__SSE2__)
+                const __m128 step = _mm_setr_ps(0.0f, 2.0f, 4.0f, 6.0f), one = _mm_set1_ps(1.0f);
+                const __m128 fw = _mm_set1_ps(float(g.w));
+                for (; ox + 4 <= ow; ox += 4) {
+                    const __m128 f = _mm_add_ps(_mm_set1_ps(f0 + float(2 * ox)), step), fb = _mm_add_ps(f, fw);
+                    const __m128 v = _mm_loadu_ps(dr + ox), at = _mm_loadu_ps(ir + ox);
+                    const __m128 e0 = _mm_and_ps(v, _mm_cmpeq_ps(at, f)), o0 = _mm_and_ps(v, _mm_cmpeq_ps(at, _mm_add_ps(f, one)));
+                    const __m128 e1 = _mm_and_ps(v, _mm_cmpeq_ps(at, fb)), o1 = _mm_and_ps(v, _mm_cmpeq_ps(at, _mm_add_ps(fb, one)));
+                    _mm_storeu_ps(r0 + 2 * ox, _mm_unpacklo_ps(e0, o0));
+                    _mm_storeu_ps(r0 + 2 * ox + 4, _mm_unpackhi_ps(e0, o0));
+                    _mm_storeu_ps(r1 + 2 * ox, _mm_unpacklo_ps(e1, o1));
+                    _mm_storeu_ps(r1 + 2 * ox + 4, _mm_unpackhi_ps(e1, o1));
+                }
+#endif
+                for (; ox < ow; ox++) {
+                    const float f = f0 + float(2 * ox), v = dr[ox], at = ir[ox];
+                    r0[2 * ox] = at == f ? v : 0.0f;
+                    r0[2 * ox + 1] = at == f + 1.0f ? v : 0.0f;
+                    r1[2 * ox] = at == f + float(g.w) ? v : 0.0f;
+                    r1[2 * ox + 1] = at == f + float(g.w) + 1.0f ? v : 0.0f;
+                }
+                if (g.w & 1) r0[g.w - 1] = r1[g.w - 1] = 0.0f;
+            }
+            if (g.h & 1) std::fill(img + (g.h - 1) * g.w, img + hw, 0.0f);
+        });
+        return;
+    }
+    per_channel(g.c, dx.cols, P + hw, [&](int64_t c, int64_t n) {
+        float* img = &X.at(c * hw, n);
+        for (int64_t k = 0; k < hw; k++) img[k * X.rs] = 0.0f;
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const int64_t o = c * P + oy * ow + ox;
+                const float f = I.at(o, n) - float(c * hw + 1);
+                if (!(f >= 0.0f && f < float(hw))) continue;
+                const int64_t k = int64_t(f), iy = k / g.w, ix = k % g.w;
+                const int64_t wy = iy - (oy * g.sh - g.ph), wx = ix - (ox * g.sw - g.pw);
+                if (wy < 0 || wy >= g.kh || wx < 0 || wx >= g.kw) continue;
+                img[k * X.rs] += D.at(o, n);
+            }
+    });
+}
+
+void avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
+    const Plane X = plane(x), Y = plane(y);
+    const double inv = 1.0 / double(g.kh * g.kw);
+    per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
+        const float* img = &X.at(c * hw, n);
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const auto [y0, y1] = window_span(oy, g.sh, g.ph, g.kh, g.h);
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const auto [x0, x1] = window_span(ox, g.sw, g.pw, g.kw, g.w);
+                float s = 0.0f;
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++) s += img[(iy * g.w + ix) * X.rs];
+                Y.at(c * P + oy * ow + ox, n) = float(double(s) * inv);
+            }
+        }
+    });
+}
+
+void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
+    const Plane D = plane(dy), X = plane(dx);
+    const float inv = float(1.0 / double(g.kh * g.kw));
+    per_channel(g.c, dx.cols, g.kh * g.kw * P + hw, [&](int64_t c, int64_t n) {
+        float* img = &X.at(c * hw, n);
+        for (int64_t k = 0; k < hw; k++) img[k * X.rs] = 0.0f;
+        for (int64_t oy = 0; oy < oh; oy++) {
+            const auto [y0, y1] = window_span(oy, g.sh, g.ph, g.kh, g.h);
+            for (int64_t ox = 0; ox < ow; ox++) {
+                const auto [x0, x1] = window_span(ox, g.sw, g.pw, g.kw, g.w);
+                const float v = D.at(c * P + oy * ow + ox, n) * inv;
+                for (int64_t iy = y0; iy < y1; iy++)
+                    for (int64_t ix = x0; ix < x1; ix++) img[(iy * g.w + ix) * X.rs] += v;
+            }
+        }
+    });
+}
+
+}  // namespace vela::cpu

@@ -144,9 +144,7 @@ void Stream::begin() {
     // any kernel's shader (see docs/vulkan.md on lavapipe's JIT).
     if (batching_ && !warmed_ && !profiling_) {
         warmed_ = true;
-        std::array<uint32_t, 6> spec;
-        spec.fill(kBatchAny);  // every family, operations read from memory
-        spec[0] = batch_wg_;
+        const std::array<uint32_t, 6> spec = any_batch_spec();
         VkPipeline pipeline = pipelines_.get("batch", spec.data(), uint32_t(spec.size()));
         open_batch(ring_[cur_]);
         batch_spec_ = spec;

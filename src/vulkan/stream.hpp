@@ -110,6 +110,7 @@ private:
     uint32_t step_iterations(const Dispatch& d) const;  // element-loop iterations per invocation
     void open_batch(Slot& s);          // start a batch (its barrier); steps are added to it
     void reset_batch_spec();           // no step yet: every family absent, no variant chosen
+    std::array<uint32_t, 6> any_batch_spec() const;  // the variant with every family, operations read from memory
     void end_batch();                  // record the open batch's dispatch, with the variant its steps need
     // The batch.comp variant for what the open batch holds plus step code `code`
     // (0: none); may throw, so it is called before anything of the step is recorded.

@@ -96,13 +96,19 @@ VkPipeline Stream::batch_variant(uint32_t code, std::array<uint32_t, 6>& spec) {
     if (spec == batch_spec_ && batch_pipeline_) return batch_pipeline_;
     bool known = std::find(batch_variants_.begin(), batch_variants_.end(), spec) != batch_variants_.end();
     if (!known && batch_variants_.size() >= kBatchVariants) {
-        spec.fill(kBatchAny);
-        spec[0] = batch_wg_;
+        spec = any_batch_spec();
         known = std::find(batch_variants_.begin(), batch_variants_.end(), spec) != batch_variants_.end();
     }
     VkPipeline pipeline = pipelines_.get("batch", spec.data(), uint32_t(spec.size()));  // may throw
     if (!known) batch_variants_.push_back(spec);
     return pipeline;
+}
+
+std::array<uint32_t, 6> Stream::any_batch_spec() const {
+    std::array<uint32_t, 6> spec;
+    spec.fill(kBatchAny);
+    spec[0] = batch_wg_;
+    return spec;
 }
 
 void Stream::reset_batch_spec() {

@@ -1,10 +1,12 @@
 // The walks the CPU's convolution and pooling kernels share (src/cpu/conv.cpp,
 // src/cpu/pooling.cpp): a view as a 2-D plane, the loop over (channel, sample)
-// pairs, and a pooling window's span along one axis.
+// pairs, and the walk over a pooling window's outputs with the image span
+// under each.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 
+#include "core/conv.hpp"
 #include "cpu/cpu_kernels.hpp"
 
 namespace vela::cpu::convwalk {
@@ -36,6 +38,17 @@ struct Span {
 inline Span window_span(int64_t o, int64_t stride, int64_t pad, int64_t k, int64_t size) {
     const int64_t start = o * stride - pad;
     return {std::max<int64_t>(start, 0), std::min(start + k, size)};
+}
+
+// Runs f(o, ys, xs) for every output position o = oy·ow + ox of one pooled
+// plane, with the image rows ys and columns xs under its window.
+template <class F>
+void for_each_window(const ConvGeom& g, F&& f) {
+    const int64_t oh = g.oh(), ow = g.ow();
+    for (int64_t oy = 0; oy < oh; oy++) {
+        const Span ys = window_span(oy, g.sh, g.ph, g.kh, g.h);
+        for (int64_t ox = 0; ox < ow; ox++) f(oy * ow + ox, ys, window_span(ox, g.sw, g.pw, g.kw, g.w));
+    }
 }
 
 }  // namespace vela::cpu::convwalk

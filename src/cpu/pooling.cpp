@@ -20,7 +20,8 @@ namespace vela::cpu {
 using convwalk::Plane;
 using convwalk::per_channel;
 using convwalk::plane;
-using convwalk::window_span;
+using convwalk::for_each_window;
+using convwalk::Span;
 
 // The common pool: 2×2 windows, stride 2, no padding, every sample's pixels
 // contiguous. The windows tile the image (an odd last row or column is in
@@ -162,24 +163,19 @@ void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& 
     }
     per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
         const float* img = &X.at(c * hw, n);
-        for (int64_t oy = 0; oy < oh; oy++) {
-            const auto [y0, y1] = window_span(oy, g.sh, g.ph, g.kh, g.h);
-            for (int64_t ox = 0; ox < ow; ox++) {
-                const auto [x0, x1] = window_span(ox, g.sw, g.pw, g.kw, g.w);
-                // The largest value, the first on ties; NaN never wins (a window
-                // without a number gives −inf and index 0), as on Vulkan.
-                int64_t best = -1;
-                float bv = -std::numeric_limits<float>::infinity();
-                for (int64_t iy = y0; iy < y1; iy++)
-                    for (int64_t ix = x0; ix < x1; ix++) {
-                        const float v = img[(iy * g.w + ix) * X.rs];
-                        if (v > bv || (v == bv && best < 0)) bv = v, best = iy * g.w + ix;
-                    }
-                const int64_t o = c * P + oy * ow + ox;
-                Y.at(o, n) = bv;
-                I.at(o, n) = best < 0 ? 0.0f : float(c * hw + best + 1);
-            }
-        }
+        for_each_window(g, [&](int64_t o, Span ys, Span xs) {
+            // The largest value, the first on ties; NaN never wins (a window
+            // without a number gives −inf and index 0), as on Vulkan.
+            int64_t best = -1;
+            float bv = -std::numeric_limits<float>::infinity();
+            for (int64_t iy = ys.lo; iy < ys.hi; iy++)
+                for (int64_t ix = xs.lo; ix < xs.hi; ix++) {
+                    const float v = img[(iy * g.w + ix) * X.rs];
+                    if (v > bv || (v == bv && best < 0)) bv = v, best = iy * g.w + ix;
+                }
+            Y.at(c * P + o, n) = bv;
+            I.at(c * P + o, n) = best < 0 ? 0.0f : float(c * hw + best + 1);
+        });
     });
 }
 
@@ -255,16 +251,12 @@ void avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) {
     const double inv = 1.0 / double(g.kh * g.kw);
     per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
         const float* img = &X.at(c * hw, n);
-        for (int64_t oy = 0; oy < oh; oy++) {
-            const auto [y0, y1] = window_span(oy, g.sh, g.ph, g.kh, g.h);
-            for (int64_t ox = 0; ox < ow; ox++) {
-                const auto [x0, x1] = window_span(ox, g.sw, g.pw, g.kw, g.w);
-                float s = 0.0f;
-                for (int64_t iy = y0; iy < y1; iy++)
-                    for (int64_t ix = x0; ix < x1; ix++) s += img[(iy * g.w + ix) * X.rs];
-                Y.at(c * P + oy * ow + ox, n) = float(double(s) * inv);
-            }
-        }
+        for_each_window(g, [&](int64_t o, Span ys, Span xs) {
+            float s = 0.0f;
+            for (int64_t iy = ys.lo; iy < ys.hi; iy++)
+                for (int64_t ix = xs.lo; ix < xs.hi; ix++) s += img[(iy * g.w + ix) * X.rs];
+            Y.at(c * P + o, n) = float(double(s) * inv);
+        });
     });
 }
 
@@ -275,15 +267,11 @@ void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) {
     per_channel(g.c, dx.cols, g.kh * g.kw * P + hw, [&](int64_t c, int64_t n) {
         float* img = &X.at(c * hw, n);
         for (int64_t k = 0; k < hw; k++) img[k * X.rs] = 0.0f;
-        for (int64_t oy = 0; oy < oh; oy++) {
-            const auto [y0, y1] = window_span(oy, g.sh, g.ph, g.kh, g.h);
-            for (int64_t ox = 0; ox < ow; ox++) {
-                const auto [x0, x1] = window_span(ox, g.sw, g.pw, g.kw, g.w);
-                const float v = D.at(c * P + oy * ow + ox, n) * inv;
-                for (int64_t iy = y0; iy < y1; iy++)
-                    for (int64_t ix = x0; ix < x1; ix++) img[(iy * g.w + ix) * X.rs] += v;
-            }
-        }
+        for_each_window(g, [&](int64_t o, Span ys, Span xs) {
+            const float v = D.at(c * P + o, n) * inv;
+            for (int64_t iy = ys.lo; iy < ys.hi; iy++)
+                for (int64_t ix = xs.lo; ix < xs.hi; ix++) img[(iy * g.w + ix) * X.rs] += v;
+        });
     });
 }
 

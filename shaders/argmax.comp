@@ -1,10 +1,12 @@
 // idx(j) ← 1 + the first row index of the largest value in column j (NaNs
-// are skipped). One invocation per column, as softmax, for columns of at
+// are skipped); with NEGATE, of the smallest (argmin: the largest of −x, the
+// negation exact and a NaN still a NaN). One invocation per column, as softmax, for columns of at
 // most kColumnRows rows; longer ones go through colstats.comp and colapply.comp.
 #version 450
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
+layout(constant_id = 1) const uint NEGATE = 0;  // 1: argmin
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform Push {
@@ -21,6 +23,7 @@ void main() {
     uint at = 0;
     for (uint i = 0; i < p.rows; ++i) {
         float v = load_f32(p.x.addr, view_index2(p.x, i, j));
+        if (NEGATE != 0) v = -v;
         if (v > best) {
             best = v;
             at = i;

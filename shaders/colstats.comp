@@ -1,6 +1,7 @@
 // Column statistics of long columns, in passes whose loops are bounded by
 // construction (drivers may end a shader loop after 65,535 iterations):
-// softmax's (max m, Σ exp(x − m)) and argmax's (largest value, its first row).
+// softmax's (max m, Σ exp(x − m)) and argmax's (largest value, its first row;
+// argmin's is argmax's of −x: level 0 negates what it reads).
 // Level 0 reads rows [c·chunk, (c+1)·chunk) of column j of x; a later level
 // combines `chunk` partials of the previous one. Each invocation writes one
 // partial, a pair of 32-bit words, at (j·out_chunks + c); the host repeats
@@ -10,7 +11,7 @@
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
-layout(constant_id = 1) const uint OP = 0;      // 0 softmax statistics, 1 argmax
+layout(constant_id = 1) const uint OP = 0;      // 0 softmax statistics, 1 argmax, 2 argmin
 layout(constant_id = 2) const uint LEVEL0 = 1;  // 1: read x; 0: read partials
 layout(local_size_x_id = 0) in;
 
@@ -61,7 +62,7 @@ void main() {
             if (OP == 0)
                 absorb_sum(a, s, v, 1.0);
             else
-                absorb_max(a, at, v, i);
+                absorb_max(a, at, OP == 2 ? -v : v, i);
         } else {
             uint e = (j * p.rows + i) * 2u;
             float v = uintBitsToFloat(U32(addr_f32(p.in_part, e)).v);

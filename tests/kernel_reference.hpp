@@ -140,13 +140,13 @@ inline void softmax_xent(const Mat& z, const std::vector<double>& labels, double
     }
 }
 
-// 1-based row of each column's first maximum.
-inline std::vector<double> argmax(const Mat& x) {
+// 1-based row of each column's first maximum (smallest: its first minimum).
+inline std::vector<double> arg_extreme(const Mat& x, bool smallest) {
     std::vector<double> idx(size_t(x.cols));
     for (int64_t j = 0; j < x.cols; j++) {
         int64_t best = 0;
         for (int64_t i = 1; i < x.rows; i++)
-            if (x(i, j) > x(best, j)) best = i;
+            if (smallest ? x(i, j) < x(best, j) : x(i, j) > x(best, j)) best = i;
         idx[size_t(j)] = double(best + 1);
     }
     return idx;

@@ -51,7 +51,7 @@ public:
     void binary(Binary, const Matrix&, const Matrix&, const Matrix&) override {}
     void softmax(const Matrix&, const Matrix&) override {}
     void softmax_xent(const Matrix&, const Matrix&, const Matrix&, float, const Matrix&) override {}
-    void argmax(const Matrix&, const Matrix&) override {}
+    void arg_extreme(const Matrix&, const Matrix&, Extreme) override {}
     void gather_cols(const Matrix&, const Matrix&, const Matrix&, float) override {}
     void add_bias(const Matrix&, const Matrix&) override {}
     void dense(const Matrix&, const Matrix&, const Matrix&, Act, const Matrix&) override {}
@@ -345,6 +345,9 @@ TEST_CASE("ops: fused kernel shapes", "[ops]") {
     CHECK_ERROR(argmax(z, zeros(d, 4, 1)),
                 "argmax: idx is 4×1 but must be a vector of 5 elements (one index per column of x)");
     CHECK_ERROR(argmax(zeros(d, 0, 2), zeros(d, 2, 1)), "argmax: x is 0×2 (a column without rows has no maximum)");
+    CHECK_ERROR(argmin(zeros(d, 0, 2), zeros(d, 2, 1)), "argmin: x is 0×2 (a column without rows has no minimum)");
+    CHECK_ERROR(argmin(z, zeros(d, 4, 1)),
+                "argmin: idx is 4×1 but must be a vector of 5 elements (one index per column of x)");
     CHECK_ERROR(gather_cols(z, zeros(d, 2, 2), dz), "gather_cols: idx is 2×2 but must be a vector of column indices");
     CHECK_ERROR(gather_cols(z, lab, zeros(d, 9, 5)),
                 "gather_cols: dst is 9×5 but must be 10×5 (src's rows × the number of indices)");

@@ -588,23 +588,37 @@ TEST_CASE("kernels: softmax_xent loss and gradient", "[kernels][fused]") {
     });
 }
 
-TEST_CASE("kernels: argmax per column, first maximum on ties", "[kernels][fused]") {
-    on_each_device([](Device& d) {
-        for (Shape1 s : {Shape1{1, 1}, Shape1{10, 33}, Shape1{257, 7}, Shape1{4, 0}})
-            for (Layout l : kLayouts) {
-                INFO("argmax " << s.rows << "×" << s.cols << " " << layout_name(l));
-                Spec sx{s.rows, s.cols, l, 131};
-                std::vector<double> want = ref::argmax(sx.logical());
-                Operand x = make(d, sx), idx = make(d, Spec{1, s.cols, Layout::padded, 132});
-                argmax(x.m, idx.m);
-                ref::Mat wm(1, s.cols);
-                wm.v = want;
-                check_result(idx, exact(wm), 0);
-            }
-        Matrix t = from_host(d, 4, 2, std::vector<float>{1, 3, 3, 2, -1, -1, -2, -1}.data());
-        Matrix idx = empty(d, 2, 1);
+TEST_CASE("kernels: argmax and argmin per column, the first on ties, NaN losing", "[kernels][fused]") {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    on_each_device([&](Device& d) {
+        for (bool smallest : {false, true})
+            for (Shape1 s : {Shape1{1, 1}, Shape1{10, 33}, Shape1{257, 7}, Shape1{4, 0}})
+                for (Layout l : kLayouts) {
+                    INFO((smallest ? "argmin " : "argmax ") << s.rows << "×" << s.cols << " " << layout_name(l));
+                    Spec sx{s.rows, s.cols, l, 131};
+                    std::vector<double> want = ref::arg_extreme(sx.logical(), smallest);
+                    Operand x = make(d, sx), idx = make(d, Spec{1, s.cols, Layout::padded, 132});
+                    smallest ? argmin(x.m, idx.m) : argmax(x.m, idx.m);
+                    ref::Mat wm(1, s.cols);
+                    wm.v = want;
+                    check_result(idx, exact(wm), 0);
+                }
+        // By hand, columns of 4 (the cpu's row sweep) and one of 40 (its
+        // lanes): ties, a NaN beside numbers, a column of NaN.
+        const std::vector<float> tv{1, 3, 3, 2, -1, -1, -2, -1, nan, 5, 4, nan, nan, nan, nan, nan};
+        Matrix t = from_host(d, 4, 4, tv.data());
+        Matrix idx = empty(d, 4, 1);
         argmax(t, idx);
-        CHECK(to_host(idx) == std::vector<float>{2, 1});
+        CHECK(to_host(idx) == std::vector<float>{2, 1, 2, 1});
+        argmin(t, idx);
+        CHECK(to_host(idx) == std::vector<float>{1, 3, 3, 1});
+        std::vector<float> tall(40, 7.0f);
+        tall[0] = nan, tall[9] = 2.0f, tall[33] = 2.0f, tall[21] = 9.0f, tall[38] = 9.0f;
+        Matrix col = from_host(d, 40, 1, tall.data()), one = empty(d, 1, 1);
+        argmax(col, one);
+        CHECK(to_host(one) == std::vector<float>{22});
+        argmin(col, one);
+        CHECK(to_host(one) == std::vector<float>{10});
     });
 }
 

@@ -107,23 +107,25 @@ TEST_CASE("kernels: loop limits, softmax and softmax_xent on columns of 21,845 t
     });
 }
 
-TEST_CASE("kernels: loop limits, argmax on columns of 65,536 and 70,000 rows", "[kernels][limits]") {
+TEST_CASE("kernels: loop limits, argmax and argmin on columns of 65,536 and 70,000 rows", "[kernels][limits]") {
     on_every_device([](Device& d) {
-        for (int64_t rows : {int64_t(65536), int64_t(70000)}) {
-            const int64_t cols = 4;
-            INFO(rows << " rows");
-            std::vector<float> xv = data(size_t(rows * cols), 11);
-            // Column maxima at the last row, the first row, a middle row, and a tie (first one wins).
-            const int64_t at[] = {rows - 1, 0, rows / 2 + 17, 5000};
-            for (int64_t j = 0; j < cols; ++j) xv[size_t(at[j] + j * rows)] = 10.0f;
-            xv[size_t(rows - 2 + 3 * rows)] = 10.0f;
-            Matrix x = from_host(d, rows, cols, xv.data());
-            Matrix idx = empty(d, 1, cols);
-            argmax(x, idx);
-            std::vector<double> want;
-            for (int64_t j = 0; j < cols; ++j) want.push_back(double(at[j] + 1));
-            check_close(to_host(idx), want, 0);
-        }
+        for (int64_t rows : {int64_t(65536), int64_t(70000)})
+            for (bool smallest : {false, true}) {
+                const int64_t cols = 4;
+                INFO(rows << " rows, " << (smallest ? "argmin" : "argmax"));
+                std::vector<float> xv = data(size_t(rows * cols), 11);
+                // Column maxima (minima) at the last row, the first row, a middle row, and a tie (the first wins).
+                const int64_t at[] = {rows - 1, 0, rows / 2 + 17, 5000};
+                const float v = smallest ? -10.0f : 10.0f;
+                for (int64_t j = 0; j < cols; ++j) xv[size_t(at[j] + j * rows)] = v;
+                xv[size_t(rows - 2 + 3 * rows)] = v;
+                Matrix x = from_host(d, rows, cols, xv.data());
+                Matrix idx = empty(d, 1, cols);
+                smallest ? argmin(x, idx) : argmax(x, idx);
+                std::vector<double> want;
+                for (int64_t j = 0; j < cols; ++j) want.push_back(double(at[j] + 1));
+                check_close(to_host(idx), want, 0);
+            }
     });
 }
 

@@ -40,6 +40,8 @@ enum class Unary : uint8_t {
 };
 enum class Binary : uint8_t { mul, div, add, sub, count_ };  // c ← a ∘ b
 enum class Reduce : uint8_t { dot, nrm2, asum, sum, count_ };
+// Which end of a column arg_extreme finds: argmax's largest or argmin's smallest value.
+enum class Extreme : uint8_t { largest, smallest };
 enum class Act : uint8_t {
     identity,
 #define VELA_ACT(name, f, d, from, what) name,
@@ -144,7 +146,9 @@ public:
     // (buf == nullptr) to skip it; dz ← (softmax(z) − onehot(labels)) · scale.
     virtual void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale,
                               const Matrix& dz) = 0;
-    virtual void argmax(const Matrix& x, const Matrix& idx) = 0;  // idx: n-vector of 1-based row indices
+    // idx(j) ← 1 + the first row of column j's largest (argmax) or smallest
+    // (argmin) value; NaN never wins, a column of NaN gives 1. idx: an n-vector.
+    virtual void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) = 0;
     // dst(:, j) ← scale · src(:, idx[j]); idx holds 1-based column indices; src f32 or u8.
     virtual void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) = 0;
     virtual void add_bias(const Matrix& b, const Matrix& y) = 0;  // y(:, j) += b, b an m-vector

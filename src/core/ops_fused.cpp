@@ -74,16 +74,21 @@ void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, flo
     z.device().softmax_xent(z, labels, loss, scale, dz);
 }
 
-void argmax(const Matrix& x, const Matrix& idx) {
-    const char* fn = "argmax";
+static void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
+    const bool lo = e == Extreme::smallest;
+    const char* fn = lo ? "argmin" : "argmax";
     check_live(fn, "x", x), check_live(fn, "idx", idx);
     same_device(fn, "x", x, "idx", idx);
     need_f32(fn, "x", x), need_f32(fn, "idx", idx);
-    if (x.rows == 0 && x.cols > 0) fail("argmax: x is %s (a column without rows has no maximum)", describe(x).c_str());
+    if (x.rows == 0 && x.cols > 0)
+        fail("%s: x is %s (a column without rows has no %s)", fn, describe(x).c_str(), lo ? "minimum" : "maximum");
     need_vector(fn, "idx", idx, x.cols, "one index per column of x");
     no_overlap(fn, "idx", idx, "x", x);
-    x.device().argmax(x, idx);
+    x.device().arg_extreme(x, idx, e);
 }
+
+void argmax(const Matrix& x, const Matrix& idx) { arg_extreme(x, idx, Extreme::largest); }
+void argmin(const Matrix& x, const Matrix& idx) { arg_extreme(x, idx, Extreme::smallest); }
 
 void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
     const char* fn = "gather_cols";

@@ -185,9 +185,9 @@ public:
         Timed t(this, "softmax_xent");
         cpu::softmax_xent(z, labels, loss, scale, dz);
     }
-    void argmax(const Matrix& x, const Matrix& idx) override {
-        Timed t(this, "argmax");
-        cpu::argmax(x, idx);
+    void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) override {
+        Timed t(this, e == Extreme::smallest ? "argmin" : "argmax");
+        cpu::arg_extreme(x, idx, e);
     }
     void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) override {
         Timed t(this, "gather_cols");

@@ -69,7 +69,7 @@ void unary_run(Unary op, const float* x, float* y, int64_t n);
 // fused.cpp
 void softmax(const Matrix& x, const Matrix& y);
 void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz);
-void argmax(const Matrix& x, const Matrix& idx);
+void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e);
 void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale);
 void add_bias(const Matrix& b, const Matrix& y);
 void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y);

@@ -1,5 +1,5 @@
 // The fused kernels of the CPU device, one pass per column, threaded over
-// columns: softmax, softmax + cross-entropy, argmax, gather_cols, the bias
+// columns: softmax, softmax + cross-entropy, argmax/argmin, gather_cols, the bias
 // broadcast and the dense layer's bias + activation pass after the GEMM.
 // As in elementwise.cpp: lets the exp loops vectorise.
 #pragma GCC optimize("no-math-errno", "no-trapping-math")
@@ -103,7 +103,9 @@ namespace {
 
 // argmax's rule, one element at a time: v replaces the best so far when
 // larger, or when the best is NaN and v is a number (the first maximum wins;
-// NaN loses to any number; a column of NaN gives row 1).
+// NaN loses to any number; a column of NaN gives row 1). argmin is argmax of
+// sgn·x with sgn = −1: the loops below take sgn and multiply each element they
+// read by it (exact, and a NaN stays NaN), so the first minimum wins the same way.
 inline bool argmax_takes(float v, float best) { return v > best || (best != best && v == v); }
 
 // One step of argmax_takes on (bv, bi), written with masks: GCC turns the
@@ -130,13 +132,14 @@ inline void lanes_take(F4 v, I4 at, F4& lv, I4& li) {
     li = take ? at : li;
 }
 
-// The 0-based row of the maximum of n contiguous floats, by argmax_takes.
+// The 0-based row of the maximum of sgn·p[0..n), by argmax_takes.
 // Lane k of sixteen sees rows k, k + 16, ... in order (so its best is the
 // first maximum among its rows; it starts at NaN, which any number replaces);
 // the lanes then meet by value (NaN losing, the smaller row on ties), and the
 // rows past the last whole sixteen follow one at a time: the same row as the
 // plain loop. Compiled for AVX2 too (blends instead of and/andnot/or).
-__attribute__((target_clones("arch=x86-64-v3", "default"))) int64_t argmax_dense(const float* p, int64_t n) {
+__attribute__((target_clones("arch=x86-64-v3", "default"))) int64_t argmax_dense(const float* p, int64_t n,
+                                                                                   float sgn) {
     int64_t i = 0;
     float bv = std::numeric_limits<float>::quiet_NaN();
     int64_t best = -1;
@@ -150,9 +153,10 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) int64_t argmax_dense
             at[a] = I4{4 * a, 4 * a + 1, 4 * a + 2, 4 * a + 3};
         }
         const I4 sixteen = {16, 16, 16, 16};
+        const F4 s4 = {sgn, sgn, sgn, sgn};
         for (; i + 16 <= n; i += 16) {
             __builtin_memcpy(v, p + i, sizeof v);
-            for (int a = 0; a < 4; a++) lanes_take(v[a], at[a], lv[a], li[a]), at[a] += sixteen;
+            for (int a = 0; a < 4; a++) lanes_take(v[a] * s4, at[a], lv[a], li[a]), at[a] += sixteen;
         }
         for (int a = 0; a < 4; a++)
             for (int k = 0; k < 4; k++) {
@@ -160,23 +164,24 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) int64_t argmax_dense
                 if (best < 0 || lv[a][k] > bv || (lv[a][k] == bv && li[a][k] < best)) bv = lv[a][k], best = li[a][k];
             }
     }
-    for (; i < n; i++) argmax_step(p[i], i, bv, best);
+    for (; i < n; i++) argmax_step(sgn * p[i], i, bv, best);
     return best < 0 ? 0 : best;
 }
 
 // Columns 0..m-1 of a view with element (i, j) at q[i·rs + j·cs]: bv, bi ←
-// each column's maximum and 0-based row by argmax_takes, the rows swept in
+// each column's maximum of sgn·x and its 0-based row by argmax_takes, the rows swept in
 // order (the columns are independent: no chain of compares to wait on, and
 // with cs = 1 the loop over them vectorises).
 template <bool kUnit>
-inline void argmax_rows_at(const float* q, int64_t rs, int64_t cs, int64_t rows, int64_t m, float* bv, float* bi) {
+inline void argmax_rows_at(const float* q, int64_t rs, int64_t cs, int64_t rows, int64_t m, float sgn, float* bv,
+                           float* bi) {
     const int64_t s = kUnit ? 1 : cs;
-    for (int64_t j = 0; j < m; j++) bv[j] = q[j * s], bi[j] = 0.0f;
+    for (int64_t j = 0; j < m; j++) bv[j] = sgn * q[j * s], bi[j] = 0.0f;
     for (int64_t i = 1; i < rows; i++) {
         const float* r = q + i * rs;
         const float fi = float(i);
         for (int64_t j = 0; j < m; j++) {
-            const float v = r[j * s];
+            const float v = sgn * r[j * s];
             const bool t = v > bv[j] || (bv[j] != bv[j] && v == v);
             bv[j] = t ? v : bv[j];
             bi[j] = t ? fi : bi[j];
@@ -185,14 +190,15 @@ inline void argmax_rows_at(const float* q, int64_t rs, int64_t cs, int64_t rows,
 }
 __attribute__((target_clones("arch=x86-64-v3", "default"))) void argmax_rows(const float* q, int64_t rs,
                                                                               int64_t cs, int64_t rows, int64_t m,
-                                                                              float* bv, float* bi) {
-    if (cs == 1) argmax_rows_at<true>(q, rs, 1, rows, m, bv, bi);
-    else argmax_rows_at<false>(q, rs, cs, rows, m, bv, bi);
+                                                                              float sgn, float* bv, float* bi) {
+    if (cs == 1) argmax_rows_at<true>(q, rs, 1, rows, m, sgn, bv, bi);
+    else argmax_rows_at<false>(q, rs, cs, rows, m, sgn, bv, bi);
 }
 
 }  // namespace
 
-void argmax(const Matrix& x, const Matrix& idx) {
+void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
+    const float sgn = e == Extreme::smallest ? -1.0f : 1.0f;
     float* out = fbase(idx) + idx.offset;
     const int64_t inc = idx.inc(), rows = x.rows, cols = x.cols;
     const int64_t rs = x.row_step(), cs = x.col_step();
@@ -210,7 +216,7 @@ void argmax(const Matrix& x, const Matrix& idx) {
             float bv[kBlock], bi[kBlock];
             for (int64_t j0 = jb; j0 < je; j0 += kBlock) {
                 const int64_t m = std::min(kBlock, je - j0);
-                argmax_rows(base + j0 * cs, rs, cs, rows, m, bv, bi);
+                argmax_rows(base + j0 * cs, rs, cs, rows, m, sgn, bv, bi);
                 for (int64_t j = 0; j < m; j++) out[(j0 + j) * inc] = bi[j] + 1.0f;
             }
         });
@@ -219,12 +225,12 @@ void argmax(const Matrix& x, const Matrix& idx) {
     per_column(x, [&](int64_t j) {
         Col xc = column(x, j);
         if (xc.s == 1) {
-            out[j * inc] = float(argmax_dense(xc.p, rows) + 1);
+            out[j * inc] = float(argmax_dense(xc.p, rows, sgn) + 1);
             return;
         }
         int64_t best = 0;
-        float bv = xc.p[0];
-        for (int64_t i = 1; i < rows; i++) argmax_step(xc.p[i * xc.s], i, bv, best);
+        float bv = sgn * xc.p[0];
+        for (int64_t i = 1; i < rows; i++) argmax_step(sgn * xc.p[i * xc.s], i, bv, best);
         out[j * inc] = float(best + 1);
     });
 }

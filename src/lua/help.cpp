@@ -75,7 +75,7 @@ const std::vector<Area>& areas() {
         {"level 1", {"axpy", "axpby", "scal", "copy", "swap", "fill", "dot", "nrm2", "asum", "sum", "imax"}},
         {"elementwise", elementwise},
         {"derivatives", derivatives},
-        {"fused", {"softmax", "softmax_xent", "argmax", "gather_cols", "add_bias", "dense"}},
+        {"fused", {"softmax", "softmax_xent", "argmax", "argmin", "gather_cols", "add_bias", "dense"}},
         {"convolution", {"im2col", "col2im", "maxpool", "maxpool_backward", "avgpool", "avgpool_backward", "to_images", "from_images"}},
         {"optimizer steps", {"sgd_step", "adam_step"}},
         {"at the prompt", {"map", "kernel", "kernel_info"}},  // GLSL kernels written by the user (user_kernels.cpp)

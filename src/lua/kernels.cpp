@@ -227,11 +227,13 @@ static int k_softmax_xent(lua_State* L) {
     return 1;
 }
 
-static int k_argmax(lua_State* L) {
+// argmax(x, idx) and argmin(x, idx): idx returned.
+template <void (*F)(const Matrix&, const Matrix&)>
+static int k_arg(lua_State* L) {
     check_nargs(L, 2);
     Matrix& x = check_matrix(L, 1);
     Matrix& idx = check_matrix(L, 2);
-    guarded(L, [&] { argmax(x, idx); });
+    guarded(L, [&] { F(x, idx); });
     lua_pushvalue(L, 2);
     return 1;
 }
@@ -337,7 +339,8 @@ static const luaL_Reg kernels[] = {
     {"sub", k_binary<Binary::sub>},
     {"softmax", k_softmax},
     {"softmax_xent", k_softmax_xent},
-    {"argmax", k_argmax},
+    {"argmax", k_arg<argmax>},
+    {"argmin", k_arg<argmin>},
     {"gather_cols", k_gather_cols},
     {"add_bias", k_add_bias},
     {"dense", k_dense},

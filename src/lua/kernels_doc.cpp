@@ -96,8 +96,12 @@ void document_kernels() {
         "class indices (float32 or uint8), each an integer in 1..k: any other value is an error naming the first bad "
         "position (on a Vulkan device raised by the next read or sync, the bad columns NaN). PyTorch cross_entropy.");
     doc("argmax", "argmax(x, idx) -> idx",
-        "idx(j) ← the 1-based row of the largest element of column j; x k×n, idx "
-        "an n-vector. torch.max(x, 1).");
+        "idx(j) ← the 1-based row of the largest element of column j (the first on ties; NaN loses to any number, a "
+        "column of NaN gives 1); x k×n (any view: argmax(x:t(), idx) along rows), idx an n-vector. max(x, 1) is x "
+        "at these rows. torch.argmax(x, 0).");
+    doc("argmin", "argmin(x, idx) -> idx",
+        "idx(j) ← the 1-based row of the smallest element of column j (the first on ties; NaN loses to any number, a "
+        "column of NaN gives 1); x k×n, idx an n-vector. min(x, 1) is x at these rows. torch.argmin(x, 0).");
     doc("gather_cols", "gather_cols(src, idx, dst [, scale]) -> dst",
         "dst(:, j) ← scale·src(:, idx[j]): takes the columns listed in idx (an n-vector of 1-based indices) into "
         "dst (rows×n); src float32 or uint8 (converted, e.g. scale = 1/255 for images). A mini-batch from a data "

@@ -11,7 +11,7 @@
 //                            from a flat 1×span view of x's storage (so NaN
 //                            loses to any number, as in argmax)
 //     along rows             the same on xᵀ (argmax takes any view)
-//     min                    −max(−x)
+//     min                    the same with argmin
 //   Torch7's in-place methods, aliases of the kernels writing into m itself:
 //   m:add(s) / m:add(y) / m:add(alpha, y), m:mul(s), m:div(s), m:cmul(y),
 //   m:cdiv(y), m:fill(v), m:zero(), m:tanh(), m:sigmoid(), m:relu(), m:exp(),
@@ -48,13 +48,20 @@ Matrix sum_dim(const Matrix& x, int dim) {
     return y;
 }
 
-// max over each column of a dense x: 1×cols, from a one-hot of argmax (for
-// columns longer than a float counts exactly, where a gather cannot be told the row).
-Matrix max_columns_onehot(const Matrix& x) {
+// The index of each column's largest (or smallest) value.
+void arg(Extreme e, const Matrix& x, const Matrix& idx) {
+    if (e == Extreme::smallest) return argmin(x, idx);
+    argmax(x, idx);
+}
+
+// max (min) over each column of a dense x: 1×cols, from a one-hot of argmax
+// (argmin), for columns longer than a float counts exactly, where a gather
+// cannot be told the row.
+Matrix extreme_columns_onehot(Extreme e, const Matrix& x) {
     Device& dev = x.device();
     int64_t r = x.rows, n = x.cols;
     Matrix idx = empty(dev, 1, n);
-    argmax(x, idx);
+    arg(e, x, idx);
     std::vector<float> rowno(static_cast<size_t>(r));
     for (int64_t i = 0; i < r; ++i) rowno[size_t(i)] = float(i + 1);
     Matrix d = zeros(dev, r, n);
@@ -70,20 +77,21 @@ Matrix max_columns_onehot(const Matrix& x) {
 // Floats count integers exactly up to 2^24: the most elements a gather index may name.
 constexpr int64_t kExactIndex = int64_t(1) << 24;
 
-// out (a 1×cols view) ← the maximum of each column of x (any view): x at
-// argmax's row, gathered from a flat 1×span view of x's storage, so NaN loses
-// to any number and a column of NaN gives NaN. Two passes over x (argmax,
-// then one element per column), in chunks of columns whose storage spans at
-// most 2^24 elements so that each element's place in the flat view is exact.
-void max_columns(const Matrix& x, const Matrix& out) {
+// out (a 1×cols view) ← the maximum (minimum) of each column of x (any
+// view): x at argmax's (argmin's) row, gathered from a flat 1×span view of
+// x's storage, so NaN loses to any number and a column of NaN gives NaN. Two
+// passes over x (the index, then one element per column), in chunks of
+// columns whose storage spans at most 2^24 elements so that each element's
+// place in the flat view is exact.
+void extreme_columns(Extreme e, const Matrix& x, const Matrix& out) {
     Device& dev = x.device();
     const int64_t r = x.rows, n = x.cols, rs = x.row_step(), cs = x.col_step();
     if (r * rs >= kExactIndex) {
-        if (rs != 1) return max_columns(clone(x), out);  // a dense copy spans r per column
-        return copy(max_columns_onehot(x), out);
+        if (rs != 1) return extreme_columns(e, clone(x), out);  // a dense copy spans r per column
+        return copy(extreme_columns_onehot(e, x), out);
     }
     Matrix idx = empty(dev, 1, n);
-    argmax(x, idx);
+    arg(e, x, idx);
     const int64_t per = n == 1 ? 1 : std::max<int64_t>(1, (kExactIndex - r * rs) / std::max<int64_t>(cs, 1) + 1);
     std::vector<float> at;
     for (int64_t j0 = 0; j0 < n; j0 += per) {
@@ -100,22 +108,15 @@ void max_columns(const Matrix& x, const Matrix& out) {
     }
 }
 
-Matrix max_dim(const Matrix& x, int dim) {
+Matrix extreme_dim(Extreme e, const Matrix& x, int dim) {
     if (dim == 1) {
         Matrix out = empty(x.device(), 1, x.cols);
-        max_columns(x, out);
+        extreme_columns(e, x, out);
         return out;
     }
     Matrix out = empty(x.device(), x.rows, 1);
-    max_columns(x.t(), out.t());
+    extreme_columns(e, x.t(), out.t());
     return out;
-}
-
-// −x, a new dense matrix, in one pass (axpby with β = 0 does not read c).
-Matrix negated(const Matrix& x) {
-    Matrix c = empty(x.device(), x.rows, x.cols);
-    axpby(-1.0f, x, 0.0f, c);
-    return c;
 }
 
 enum class Red { sum, mean, max, min };
@@ -142,12 +143,8 @@ Matrix reduce_dim(Red r, const Matrix& x, int dim) {
             scal(1.0f / float(dim == 1 ? x.rows : x.cols), s);
             return s;
         }
-        case Red::max: return max_dim(x, dim);
-        default: {
-            Matrix m = max_dim(negated(x), dim);
-            scal(-1.0f, m);
-            return m;
-        }
+        case Red::max: return extreme_dim(Extreme::largest, x, dim);
+        default: return extreme_dim(Extreme::smallest, x, dim);
     }
 }
 
@@ -162,12 +159,9 @@ double reduce_all(Red r, const Matrix& x) {
         return r == Red::sum ? s : s / double(x.size());
     }
     if (x.dtype() != DType::f32) fail("%s: x is uint8; reductions take float32", fn);
-    // max over the columns (1×n), then over that row (as an n×1 column): 1×1.
-    Matrix base = r == Red::max ? x : negated(x);
-    Matrix cols = max_dim(base, 1);
-    Matrix one = max_dim(cols, 2);
-    double v = sum(one);
-    return r == Red::max ? v : -v;
+    // max (min) over the columns (1×n), then over that row (as an n×1 column): 1×1.
+    const Extreme e = r == Red::max ? Extreme::largest : Extreme::smallest;
+    return sum(extreme_dim(e, extreme_dim(e, x, 1), 2));
 }
 
 int check_dim(lua_State* L, int arg, const char* fn) {

@@ -52,7 +52,7 @@ public:
     void softmax(const Matrix& x, const Matrix& y) override;
     void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale,
                       const Matrix& dz) override;
-    void argmax(const Matrix& x, const Matrix& idx) override;
+    void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) override;
     void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) override;
     void add_bias(const Matrix& b, const Matrix& y) override;
     void random(Dist dist, uint64_t seed, const Matrix& x) override;

@@ -1,5 +1,5 @@
 // Per-column kernels: softmax and its fused cross-entropy form
-// (shaders/softmax.comp), argmax (argmax.comp). One invocation per column
+// (shaders/softmax.comp), argmax and argmin (argmax.comp). One invocation per column
 // for columns of up to kColumnRows rows; longer columns in bounded passes
 // (colstats.comp, then colapply.comp), since drivers may end a shader loop
 // after 65,535 iterations (lavapipe does, silently).
@@ -52,7 +52,7 @@ static_assert(sizeof(ColApplyPush) == 112);
 constexpr uint64_t kColumnRows = 4096;
 constexpr uint64_t kChunk = 4096;
 
-constexpr uint32_t kStatsSoftmax = 0, kStatsArgmax = 1;
+constexpr uint32_t kStatsSoftmax = 0, kStatsArgmax = 1, kStatsArgmin = 2;
 constexpr uint32_t kApplySoftmax = 0, kApplyXent = 1, kApplyArgmax = 2;
 
 }  // namespace
@@ -83,7 +83,7 @@ static Matrix column_stats(VulkanDevice& dev, uint32_t op, const Matrix& x) {
         uint32_t spec[3] = {wg, op, level0 ? 1u : 0u};
         Dispatch d{.shader = "colstats", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
                    .reads = {level0 ? &x : &in}, .writes = {&out},
-                   .label = op == kStatsSoftmax ? "softmax" : "argmax"};
+                   .label = op == kStatsSoftmax ? "softmax" : op == kStatsArgmax ? "argmax" : "argmin"};
         dev.grid(cols * chunks, wg, d.groups);
         dev.dispatch(d);
         if (chunks == 1) return out;
@@ -179,10 +179,12 @@ void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Mat
     with_loss ? go({&dz, &loss}) : go({&dz});
 }
 
-void VulkanDevice::argmax(const Matrix& x, const Matrix& idx) {
+void VulkanDevice::arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
     if (x.cols == 0) return;
+    const bool lo = e == Extreme::smallest;
+    const char* label = lo ? "argmin" : "argmax";
     if (uint64_t(x.rows) > kColumnRows) {
-        Matrix part = column_stats(*this, kStatsArgmax, x);
+        Matrix part = column_stats(*this, lo ? kStatsArgmin : kStatsArgmax, x);
         ColApplyPush p;
         p.y = view(idx);
         p.y.rstep = uint32_t(idx.inc());
@@ -191,7 +193,7 @@ void VulkanDevice::argmax(const Matrix& x, const Matrix& idx) {
         p.cols = uint32_t(x.cols);
         uint32_t spec[3] = {wg(), kApplyArgmax, idx.dtype() == DType::u8};
         Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
-                   .reads = {&part}, .writes = {&idx}, .label = "argmax"};
+                   .reads = {&part}, .writes = {&idx}, .label = label};
         grid(uint64_t(x.cols), wg(), d.groups);
         dispatch(d);
         return;
@@ -203,9 +205,9 @@ void VulkanDevice::argmax(const Matrix& x, const Matrix& idx) {
     p.idx.rstep = uint32_t(idx.inc());
     p.rows = uint32_t(x.rows);
     p.cols = uint32_t(x.cols);
-    uint32_t spec[1] = {cwg};
-    Dispatch d{.shader = "argmax", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 1,
-               .reads = {&x}, .writes = {&idx}, .label = "argmax"};
+    uint32_t spec[2] = {cwg, lo ? 1u : 0u};
+    Dispatch d{.shader = "argmax", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2,
+               .reads = {&x}, .writes = {&idx}, .label = label};
     grid(p.cols, cwg, d.groups);
     dispatch(d);
 }

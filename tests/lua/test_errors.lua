@@ -132,6 +132,7 @@ for _, id in ipairs(ids) do
     bad(function() softmax_xent(a, ones(1, 3), b) end, "softmax_xent:", "2×3", "3×4")
     bad(function() softmax_xent(a, ones(1, 3), zeros(2, 3), ones(2, 1)) end, "softmax_xent:", "2×1")
     bad(function() argmax(a, x2) end, "argmax:", "2×1")
+    bad(function() argmin(a, x2) end, "argmin:", "2×1")
     bad(function() gather_cols(a, ones(2, 2), c) end, "gather_cols:", "2×2")
     bad(function() gather_cols(a, x2, zeros(3, 2)) end, "gather_cols:", "3×2")
     bad(function() add_bias(x3, a) end, "add_bias:", "3×1", "must be a vector of 2 elements")

@@ -225,10 +225,12 @@ for _, id in ipairs(ids) do
     near(dz, {{p[1], 1 / 3 - 1}, {p[2], 1 / 3}, {p[3] - 1, 1 / 3}}, 1e-6)
   end)
 
-  t.test(D .. "argmax, gather_cols, add_bias", function()
+  t.test(D .. "argmax, argmin, gather_cols, add_bias", function()
     local idx = zeros(1, 2)
     assert(rawequal(argmax(from{{1, 5}, {3, 2}, {2, 4}}, idx), idx))
     near(idx, {{2, 1}}, 0)
+    assert(rawequal(argmin(from{{1, 5}, {3, 2}, {2, 4}}, idx), idx))
+    near(idx, {{1, 2}}, 0)
     local src = from{{1, 2, 3}, {4, 5, 6}}
     local dst = zeros(2, 2)
     assert(rawequal(gather_cols(src, from{3, 1}, dst), dst))

@@ -96,7 +96,7 @@ for _, id in ipairs(ids) do
     t.raises(function() max(zeros(0, 3, "float32", id)) end, "max: x is 0×3")
   end)
 
-  t.test(id .. ": max and min per dimension are x at argmax's row: NaN loses to any number, ties take the first", function()
+  t.test(id .. ": max and min per dimension are x at argmax's and argmin's row: NaN loses to any number, ties take the first", function()
     -- Columns long enough for the cpu's lanes (40 rows), short ones (3 rows),
     -- and their transposes (the maxima along rows); values by hand.
     local nan, inf = 0 / 0, math.huge
@@ -123,12 +123,15 @@ for _, id in ipairs(ids) do
       local x = from(rows, "float32", id)
       local m1, m2 = host(max(x, 1)), host(max(x:t(), 2))
       local i1 = host(argmax(x, zeros(1, #cs, "float32", id)))
-      local n1 = host(min(-x, 1))
+      local n1, n2 = host(min(-x, 1)), host(min((-x):t(), 2))
+      local j1 = host(argmin(-x, zeros(1, #cs, "float32", id)))
       for j, c in ipairs(cs) do
         assert(m1[1][j] == c[2], ("max(x, 1)[%d] of %d rows is %s, expected %s"):format(j, len, m1[1][j], c[2]))
         assert(m2[j][1] == c[2], ("max(xᵀ, 2)[%d] of %d rows is %s, expected %s"):format(j, len, m2[j][1], c[2]))
         assert(i1[1][j] == c[3], ("argmax[%d] of %d rows is %s, expected %s"):format(j, len, i1[1][j], c[3]))
         assert(n1[1][j] == -c[2], ("min(-x, 1)[%d] of %d rows is %s, expected %s"):format(j, len, n1[1][j], -c[2]))
+        assert(n2[j][1] == -c[2], ("min(-xᵀ, 2)[%d] of %d rows is %s, expected %s"):format(j, len, n2[j][1], -c[2]))
+        assert(j1[1][j] == c[3], ("argmin(-x)[%d] of %d rows is %s, expected %s"):format(j, len, j1[1][j], c[3]))
       end
     end
     local all_nan = from({{nan, nan}, {nan, nan}}, "float32", id)
@@ -136,6 +139,9 @@ for _, id in ipairs(ids) do
     assert(g[1][1] ~= g[1][1] and g[1][2] ~= g[1][2], "a column of NaN gives NaN")
     local v = max(from({{1, nan}, {-inf, 3}}, "float32", id))
     assert(v == 3, "max of the whole matrix: NaN loses, -Inf does not leak into the sum")
+    v = min(from({{1, nan}, {-inf, 3}}, "float32", id))
+    assert(v == -inf, "min of the whole matrix: NaN loses, -Inf is the minimum, got " .. tostring(v))
+    assert(min(from({{4, nan}, {2, 3}}, "float32", id)) == 2, "min of the whole matrix")
   end)
 
   t.test(id .. ": Torch7's in-place methods write into m and return it", function()

@@ -60,10 +60,11 @@ void scale_only(float beta, const Matrix& c) {
 // OpenBLAS runs on one thread (cpu_device.cpp sets it so, pool.cpp says why):
 // the products and the long level-1 runs are cut here across vela's pool, one
 // OpenBLAS call per piece on the thread that takes it. The cut follows the
-// thread count, and OpenBLAS's rounding follows the cut: which of its kernels
-// (whole register blocks or edge ones) computes an element depends on where
-// the call's blocks fall, so a product's last bits can change with threads(n)
-// (docs/cpu.md, "One pool"). The same thread count gives the same bits.
+// thread count, and OpenBLAS's rounding of an element depends on the call
+// around it (measured; most likely which of its kernels, a whole register
+// block or an edge one, computes the element), so a product's last bits can
+// change with threads(n) (docs/cpu.md, "One pool"). The same thread count
+// gives the same bits.
 
 // Below this many flops a product runs whole on the calling thread: a piece
 // must outweigh the microsecond or two of handing it to a spinning worker.

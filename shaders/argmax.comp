@@ -1,7 +1,8 @@
 // idx(j) ← 1 + the first row index of the largest value in column j (NaNs
 // are skipped); with NEGATE, of the smallest (argmin: the largest of −x, the
-// negation exact and a NaN still a NaN). One invocation per column, as softmax, for columns of at
-// most kColumnRows rows; longer ones go through colstats.comp and colapply.comp.
+// negation exact and a NaN still a NaN). One invocation per column, as
+// softmax, for columns of at most kColumnRows rows; longer ones go through
+// colstats.comp and colapply.comp.
 #version 450
 #include "common.glsl"
 

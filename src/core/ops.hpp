@@ -59,6 +59,7 @@ void softmax(const Matrix& x, const Matrix& y);
 void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz);
 void argmax(const Matrix& x, const Matrix& idx);
 void argmin(const Matrix& x, const Matrix& idx);
+void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e);  // argmax or argmin, by e
 void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale = 1.0f);
 void add_bias(const Matrix& b, const Matrix& y);
 void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y);

@@ -74,7 +74,7 @@ void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, flo
     z.device().softmax_xent(z, labels, loss, scale, dz);
 }
 
-static void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
+void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
     const bool lo = e == Extreme::smallest;
     const char* fn = lo ? "argmin" : "argmax";
     check_live(fn, "x", x), check_live(fn, "idx", idx);

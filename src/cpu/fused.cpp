@@ -169,9 +169,9 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) int64_t argmax_dense
 }
 
 // Columns 0..m-1 of a view with element (i, j) at q[i·rs + j·cs]: bv, bi ←
-// each column's maximum of sgn·x and its 0-based row by argmax_takes, the rows swept in
-// order (the columns are independent: no chain of compares to wait on, and
-// with cs = 1 the loop over them vectorises).
+// each column's maximum of sgn·x and its 0-based row by argmax_takes, the
+// rows swept in order (the columns are independent: no chain of compares to
+// wait on, and with cs = 1 the loop over them vectorises).
 template <bool kUnit>
 inline void argmax_rows_at(const float* q, int64_t rs, int64_t cs, int64_t rows, int64_t m, float sgn, float* bv,
                            float* bi) {

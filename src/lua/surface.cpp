@@ -48,12 +48,6 @@ Matrix sum_dim(const Matrix& x, int dim) {
     return y;
 }
 
-// The index of each column's largest (or smallest) value.
-void arg(Extreme e, const Matrix& x, const Matrix& idx) {
-    if (e == Extreme::smallest) return argmin(x, idx);
-    argmax(x, idx);
-}
-
 // max (min) over each column of a dense x: 1×cols, from a one-hot of argmax
 // (argmin), for columns longer than a float counts exactly, where a gather
 // cannot be told the row.
@@ -61,7 +55,7 @@ Matrix extreme_columns_onehot(Extreme e, const Matrix& x) {
     Device& dev = x.device();
     int64_t r = x.rows, n = x.cols;
     Matrix idx = empty(dev, 1, n);
-    arg(e, x, idx);
+    arg_extreme(x, idx, e);
     std::vector<float> rowno(static_cast<size_t>(r));
     for (int64_t i = 0; i < r; ++i) rowno[size_t(i)] = float(i + 1);
     Matrix d = zeros(dev, r, n);
@@ -91,7 +85,7 @@ void extreme_columns(Extreme e, const Matrix& x, const Matrix& out) {
         return copy(extreme_columns_onehot(e, x), out);
     }
     Matrix idx = empty(dev, 1, n);
-    arg(e, x, idx);
+    arg_extreme(x, idx, e);
     const int64_t per = n == 1 ? 1 : std::max<int64_t>(1, (kExactIndex - r * rs) / std::max<int64_t>(cs, 1) + 1);
     std::vector<float> at;
     for (int64_t j0 = 0; j0 < n; j0 += per) {

@@ -14,6 +14,7 @@
 #include "backends.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
+#include "cpu/blas_core.hpp"
 #include "lua/vela.hpp"
 #include "repl/repl.hpp"
 #include "vulkan/backend.hpp"
@@ -261,6 +262,7 @@ int main(int argc, char** argv) {
         const char* slash = std::strrchr(argv[0], '/');
         progname = slash ? slash + 1 : argv[0];
     }
+    vela::cpu::ensure_blas_core();  // while the process has one thread (cpu/blas_core.hpp)
     vela::register_backends();
     lua_State* L = luaL_newstate();
     if (!L) {

@@ -1,6 +1,7 @@
 // The cpu backend: one device, "cpu", described for devices() and registered
 // with the device registry.
 #include "core/registry.hpp"
+#include "cpu/blas_core.hpp"
 #include "cpu/cpu_device.hpp"
 
 namespace vela::cpu {
@@ -13,10 +14,12 @@ DeviceInfo info() {
     d.name = description();
     d.type = "cpu";
     d.driver = "OpenBLAS";
-    d.driver_version = blas_version();
+    const BlasCore& core = ensure_blas_core();
+    d.driver_version = blas_version() + " " + core.core;
     d.memory = physical_memory();
     d.limits.push_back({"threads", std::to_string(threads())});
     d.limits.push_back({"blas", blas_config()});
+    d.limits.push_back({"blas core", core.core + ": " + core.how});
     return d;
 }
 

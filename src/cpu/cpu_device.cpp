@@ -19,6 +19,7 @@
 
 #include "core/error.hpp"
 #include "core/user_kernel.hpp"
+#include "cpu/blas_core.hpp"
 #include "cpu/conv.hpp"
 #include "cpu/cpu_kernels.hpp"
 
@@ -391,6 +392,7 @@ void* base(const Matrix& m) { return static_cast<CpuBuffer*>(m.buf.get())->data(
 // the pool, the one pool of the process (pool.cpp says why).
 void init_threads() {
     static const bool done = [] {
+        ensure_blas_core();  // before any BLAS call (blas_core.hpp)
         pool_resize(default_threads());
         openblas_set_num_threads(1);
         return true;

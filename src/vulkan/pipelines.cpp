@@ -23,6 +23,36 @@ size_t Pipelines::KeyHash::operator()(const Key& k) const {
     return h;
 }
 
+uint64_t content_hash(const void* data, size_t bytes) {
+    // FNV-1a's constants over 8-byte words, with a final mix: fast enough for a
+    // cache file of megabytes read at start-up, and any flipped bit changes it.
+    const auto* p = static_cast<const unsigned char*>(data);
+    uint64_t h = 1469598103934665603ull ^ bytes;
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t w;
+        std::memcpy(&w, p + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+        h ^= h >> 29;
+    }
+    for (; i < bytes; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    h ^= h >> 32;
+    h *= 0xd6e8feb86659fd93ull;
+    return h ^ (h >> 32);
+}
+
+namespace {
+
+// The cache file: this header, then the driver's VkPipelineCache data.
+struct CacheHeader {
+    char magic[8];
+    uint64_t bytes;  // of the driver's data after the header
+    uint64_t hash;   // content_hash of that data
+};
+constexpr char kCacheMagic[8] = {'v', 'e', 'l', 'a', 'p', 'c', '0', '1'};
+
+}  // namespace
+
 std::string cache_dir() {
     if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/vela";
     if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/vela";
@@ -45,12 +75,10 @@ Pipelines::Pipelines(Gpu& gpu) : gpu_(gpu) {
     check(vkCreatePipelineLayout(gpu.device, &li, nullptr, &layout), "vkCreatePipelineLayout");
     layout_ = OwnedLayout(gpu.device, layout);
 
-    // A stale or foreign cache file is harmless: the driver checks its header and ignores it.
+    // A stale cache file (another driver version) is harmless: the driver checks
+    // its own header and ignores it. A damaged one is caught by vela's hash first.
     std::vector<char> data;
-    if (std::string path = cache_path(); !path.empty()) {
-        std::ifstream in(path, std::ios::binary);
-        if (in) data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    }
+    if (std::string path = cache_path(); !path.empty()) data = load_cache_file(path);
     auto ci = make<VkPipelineCacheCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO);
     ci.initialDataSize = data.size();
     ci.pInitialData = data.empty() ? nullptr : data.data();
@@ -61,6 +89,28 @@ Pipelines::Pipelines(Gpu& gpu) : gpu_(gpu) {
         check(vkCreatePipelineCache(gpu.device, &ci, nullptr, &cache), "vkCreatePipelineCache");
     }
     cache_ = OwnedPipelineCache(gpu.device, cache);
+}
+
+std::vector<char> Pipelines::load_cache_file(const std::string& path) const {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return {};
+    std::vector<char> data(std::istreambuf_iterator<char>(in), {});
+    const char* why = nullptr;
+    CacheHeader h{};
+    if (data.size() < sizeof h) why = "shorter than its header";
+    else std::memcpy(&h, data.data(), sizeof h);
+    if (!why && std::memcmp(h.magic, kCacheMagic, sizeof kCacheMagic) != 0) why = "not a vela pipeline cache";
+    else if (!why && h.bytes != data.size() - sizeof h) why = "its length disagrees with its header";
+    else if (!why && content_hash(data.data() + sizeof h, size_t(h.bytes)) != h.hash) why = "its contents fail the hash";
+    if (why) {
+        std::fprintf(stderr, "vela: %s: the pipeline cache %s is damaged (%s); dropped, it is rebuilt as kernels are made\n",
+                     gpu_.phys.info.id.c_str(), path.c_str(), why);
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+        return {};
+    }
+    data.erase(data.begin(), data.begin() + sizeof h);
+    return data;
 }
 
 Pipelines::~Pipelines() {
@@ -77,8 +127,14 @@ void Pipelines::save() {
     if (path.empty()) return;
     size_t n = 0;
     if (vkGetPipelineCacheData(gpu_.device, cache_, &n, nullptr) != VK_SUCCESS || n == 0) return;
-    std::vector<char> data(n);
-    if (vkGetPipelineCacheData(gpu_.device, cache_, &n, data.data()) != VK_SUCCESS) return;
+    std::vector<char> data(sizeof(CacheHeader) + n);
+    if (vkGetPipelineCacheData(gpu_.device, cache_, &n, data.data() + sizeof(CacheHeader)) != VK_SUCCESS) return;
+    data.resize(sizeof(CacheHeader) + n);
+    CacheHeader h{};
+    std::memcpy(h.magic, kCacheMagic, sizeof kCacheMagic);
+    h.bytes = n;
+    h.hash = content_hash(data.data() + sizeof h, n);
+    std::memcpy(data.data(), &h, sizeof h);
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
     // Write then rename, so two sessions saving at once never leave a torn file.
@@ -86,7 +142,13 @@ void Pipelines::save() {
     {
         std::ofstream out(tmp, std::ios::binary);
         if (!out) return;
-        out.write(data.data(), std::streamsize(n));
+        out.write(data.data(), std::streamsize(data.size()));
+        if (!out) {
+            out.close();
+            std::error_code rm;
+            std::filesystem::remove(tmp, rm);
+            return;
+        }
     }
     std::filesystem::rename(tmp, path, ec);
     if (ec) std::filesystem::remove(tmp, ec);

@@ -2,7 +2,10 @@
 // and kept for the device's lifetime. One pipeline layout serves every shader:
 // no descriptor sets, only a 128-byte push-constant range (operands travel as
 // buffer device addresses). The VkPipelineCache is loaded from and saved to
-// $XDG_CACHE_HOME/vela (or ~/.cache/vela), one file per device and driver.
+// $XDG_CACHE_HOME/vela (or ~/.cache/vela), one file per device and driver,
+// behind vela's own header with a hash of the contents: a damaged file is
+// dropped with a one-line warning and rebuilt, never handed to the driver
+// (SwiftShader crashes on one).
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -22,6 +25,8 @@ constexpr uint32_t kPushBytes = 128;
 
 // vela's cache directory: $XDG_CACHE_HOME/vela, else ~/.cache/vela ("" when neither is set).
 std::string cache_dir();
+// A 64-bit hash of bytes for the disk caches' integrity checks (not cryptographic).
+uint64_t content_hash(const void* data, size_t bytes);
 constexpr uint32_t kMaxSpec = 8;
 
 class Pipelines {
@@ -55,6 +60,9 @@ private:
     std::pair<const uint32_t*, size_t> code(const std::string& shader) const;
     OwnedShader make_module(const uint32_t* code, size_t words);
     std::string cache_path() const;
+    // The cache file's driver data when its header and hash check out; a damaged
+    // file is removed with a warning on stderr and yields nothing.
+    std::vector<char> load_cache_file(const std::string& path) const;
 
     Gpu& gpu_;
     OwnedLayout layout_;

@@ -26,7 +26,7 @@ const char* shader_text(const char* name);
 namespace {
 
 constexpr const char* kUserFile = "user";
-constexpr uint32_t kDiskMagic = 0x564c4b31;  // "VLK1"
+constexpr uint32_t kDiskMagic = 0x564c4b32;  // "VLK2": VLK1 and a hash of the SPIR-V (older files are misses)
 
 // The options are part of the cache key: change them and old entries no longer match.
 uint64_t fnv1a(const std::string& s) {
@@ -125,12 +125,14 @@ std::string disk_path(uint64_t h) {
     return dir.empty() ? "" : format("%s/%016llx.spv", dir.c_str(), (unsigned long long)h);
 }
 
-// The file holds the key it was made from, so a hash collision or a torn file is a miss.
+// The file holds the key it was made from, so a hash collision or a torn file
+// is a miss, and a hash of its SPIR-V, so a damaged file (which SwiftShader
+// would crash on) is dropped with a warning and compiled again.
 bool load(const std::string& path, const std::string& key, std::vector<uint32_t>& words) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return false;
     uint32_t magic = 0;
-    uint64_t klen = 0, wlen = 0;
+    uint64_t klen = 0, wlen = 0, hash = 0;
     in.read(reinterpret_cast<char*>(&magic), 4);
     in.read(reinterpret_cast<char*>(&klen), 8);
     if (!in || magic != kDiskMagic || klen != key.size()) return false;
@@ -138,10 +140,26 @@ bool load(const std::string& path, const std::string& key, std::vector<uint32_t>
     in.read(k.data(), std::streamsize(klen));
     if (!in || k != key) return false;
     in.read(reinterpret_cast<char*>(&wlen), 8);
-    if (!in || wlen == 0 || wlen > (64u << 20)) return false;
-    words.resize(wlen);
-    in.read(reinterpret_cast<char*>(words.data()), std::streamsize(wlen * 4));
-    return bool(in) && words[0] == 0x07230203u;
+    in.read(reinterpret_cast<char*>(&hash), 8);
+    const char* why = nullptr;
+    if (!in || wlen == 0 || wlen > (64u << 20)) {
+        why = "bad length";
+    } else {
+        words.resize(wlen);
+        in.read(reinterpret_cast<char*>(words.data()), std::streamsize(wlen * 4));
+        if (!in) why = "shorter than it says";
+        else if (content_hash(words.data(), wlen * 4) != hash || words[0] != 0x07230203u) why = "its SPIR-V fails the hash";
+    }
+    if (why) {
+        std::fprintf(stderr, "vela: the kernel cache entry %s is damaged (%s); dropped and compiled again\n",
+                     path.c_str(), why);
+        in.close();
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+        words.clear();
+        return false;
+    }
+    return true;
 }
 
 void store(const std::string& path, const std::string& key, const std::vector<uint32_t>& words) {
@@ -151,11 +169,12 @@ void store(const std::string& path, const std::string& key, const std::vector<ui
     {
         std::ofstream out(tmp, std::ios::binary);
         if (!out) return;
-        uint64_t klen = key.size(), wlen = words.size();
+        uint64_t klen = key.size(), wlen = words.size(), hash = content_hash(words.data(), wlen * 4);
         out.write(reinterpret_cast<const char*>(&kDiskMagic), 4);
         out.write(reinterpret_cast<const char*>(&klen), 8);
         out.write(key.data(), std::streamsize(klen));
         out.write(reinterpret_cast<const char*>(&wlen), 8);
+        out.write(reinterpret_cast<const char*>(&hash), 8);
         out.write(reinterpret_cast<const char*>(words.data()), std::streamsize(wlen * 4));
         if (!out) {
             out.close();

@@ -1,9 +1,15 @@
 #include "vulkan/memory.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/error.hpp"
+#include "cpu/cpu_device.hpp"  // available_memory(): a software device's memory is the host's
 
 namespace vela::vk {
 
@@ -98,7 +104,9 @@ Memory::Memory(Gpu& gpu, std::string device_name, bool force_staging) : gpu_(gpu
     heap_limit_ = heap_limit_from_env();
     VkDeviceSize heap = heap_size(device_);
     max_alloc_ = m3.maxMemoryAllocationSize;
-    block_size_ = std::min<VkDeviceSize>({256 * kMiB, m3.maxMemoryAllocationSize, std::max(heap / 8, 16 * kMiB)});
+    // Software devices commit each block's pages when it is made (new_block): 64 MiB blocks keep that short.
+    const VkDeviceSize most = gpu.phys.caps.software ? 64 * kMiB : 256 * kMiB;
+    block_size_ = std::min<VkDeviceSize>({most, m3.maxMemoryAllocationSize, std::max(heap / 8, 16 * kMiB)});
 }
 
 Memory::~Memory() = default;
@@ -114,6 +122,18 @@ Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDevi
     std::string need = dedicated ? format("%.1f MiB requested", double(request) / kMiB)
                                  : format("%.1f MiB requested (a new %.1f MiB block)", double(request) / kMiB,
                                           double(size) / kMiB);
+    // A software device (lavapipe, SwiftShader) advertises a heap of a fixed
+    // size (2 GiB) whatever the host has, and its memory is the host's: a block
+    // the host cannot hold would be an OOM kill when first written, not an
+    // error. Budget it against what this process may still allocate
+    // (MemAvailable, the cgroup's limit, RLIMIT_AS).
+    if (gpu_.phys.caps.software) {
+        const cpu::MemoryLimit host = cpu::available_memory();
+        if (size > host.bytes)
+            fail("%s: out of device memory: %s, but the host has %.1f MiB available (%s) and this software "
+                 "device's memory is the host's; release matrices with m:release() and retry",
+                 name_.c_str(), need.c_str(), double(host.bytes) / kMiB, host.source);
+    }
     if (p.reserved + size > heap)
         fail("%s: out of device memory: %s, %.1f MiB of the %.1f MiB heap%s already reserved "
              "(%.1f MiB in %llu live allocations); release matrices with m:release() and retry",
@@ -159,6 +179,20 @@ Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDevi
         void* ptr = nullptr;
         check(vkMapMemory(dev, mem, 0, VK_WHOLE_SIZE, 0, &ptr), "vkMapMemory");
         b->mapped = static_cast<uint8_t*>(ptr);
+        // Software device: touch the block's pages now (MADV_POPULATE_WRITE, as
+        // the cpu device does), so exhaustion is this error and not the OOM
+        // killer at the first write later, and the next block's check sees them.
+        if (gpu_.phys.caps.software) {
+            const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+            uintptr_t lo = (uintptr_t(ptr) + page - 1) / page * page, hi = (uintptr_t(ptr) + size) / page * page;
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+            if (hi > lo && madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE) != 0 && errno != EINVAL)
+                fail("%s: out of device memory: %s could not be committed in host memory (%s); this software "
+                     "device's memory is the host's; release matrices with m:release() and retry",
+                     name_.c_str(), need.c_str(), std::strerror(errno));
+        }
     }
     auto addr = make<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
     addr.buffer = buf;

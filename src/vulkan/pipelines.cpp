@@ -97,11 +97,12 @@ std::vector<char> Pipelines::load_cache_file(const std::string& path) const {
     std::vector<char> data(std::istreambuf_iterator<char>(in), {});
     const char* why = nullptr;
     CacheHeader h{};
-    if (data.size() < sizeof h) why = "shorter than its header";
-    else std::memcpy(&h, data.data(), sizeof h);
-    if (!why && std::memcmp(h.magic, kCacheMagic, sizeof kCacheMagic) != 0) why = "not a vela pipeline cache";
-    else if (!why && h.bytes != data.size() - sizeof h) why = "its length disagrees with its header";
-    else if (!why && content_hash(data.data() + sizeof h, size_t(h.bytes)) != h.hash) why = "its contents fail the hash";
+    // A file without vela's header is an older vela's (the driver's data alone): replaced quietly.
+    if (data.size() < sizeof h) return {};
+    std::memcpy(&h, data.data(), sizeof h);
+    if (std::memcmp(h.magic, kCacheMagic, sizeof kCacheMagic) != 0) return {};
+    if (h.bytes != data.size() - sizeof h) why = "its length disagrees with its header";
+    else if (content_hash(data.data() + sizeof h, size_t(h.bytes)) != h.hash) why = "its contents fail the hash";
     if (why) {
         std::fprintf(stderr, "vela: %s: the pipeline cache %s is damaged (%s); dropped, it is rebuilt as kernels are made\n",
                      gpu_.phys.info.id.c_str(), path.c_str(), why);

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "vulkan/spirv_specialize.hpp"
+#include "vulkan/status_line.hpp"
 
 namespace vela::vk {
 
@@ -221,7 +222,13 @@ VkPipeline Pipelines::get(const char* shader, const uint32_t* spec, uint32_t spe
         ci.stage.pSpecializationInfo = spec_count ? &si : nullptr;
         ci.layout = layout_;
         VkPipeline p = VK_NULL_HANDLE;
-        check(vkCreateComputePipelines(gpu_.device, cache_, 1, &ci, nullptr, &p), "vkCreateComputePipelines");
+        // First use of a kernel on this device: say so on a terminal. The
+        // stream erases the line after its next wait (lavapipe compiles a
+        // pipeline with LLVM at its first dispatch, not here).
+        status_show(format("vela: %s: preparing kernel %s (first use)…", gpu_.phys.info.id.c_str(), shader));
+        VkResult made = vkCreateComputePipelines(gpu_.device, cache_, 1, &ci, nullptr, &p);
+        if (made != VK_SUCCESS) status_clear();
+        check(made, "vkCreateComputePipelines");
         it = pipelines_.emplace(key, OwnedPipeline(gpu_.device, p)).first;
         dirty_ = true;
     }

@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "vulkan/context.hpp"
+#include "vulkan/status_line.hpp"
 #include "vulkan/stream_slot.hpp"
 
 namespace vela::vk {
@@ -177,6 +178,7 @@ void Stream::submit() {
 
 void Stream::flush() {
     if (recording_) submit();
+    status_clear();  // the shell flushes after each command: its prompt never follows a status
 }
 
 void Stream::wait_slot(Slot& s, bool count) {
@@ -201,11 +203,13 @@ void Stream::wait_slot(Slot& s, bool count) {
             }
         stats_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (interrupted) {
+            status_clear();
             if (cond_) drop_queued();
             throw Interrupted();
         }
     }
     check(r, "vkWaitForFences");
+    status_clear();  // a first-use status (pipelines.cpp): the work it announced is done
     complete_through(s.serial);
 }
 

@@ -24,6 +24,7 @@ local shapes = {
 }
 
 local all = vela.threads()
+print("cpu BLAS core: " .. vela.device("cpu"):info().limits["blas core"])
 print(string.format("products on the cpu, GFLOP/s, median of %d interleaved runs", reps))
 print(string.format("%-36s %10s %10s %7s", "c = a·b", "1 thread", all .. " threads", "ratio"))
 for _, s in ipairs(shapes) do

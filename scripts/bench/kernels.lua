@@ -109,6 +109,7 @@ for _, l in ipairs(lines) do
   for c, s in ipairs(l) do width[c] = math.max(width[c] or 0, utf8.len(s) or #s) end
 end
 print(string.format("vela kernels, %d cpu threads, median of %d runs", vela.threads(), opts.reps))
+print("cpu BLAS core: " .. vela.device("cpu"):info().limits["blas core"])
 for n, l in ipairs(lines) do
   local out = {}
   for c, s in ipairs(l) do

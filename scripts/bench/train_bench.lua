@@ -58,6 +58,7 @@ function bench.run(opts, spec)
     rows[#rows + 1] = {id, pcall(vela.device, id) and device_row(opts, spec) or "not available"}
   end
   print(spec.title)
+  print("cpu BLAS core: " .. require("vela").device("cpu"):info().limits["blas core"])
   for _, r in ipairs(rows) do print(("%-12s %s"):format(r[1], r[2])) end
   if opts.torch == "no" then return end
   -- The first python that imports torch (a pyenv shim may hide Debian's python3-torch).

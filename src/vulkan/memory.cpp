@@ -25,12 +25,14 @@ struct Block {
     Pool pool = Pool::device;
     std::map<VkDeviceSize, VkDeviceSize> free_ranges;
     VkDeviceSize used = 0;
+    VkDeviceSize committed = 0;  // software devices: bytes from the start whose pages are committed
 };
 
 namespace {
 
 constexpr VkDeviceSize kAlign = 64;  // covers float4 loads and cache lines; BDA needs no more
 constexpr VkDeviceSize kMiB = 1ull << 20;
+constexpr VkDeviceSize kHostReserve = 256 * kMiB;  // host memory a software device leaves to others
 
 VkDeviceSize round_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
 
@@ -58,6 +60,23 @@ VkDeviceSize heap_limit_from_env() {
         default: break;
     }
     return VkDeviceSize(v);
+}
+
+// Commits the pages of [base + from, base + to) of a mapped software block
+// (MADV_POPULATE_WRITE, as the cpu device does), so exhaustion is an error now
+// and not the OOM killer at the first write later, and the next budget check
+// sees them. false with errno on failure; EINVAL (a kernel before 5.14) counts
+// as done: the budget check is then the only guard.
+bool commit_range(uint8_t* base, VkDeviceSize block, VkDeviceSize from, VkDeviceSize to) {
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t b = uintptr_t(base);
+    // The page holding the block's first byte is mapped; past its last whole page may not be.
+    uintptr_t lo = (b + from) / page * page, hi = std::min((b + to + page - 1) / page * page, (b + block) / page * page);
+    if (hi <= lo) return true;
+    return madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE) == 0 || errno == EINVAL;
 }
 
 }  // namespace
@@ -104,7 +123,7 @@ Memory::Memory(Gpu& gpu, std::string device_name, bool force_staging) : gpu_(gpu
     heap_limit_ = heap_limit_from_env();
     VkDeviceSize heap = heap_size(device_);
     max_alloc_ = m3.maxMemoryAllocationSize;
-    // Software devices commit each block's pages when it is made (new_block): 64 MiB blocks keep that short.
+    // Software devices: 64 MiB blocks, so the host-memory budget (new_block) refuses less than it could give.
     const VkDeviceSize most = gpu.phys.caps.software ? 64 * kMiB : 256 * kMiB;
     block_size_ = std::min<VkDeviceSize>({most, m3.maxMemoryAllocationSize, std::max(heap / 8, 16 * kMiB)});
 }
@@ -127,12 +146,16 @@ Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDevi
     // the host cannot hold would be an OOM kill when first written, not an
     // error. Budget it against what this process may still allocate
     // (MemAvailable, the cgroup's limit, RLIMIT_AS).
+    // kHostReserve stays for the driver itself (its LLVM or Subzero compiles
+    // kernels in host memory: with the address space used up to the last few
+    // MiB, lavapipe's next compile crashed) and the rest of the process.
     if (gpu_.phys.caps.software) {
         const cpu::MemoryLimit host = cpu::available_memory();
-        if (size > host.bytes)
-            fail("%s: out of device memory: %s, but the host has %.1f MiB available (%s) and this software "
-                 "device's memory is the host's; release matrices with m:release() and retry",
-                 name_.c_str(), need.c_str(), double(host.bytes) / kMiB, host.source);
+        if (size + kHostReserve > host.bytes)
+            fail("%s: out of device memory: %s, but the host has %.1f MiB available (%s), of which %.0f MiB stay "
+                 "for the driver and the process: this software device's memory is the host's; release matrices "
+                 "with m:release() and retry",
+                 name_.c_str(), need.c_str(), double(host.bytes) / kMiB, host.source, double(kHostReserve) / kMiB);
     }
     if (p.reserved + size > heap)
         fail("%s: out of device memory: %s, %.1f MiB of the %.1f MiB heap%s already reserved "
@@ -179,20 +202,6 @@ Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDevi
         void* ptr = nullptr;
         check(vkMapMemory(dev, mem, 0, VK_WHOLE_SIZE, 0, &ptr), "vkMapMemory");
         b->mapped = static_cast<uint8_t*>(ptr);
-        // Software device: touch the block's pages now (MADV_POPULATE_WRITE, as
-        // the cpu device does), so exhaustion is this error and not the OOM
-        // killer at the first write later, and the next block's check sees them.
-        if (gpu_.phys.caps.software) {
-            const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-            uintptr_t lo = (uintptr_t(ptr) + page - 1) / page * page, hi = (uintptr_t(ptr) + size) / page * page;
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-            if (hi > lo && madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE) != 0 && errno != EINVAL)
-                fail("%s: out of device memory: %s could not be committed in host memory (%s); this software "
-                     "device's memory is the host's; release matrices with m:release() and retry",
-                     name_.c_str(), need.c_str(), std::strerror(errno));
-        }
     }
     auto addr = make<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
     addr.buffer = buf;
@@ -258,6 +267,17 @@ Allocation Memory::try_alloc(VkDeviceSize size, PoolState& p) {
             if (found) break;
         }
         if (!found) found = new_block(p, block_size_, false, size);
+    }
+    // A software device's memory is the host's: commit the range's pages before handing it out.
+    if (gpu_.phys.caps.software && found->mapped && at + size > found->committed) {
+        if (!commit_range(found->mapped, found->size, found->committed, at + size)) {
+            int e = errno;
+            if (found->used == 0) drop_block(p, found);
+            fail("%s: out of device memory: %.1f MiB requested could not be committed in host memory (%s); this "
+                 "software device's memory is the host's; release matrices with m:release() and retry",
+                 name_.c_str(), double(size) / kMiB, std::strerror(e));
+        }
+        found->committed = at + size;
     }
     // Take [at, at+size) out of the free range starting at `at`.
     auto it = found->free_ranges.find(at);

@@ -222,13 +222,14 @@ VkPipeline Pipelines::get(const char* shader, const uint32_t* spec, uint32_t spe
         ci.stage.pSpecializationInfo = spec_count ? &si : nullptr;
         ci.layout = layout_;
         VkPipeline p = VK_NULL_HANDLE;
-        // First use of a kernel on this device: say so on a terminal. The
-        // stream erases the line after its next wait (lavapipe compiles a
-        // pipeline with LLVM at its first dispatch, not here).
+        // First use of a kernel on this device: say so on a terminal while the
+        // driver works (SwiftShader compiles here; lavapipe compiles at the
+        // first dispatch, which the stream announces while it waits: fresh_).
         status_show(format("vela: %s: preparing kernel %s (first use)…", gpu_.phys.info.id.c_str(), shader));
         VkResult made = vkCreateComputePipelines(gpu_.device, cache_, 1, &ci, nullptr, &p);
-        if (made != VK_SUCCESS) status_clear();
+        status_clear();
         check(made, "vkCreateComputePipelines");
+        ++fresh_;
         it = pipelines_.emplace(key, OwnedPipeline(gpu_.device, p)).first;
         dirty_ = true;
     }

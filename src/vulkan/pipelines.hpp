@@ -43,6 +43,8 @@ public:
     void add_module(const std::string& shader, const std::vector<uint32_t>& spirv);
     VkPipelineLayout layout() const { return layout_; }
     size_t count() const { return pipelines_.size(); }
+    // Pipelines made since the last call (the stream's first-use status on lavapipe).
+    uint32_t take_fresh() { uint32_t n = fresh_; fresh_ = 0; return n; }
     void save();
 
 private:
@@ -71,6 +73,7 @@ private:
     std::unordered_map<std::string, std::vector<uint32_t>> user_code_;  // add_module's SPIR-V
     std::unordered_map<Key, OwnedPipeline, KeyHash> pipelines_;
     bool dirty_ = false;
+    uint32_t fresh_ = 0;
     // The last lookup, checked first: consecutive dispatches often share a pipeline.
     const char* last_shader_ = nullptr;
     Key last_key_;

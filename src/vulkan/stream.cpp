@@ -178,10 +178,10 @@ void Stream::submit() {
 
 void Stream::flush() {
     if (recording_) submit();
-    status_clear();  // the shell flushes after each command: its prompt never follows a status
 }
 
 void Stream::wait_slot(Slot& s, bool count) {
+    const uint32_t fresh = pipelines_.take_fresh();  // made since the last wait
     VkResult r = vkGetFenceStatus(gpu_.device, s.fence);
     if (r == VK_NOT_READY) {
         if (count) ++stats_.host_waits;
@@ -192,6 +192,11 @@ void Stream::wait_slot(Slot& s, bool count) {
             return e && std::strcmp(e, "1") == 0;
         }();
         if (say) std::fputs("vela: the host waits for the device\n", stderr);
+        // lavapipe compiles a new pipeline with LLVM at its first dispatch:
+        // seconds for mm. Say so on a terminal while the host waits for it.
+        if (fresh && gpu_.phys.info.driver == "llvmpipe")
+            status_show(format("vela: %s: compiling %u new kernel%s (first use)…", name_.c_str(), fresh,
+                               fresh == 1 ? "" : "s"));
         // Wait in slices so Ctrl-C (the shell sets interrupt_flag) ends a long wait.
         VkFence f = s.fence;
         auto t0 = std::chrono::steady_clock::now();
@@ -208,8 +213,8 @@ void Stream::wait_slot(Slot& s, bool count) {
             throw Interrupted();
         }
     }
+    status_clear();
     check(r, "vkWaitForFences");
-    status_clear();  // a first-use status (pipelines.cpp): the work it announced is done
     complete_through(s.serial);
 }
 

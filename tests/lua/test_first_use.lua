@@ -23,6 +23,9 @@ for i = 2, #ids do
     if not have_script then print("  skipped: no script(1)") return end
     local out = run(("script -qec %q /dev/null 2>&1"):format(vela))
     assert(out:find("\r\27%[Kvela: " .. id .. ": preparing kernel mm_[%w_]+ %(first use%)"), out)
+    if out:find("llvmpipe", 1, true) or id == "vulkan:0" and os.getenv("VELA_TEST_DRIVERS") == "llvmpipe" then
+      assert(out:find("\r\27%[Kvela: " .. id .. ": compiling %d+ new kernels? %(first use%)"), out)
+    end
     -- erased before the result is printed: the result starts a clean line
     assert(out:find("\r\27%[KSUM 64.0"), out)
     local off = run(("script -qec %q /dev/null 2>&1"):format("VELA_STATUS=0 " .. vela))

@@ -38,6 +38,9 @@ double seconds_left(clock_type::time_point deadline) {
 }
 
 [[noreturn]] void exec_vela(const std::vector<std::string>& args, const std::map<std::string, std::string>& env) {
+    // These sessions compare a terminal's bytes: no first-use status line
+    // (vulkan/status_line.hpp; tests/lua/test_first_use.lua tests it) unless asked for.
+    if (!env.count("VELA_STATUS")) setenv("VELA_STATUS", "0", 1);
     exec_program(VELA_BINARY, args, env);
 }
 

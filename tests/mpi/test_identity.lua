@@ -4,7 +4,7 @@
 -- VELA_MPI_DEVICES names); the parameters after 20 steps match one process's training on the
 -- whole batch within float32 rounding (the gradient average is right); and
 -- nn.fit{dist = true} trains, returns the same history on every rank and
--- leaves bit-identical parameters.
+-- leaves bit-identical parameters, also with each rank over two devices.
 local t = dofile("tests/lua/t.lua")
 local vela = require "vela"
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
@@ -101,6 +101,15 @@ t.test("nn.fit{dist = true}: the same history and parameters on every rank", fun
   assert(same_everywhere(dist.param_hash(net)), "parameters differ between ranks after nn.fit")
   assert(hist.loss[2] == hist.loss[2] and hist.loss[2] < hist.loss[1] + 0.5, "nn.fit trained")
   t.raises(function() nn.fit(net, set, {dist = "yes", progress = false}) end, "nn.fit: dist must be true or false")
+end)
+
+t.test("both levels: two ranks, each over two devices", function()
+  local two = {"cpu", devs[2] or "cpu"}
+  local set = synthetic("cpu")
+  local net = nets.mlp("cpu")
+  local hist = nn.fit(net, set, {epochs = 1, batch = 32, dist = true, devices = two, progress = false, seed = 9})
+  assert(same_everywhere(dist.param_hash(net)), "parameters differ between ranks")
+  assert(hist.loss[1] == hist.loss[1], "the loss is a number")
 end)
 
 t.done()

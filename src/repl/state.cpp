@@ -150,7 +150,7 @@ bool setup_state(lua_State* L) {
         return false;
     }
     open_shell_functions(L);
-    for (const char* m : {"nn", "optim", "data", "plot", "torch"}) load_module(L, m);
+    for (const char* m : {"nn", "optim", "data", "plot", "torch", "dist", "parallel"}) load_module(L, m);
     return true;
 }
 

@@ -53,9 +53,5 @@ local total = 0
 for _, s in ipairs(hist.seconds) do total = total + s end
 print(("final test accuracy %.2f%% after %d epochs (%.1f s training, %.0f examples/s)"):format(
   100 * acc, opts.epochs, total, sets.train.n * opts.epochs / total))
-if dist and dist.size() > 1 then
-  local st = dist.stats()
-  print(("vela.dist: %d ranks, %d allreduces of %.2f MiB each, %.2f s in them on rank 0 (staging included)"):format(
-    dist.size(), st.calls, st.bytes / math.max(st.calls, 1) / 2^20, st.seconds))
-end
+if dist and dist.active() then print(dist.summary()) end
 if opts.save and not (dist and dist.rank() > 0) then print("saved to " .. nn.save(opts.save, net, opt, {epoch = opts.epochs, seed = opts.seed})) end

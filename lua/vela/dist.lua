@@ -91,6 +91,14 @@ end
 -- process so far (bytes per rank, staging included in seconds).
 function dist.stats() return native.stats() end
 
+-- dist.summary() → one line on the allreduces so far ("vela.dist: 2 ranks, 63
+-- allreduces of 0.78 MiB each, 1.98 s in them on rank 0 (staging included)").
+function dist.summary()
+  local st = native.stats()
+  return fmt("vela.dist: %d rank%s, %d allreduces of %.2f MiB each, %.2f s in them on rank %d (staging included)",
+    size, size == 1 and "" or "s", st.calls, st.bytes / math.max(st.calls, 1) / 2^20, st.seconds, rank)
+end
+
 -- dist.hash(m) → 16 hex digits over the float32 bits of m (a matrix or a list):
 -- equal hashes on every rank, or every replica, mean bit-identical values.
 function dist.hash(m)
@@ -165,6 +173,7 @@ if vela.doc then
   vela.doc("dist.active", "dist.active() -> boolean", "True when mpirun started several ranks (collectives move data). Example: if dist.active() then dist.barrier() end", dist.active)
   vela.doc("dist.quiet", "dist.quiet()", "On ranks other than 0, print and io.write print nothing from then on: a script's output appears once (errors still reach stderr). Example: dist.quiet()", dist.quiet)
   vela.doc("dist.stats", "dist.stats() -> {calls, bytes, seconds}", "The allreduces this process has made: count, bytes per rank, seconds (staging included). Example: dist.stats().bytes", dist.stats)
+  vela.doc("dist.summary", "dist.summary() -> string", "One line on this rank's allreduces so far: count, size, seconds. Example: print(dist.summary())", dist.summary)
   vela.doc("dist.hash", "dist.hash(m) -> hex", "A 64-bit FNV-1a hash of the float32 bits of m (or of a list, in order): the bit-identity check across ranks and replicas. Example: dist.hash(ones(2, 2))", dist.hash)
   vela.doc("dist.shard", "dist.shard(n [, rank, size]) -> first, count",
     "The columns of a batch of n a rank trains on: contiguous, in rank order, the first n % size ranks one more. Example: dist.shard(128, 1, 2) -> 65, 64", dist.shard)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/exe_dir.hpp"
 #include "core/ops.hpp"
 #include "dist/dist.hpp"
 #include "dist/mpi_api.h"
@@ -33,21 +34,13 @@ struct {
 // Started by mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE; PMIx launchers PMIX_RANK).
 bool launched() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK"); }
 
-std::string exe_dir() {
-    char buf[PATH_MAX];
-    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return ".";
-    std::string p(buf, size_t(n));
-    size_t slash = p.rfind('/');
-    return slash == std::string::npos ? "." : p.substr(0, slash);
-}
 
 // The shim: VELA_MPI_LIB, else beside the binary (a build), else ../lib (an install).
 const vela_mpi_api* load_shim(lua_State* L) {
     std::vector<std::string> tried;
     if (const char* env = std::getenv("VELA_MPI_LIB")) tried.push_back(env);
-    tried.push_back(exe_dir() + "/libvela_mpi.so");
-    tried.push_back(exe_dir() + "/../lib/vela/libvela_mpi.so");
+    tried.push_back(vela::exe_dir() + "/libvela_mpi.so");
+    tried.push_back(vela::exe_dir() + "/../lib/vela/libvela_mpi.so");
     std::string why;
     for (const std::string& path : tried) {
         if (::access(path.c_str(), F_OK) != 0) continue;

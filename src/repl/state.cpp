@@ -12,6 +12,7 @@
 #include "bench/native.hpp"
 #include "dist/dist.hpp"
 #include "core/error.hpp"
+#include "core/exe_dir.hpp"
 #include "core/registry.hpp"
 #include "lua/vela.hpp"
 #include "repl/repl.hpp"
@@ -21,15 +22,6 @@ namespace vela::repl {
 static bool exists(const std::string& path) {
     struct stat st;
     return ::stat(path.c_str(), &st) == 0;
-}
-
-static std::string exe_dir() {
-    char buf[PATH_MAX];
-    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return ".";
-    std::string p(buf, size_t(n));
-    size_t slash = p.rfind('/');
-    return slash == std::string::npos ? "." : p.substr(0, slash);
 }
 
 // A binary in a CMake build directory (CMakeCache.txt beside it) uses the

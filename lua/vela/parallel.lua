@@ -224,10 +224,10 @@ function Step:step(x, y, lossfn, opt)
   local n, xs, ys, count = x.cols, x, y, x.cols
   if self.dist then
     local v = self.views[n]
-    if not v then
+    if not v or not rawequal(v.x, x) or not rawequal(v.y, y) then  -- views made once per batch matrix
       local first, c = dist.shard(n)
       if c == 0 then error(fmt("nn.fit: a batch of %d is smaller than the %d ranks", n, dist.size()), 0) end
-      v = {x:columns(first, c), y:columns(first, c), c}
+      v = {x:columns(first, c), y:columns(first, c), c, x = x, y = y}
       self.views[n] = v
     end
     xs, ys, count = v[1], v[2], v[3]

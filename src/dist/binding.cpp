@@ -32,8 +32,9 @@ struct {
 } g_stats;
 
 // Started by mpirun (Open MPI sets OMPI_COMM_WORLD_SIZE; PMIx launchers PMIX_RANK).
-bool launched() { return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK"); }
-
+bool launched() {
+    return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK");
+}
 
 // The shim: VELA_MPI_LIB, else beside the binary (a build), else ../lib (an install).
 const vela_mpi_api* load_shim(lua_State* L) {
@@ -90,7 +91,8 @@ std::vector<vela::Matrix*> matrices(lua_State* L, int arg, const char* fn) {
         if (!m) luaL_error(L, "%s: element %d of the list is not a matrix", fn, int(i));
         vela::lua::guarded(L, fn, [&] { vela::check_live(fn, "m", *m); });
         if (m->dtype() != vela::DType::f32)
-            luaL_error(L, "%s: matrix %d is %s; collectives take float32 matrices", fn, int(i), vela::dtype_name(m->dtype()));
+            luaL_error(L, "%s: matrix %d is %s; collectives take float32 matrices", fn, int(i),
+                       vela::dtype_name(m->dtype()));
         ms.push_back(m);
     }
     return ms;
@@ -126,7 +128,8 @@ void agree(lua_State* L, const char* fn, int op, int root, const std::vector<vel
         const Desc& b = all[size_t(r)];
         if (std::memcmp(&a, &b, sizeof a) == 0) continue;
         char line[400];
-        std::snprintf(line, sizeof line, "%srank %d called %s(%s, op %d, root %d) where rank 0 called %s(%s, op %d, root %d)",
+        std::snprintf(line, sizeof line,
+                      "%srank %d called %s(%s, op %d, root %d) where rank 0 called %s(%s, op %d, root %d)",
                       bad.empty() ? "" : "; ", r, b.fn, b.what, b.op, b.root, a.fn, a.what, a.op, a.root);
         bad += line;
     }
@@ -192,7 +195,8 @@ int d_allreduce(lua_State* L) {
     double t0 = g_api->wtime();
     std::vector<float> host = stage_out(L, fn, ms);
     char err[512] = "";
-    check_rc(L, g_api->allreduce(host.data(), host.size(), op == 1 ? VELA_MPI_MAX : VELA_MPI_SUM, err, sizeof err), fn, err);
+    check_rc(L, g_api->allreduce(host.data(), host.size(), op == 1 ? VELA_MPI_MAX : VELA_MPI_SUM, err, sizeof err), fn,
+             err);
     if (op == 2) {
         float inv = 1.0f / float(g_size);
         for (float& v : host) v *= inv;
@@ -267,9 +271,9 @@ int d_flush(lua_State* L) {
 }
 
 const luaL_Reg kFunctions[] = {
-    {"hash", d_hash}, {"flush", d_flush},
-    {"launched", d_launched}, {"init", d_init},   {"allreduce", d_allreduce}, {"broadcast", d_broadcast},
-    {"barrier", d_barrier},   {"stats", d_stats}, {nullptr, nullptr},
+    {"hash", d_hash},       {"flush", d_flush},         {"launched", d_launched},
+    {"init", d_init},       {"allreduce", d_allreduce}, {"broadcast", d_broadcast},
+    {"barrier", d_barrier}, {"stats", d_stats},         {nullptr, nullptr},
 };
 
 }  // namespace

@@ -15,7 +15,6 @@
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
-
 #include <unistd.h>
 
 #include <climits>
@@ -133,10 +132,14 @@ int barrier(char* err, size_t errlen) {
     return rc == MPI_SUCCESS ? 0 : fail(rc, "MPI_Barrier", err, errlen);
 }
 
-double wtime() { return MPI_Wtime(); }
+double wtime() {
+    return MPI_Wtime();
+}
 
 const vela_mpi_api kApi = {VELA_MPI_API_VERSION, init, allreduce, broadcast, allgather, barrier, wtime};
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const vela_mpi_api* vela_mpi_api_get() { return &kApi; }
+extern "C" __attribute__((visibility("default"))) const vela_mpi_api* vela_mpi_api_get() {
+    return &kApi;
+}

@@ -4,7 +4,8 @@
 -- VELA_MPI_DEVICES names); the parameters after 20 steps match one process's training on the
 -- whole batch within float32 rounding (the gradient average is right); and
 -- nn.fit{dist = true} trains, returns the same history on every rank and
--- leaves bit-identical parameters, also with each rank over two devices.
+-- leaves bit-identical parameters, also with each rank over two devices; a
+-- checkpoint from rank 0 loads the same on every rank and resumes in step.
 local t = dofile("tests/lua/t.lua")
 local vela = require "vela"
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
@@ -33,6 +34,19 @@ local function synthetic(dev)
   local labels = {}
   for j = 1, 256 do labels[j] = math.floor(u[j] * 10) + 1 end
   return {images = images, labels = vela.matrix(1, 256, labels, "float32", dev), n = 256, height = 8, width = 8}
+end
+
+-- A temporary file name chosen on rank 0 and sent to every rank.
+local function rank_zero_path()
+  local name = dist.rank() == 0 and os.tmpname() or ""
+  os.remove(name)  -- os.tmpname creates the file; nn.save writes its own
+  local codes = {}
+  for k = 1, 64 do codes[k] = name:byte(k) or 0 end
+  local m = vela.matrix(1, 64, codes, "float32", "cpu")
+  dist.broadcast(m, 0)
+  local chars = {}
+  for _, c in ipairs(m:totable()[1]) do if c > 0 then chars[#chars + 1] = string.char(math.tointeger(c)) end end
+  return table.concat(chars) .. ".npz"
 end
 
 local nets = {
@@ -101,6 +115,24 @@ t.test("nn.fit{dist = true}: the same history and parameters on every rank", fun
   assert(same_everywhere(dist.param_hash(net)), "parameters differ between ranks after nn.fit")
   assert(hist.loss[2] == hist.loss[2] and hist.loss[2] < hist.loss[1] + 0.5, "nn.fit trained")
   t.raises(function() nn.fit(net, set, {dist = "yes", progress = false}) end, "nn.fit: dist must be true or false")
+end)
+
+t.test("a checkpoint written by rank 0 loads bit-identically on every rank, and training resumes in step", function()
+  local set = synthetic("cpu")
+  local net, opt = nets.mlp("cpu"), optim.sgd{lr = 0.1, momentum = 0.9}
+  nn.fit(net, set, {epochs = 1, batch = 32, dist = true, progress = false, optimizer = opt, seed = 4})
+  -- One path for every rank: rank 0 names it, the others receive it (as 1×k character codes).
+  local path = rank_zero_path()
+  if dist.rank() == 0 then nn.save(path, net, opt, {epoch = 1}) end
+  dist.barrier()
+  local back, opt2 = nn.load(path, "cpu")
+  assert(dist.param_hash(back) == dist.param_hash(net), "the loaded parameters differ from the saved ones")
+  assert(same_everywhere(dist.param_hash(back)), "ranks loaded different parameters")
+  nn.fit(back, set, {epochs = 2, start = 2, batch = 32, dist = true, progress = false, optimizer = opt2, seed = 4})
+  nn.fit(net, set, {epochs = 2, start = 2, batch = 32, dist = true, progress = false, optimizer = opt, seed = 4})
+  assert(dist.param_hash(back) == dist.param_hash(net), "the resumed run differs from the uninterrupted one")
+  dist.barrier()
+  if dist.rank() == 0 then os.remove(path) end
 end)
 
 t.test("both levels: two ranks, each over two devices", function()

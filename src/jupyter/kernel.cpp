@@ -14,8 +14,10 @@
 
 #include <pthread.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <string>
@@ -202,6 +204,13 @@ void block_interrupts() {
 }
 
 int run_kernel(lua_State* L, const std::string& connection_file) {
+    if (FILE* f = std::fopen(connection_file.c_str(), "r")) {
+        std::fclose(f);
+    } else {
+        std::fprintf(stderr, "vela --kernel: cannot read the connection file '%s': %s\n", connection_file.c_str(),
+                     std::strerror(errno));
+        return EXIT_FAILURE;
+    }
     try {
         xeus::xconfiguration config = xeus::load_configuration(connection_file);
         auto context = xeus::make_context<zmq::context_t>();

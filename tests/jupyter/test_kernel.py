@@ -3,14 +3,18 @@ info, execute result, stdout, stderr, error, completion, inspection,
 is_complete, display data) and by the cases it has no test for: interrupts
 and bad input, after each of which the next cell answers and a matrix made
 before still holds its values."""
+import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
 import kernel_env
 
 kernel_env.require("jupyter_client", "jupyter_kernel_test")
-kernel_env.install_kernelspec()
+VELA = kernel_env.install_kernelspec()
 
 import jupyter_client  # noqa: E402
 import jupyter_kernel_test  # noqa: E402
@@ -240,6 +244,37 @@ class RichOutput(unittest.TestCase):
         self.assertIn("epoch 2/2", updates[-1]["content"]["data"]["text/plain"])
         streams = "".join(m["content"]["text"] for m in out if m["msg_type"] == "stream")
         self.assertNotIn("\r", streams)
+
+
+class CommandLine(unittest.TestCase):
+    def run_vela(self, *args):
+        return subprocess.run([VELA, *args], capture_output=True, text=True, timeout=60)
+
+    def test_kernelspec(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = self.run_vela("--install-kernel", "--prefix", d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(d, "share/jupyter/kernels/vela/kernel.json")) as f:
+                spec = json.load(f)
+        self.assertEqual(spec["argv"][1:], ["--kernel", "-f", "{connection_file}"])
+        self.assertTrue(os.path.samefile(spec["argv"][0], VELA))
+        self.assertEqual((spec["display_name"], spec["language"], spec["interrupt_mode"]),
+                         ("vela (Lua 5.4)", "lua", "signal"))
+
+    def test_bad_command_lines(self):
+        for args, words in [(["--kernel"], "--kernel needs -f CONNECTION_FILE"),
+                            (["--kernel", "-f", "/nonexistent.json"], "cannot read the connection file '/nonexistent.json'"),
+                            (["--install-kernel", "--bogus"], "unknown option '--bogus'"),
+                            (["--install-kernel", "--prefix"], "--prefix needs a directory")]:
+            r = self.run_vela(*args)
+            self.assertEqual(r.returncode, 1, args)
+            self.assertIn(words, r.stderr)
+        with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+            f.write("{bad")
+            f.flush()
+            r = self.run_vela("--kernel", "-f", f.name)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("parse error", r.stderr)
 
 
 if __name__ == "__main__":

@@ -14,20 +14,7 @@ local fmt = string.format
 
 local eighths = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"}
 
--- Averages a series into at most `width` buckets.
-local function resample(values, width)
-  local n = #values
-  if n <= width then return values end
-  local out = {}
-  for b = 1, width do
-    local lo = math.floor((b - 1) * n / width) + 1
-    local hi = math.floor(b * n / width)
-    local s = 0
-    for i = lo, hi do s = s + values[i] end
-    out[b] = s / (hi - lo + 1)
-  end
-  return out
-end
+local resample = svg.resample  -- a long series averaged into buckets
 
 -- The options every form takes, with the type each must have.
 local known = {height = "integer", width = "integer", title = "string", file = "string"}

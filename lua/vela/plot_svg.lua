@@ -12,8 +12,9 @@ local function escape(s)
   return (s:gsub("[<>&\"]", {["<"] = "&lt;", [">"] = "&gt;", ["&"] = "&amp;", ['"'] = "&quot;"}))
 end
 
--- Averages a series into at most `width` buckets (as the terminal plot does).
-local function resample(values, width)
+-- svg.resample(values, width): the series averaged into at most `width`
+-- buckets (the terminal plot's columns, the picture's points).
+function svg.resample(values, width)
   local n = #values
   if n <= width then return values end
   local out = {}
@@ -31,7 +32,7 @@ end
 -- (checked by plot); opts.title.
 function svg.render(values, opts)
   local n = #values
-  local vals = resample(values, 1000)
+  local vals = svg.resample(values, 1000)
   local lo, hi = math.huge, -math.huge
   for _, v in ipairs(vals) do lo, hi = math.min(lo, v), math.max(hi, v) end
   local span = hi > lo and hi - lo or 1

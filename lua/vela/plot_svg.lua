@@ -68,6 +68,50 @@ function svg.render(values, opts)
   return table.concat(out, "\n") .. "\n"
 end
 
+-- svg.images(images, side, per_row, caption) -> text: grey-scale pictures
+-- (data.show, data.show_weights), each {pix = side*side values row by row,
+-- lo =, hi =} drawn 4 units a pixel in 32 greys, per_row of them to a row,
+-- black ink on white as the terminal draws them; caption above when given.
+function svg.images(images, side, per_row, caption)
+  local cell, gap = 4, 8
+  local cols = math.min(per_row or 1, #images)
+  local rows = (#images + cols - 1) // cols
+  local head = caption and 20 or 0
+  local w = cols * side * cell + (cols - 1) * gap
+  local h = head + rows * side * cell + (rows - 1) * gap
+  local out = {fmt('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
+    .. 'font-family="sans-serif" font-size="12" shape-rendering="crispEdges">', w, h, w, h),
+    fmt('<rect class="vela-image" width="%d" height="%d" fill="white"/>', w, h)}
+  if caption then out[#out + 1] = fmt('<text x="0" y="14">%s</text>', escape(caption)) end
+  -- One path per grey level (32 levels): a pixel is "Mx yh4v4h-4z", a tenth
+  -- of a rect element, so a page of templates stays small in a notebook.
+  local levels = {}
+  for k, img in ipairs(images) do
+    local x0 = ((k - 1) % cols) * (side * cell + gap)
+    local y0 = head + ((k - 1) // cols) * (side * cell + gap)
+    local range = img.hi > img.lo and img.hi - img.lo or 1
+    for r = 1, side do
+      for c = 1, side do
+        local v = (img.pix[(r - 1) * side + c] - img.lo) / range
+        local level = math.floor(math.max(0, math.min(1, v)) * 31 + 0.5)
+        if level > 0 then
+          levels[level] = levels[level] or {}
+          local l = levels[level]
+          l[#l + 1] = fmt("M%d %dh%dv%dh-%dz", x0 + (c - 1) * cell, y0 + (r - 1) * cell, cell, cell, cell)
+        end
+      end
+    end
+  end
+  for level = 1, 31 do
+    if levels[level] then
+      local g = math.floor(255 * (1 - level / 31) + 0.5)
+      out[#out + 1] = fmt('<path fill="rgb(%d,%d,%d)" d="%s"/>', g, g, g, table.concat(levels[level]))
+    end
+  end
+  out[#out + 1] = "</svg>"
+  return table.concat(out, "\n") .. "\n"
+end
+
 -- svg.write(path, text): beside the target, then renamed, so a failed write
 -- leaves an older file whole; a directory as the target is refused.
 function svg.write(path, text)

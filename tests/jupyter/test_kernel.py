@@ -214,6 +214,13 @@ class RichOutput(unittest.TestCase):
         self.assertIn("polyline", shown[0]["image/svg+xml"])
         self.assertIn("loss", shown[0]["text/plain"])
 
+    def test_images_are_pictures(self):
+        reply, out = self.s.run("data.show(from{{0, 1, 1, 0}}:t(), 1)")
+        shown = [m["content"]["data"] for m in out if m["msg_type"] == "display_data"]
+        self.assertEqual(len(shown), 1)
+        self.assertIn("<svg", shown[0]["image/svg+xml"])
+        self.assertEqual([m for m in out if m["msg_type"] == "stream"], [])
+
     def test_plot_unknown_option(self):
         reply, out = self.s.run("plot({1, 2}, {colour = 'red'})")
         self.assertEqual(reply["status"], "error")

@@ -64,8 +64,11 @@ class ExecutedNotebook(unittest.TestCase):
 
     def test_svg_plot(self):
         svgs = [o["data"]["image/svg+xml"] for o in outputs(self.nb) if "image/svg+xml" in o.get("data", {})]
-        self.assertEqual(len(svgs), 1)
-        self.assertIn("polyline", svgs[0])
+        curves = [s for s in svgs if 'class="vela-curve"' in s]
+        self.assertEqual(len(curves), 1)
+        self.assertIn("polyline", curves[0])
+        # data.show's digit and data.show_weights' templates are pictures too.
+        self.assertEqual(len([s for s in svgs if 'class="vela-image"' in s]), 2)
 
     def test_html_matrix(self):
         tables = [o["data"]["text/html"] for o in outputs(self.nb) if "text/html" in o.get("data", {})]

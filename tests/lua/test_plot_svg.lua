@@ -53,6 +53,27 @@ t.test("plot's options are checked", function()
   t.raises(function() plot("abc") end, "plot: values must be a list of numbers")
 end)
 
+t.test("data.show's picture: one 4x4 square a pixel, grey by value, ink where the terminal has it", function()
+  local data = require "vela.data"
+  local m = zeros(4, 2)  -- two 2x2 images; the first: 1 at (1,1), 0.5 at (2,2), row by row
+  m:set(1, 1, 1)
+  m:set(4, 1, 0.5)
+  local shown
+  vela._display_bundle = function(b) shown = b end
+  local ok, err = pcall(data.show, m, 1)
+  vela._display_bundle = nil
+  assert(ok, err)
+  assert(shown["text/plain"] == table.concat(data.image_lines(m, 1), "\n"), "the text form is the terminal's")
+  -- 1 is level 31 (black), 0.5 level 16 (grey 255 * 15/31 = 123.4 -> 123).
+  local paths = {}
+  for g, d in shown["image/svg+xml"]:gmatch('<path fill="rgb%((%d+),%d+,%d+%)" d="([^"]*)"') do paths[tonumber(g)] = d end
+  assert(paths[0] == "M0 0h4v4h-4z", "(1,1) black: " .. tostring(paths[0]))
+  assert(paths[123] == "M4 4h4v4h-4z", "(2,2) grey 123: " .. tostring(paths[123]))
+  local n = 0
+  for _ in pairs(paths) do n = n + 1 end
+  assert(n == 2, "two inked pixels")
+end)
+
 t.test("display shows a value as the prompt does and returns nothing", function()
   assert(select("#", display(from{{1, 2}})) == 0, "display returns nothing")
 end)

@@ -145,6 +145,25 @@ class BadInput(unittest.TestCase):
         self.assertEqual(reply["ename"], "Interrupted")
         self.assert_alive()
 
+    def test_interrupt_a_device_wait(self):
+        # Kernels queued on a Vulkan device (lavapipe where no GPU exists), the cell waiting in
+        # sync(): the interrupt drops the queue, and the device works for the next cell.
+        reply, out = self.s.run('ok = pcall(device, "vulkan:0")\nok')
+        if self.s.value("ok") != "true":
+            self.skipTest("no Vulkan device")
+        self.s.run('a, c = rand(512, 512, 1), zeros(512, 512)\ndevice("cpu")')
+        msg_id = self.s.send("for i = 1, 2000 do mm(1, a, a, 0, c) end\nsync()")
+        time.sleep(3.0)
+        self.s.km.interrupt_kernel()
+        reply, out = self.s.collect(msg_id, timeout=120)
+        self.assertEqual(reply["status"], "error")
+        self.assertIn("interrupted: dropped up to", reply["evalue"])
+        self.assert_alive()
+        self.assertTrue(self.s.value("a:device()").startswith("vulkan:0"))
+        # The product after the interrupt, against the same product on the cpu.
+        self.assertEqual(self.s.value("mm(1, a, a, 0, c); ref = a:to('cpu') * a:to('cpu')\n"
+                                      "math.abs(c:get(7, 9) - ref:get(7, 9)) < 1e-3"), "true")
+
     def test_interrupt_between_cells_is_harmless(self):
         self.s.km.interrupt_kernel()
         time.sleep(0.5)

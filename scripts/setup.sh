@@ -67,7 +67,7 @@ cmake -S . -B "$build" "${cmake_args[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 echo "setup: built $build/vela"
 # The kernelspec 'vela' for jupyter notebook, jupyter console and nbconvert: the system's
-# as root, else the user's.
-if "$build/vela" --install-kernel $([[ $(id -u) -eq 0 ]] || echo --user) >/dev/null; then
+# as root, else the user's; the Release build's only (the tests install their own).
+if [[ $build == build ]] && "$build/vela" --install-kernel $([[ $(id -u) -eq 0 ]] || echo --user) >/dev/null; then
   echo "setup: Jupyter kernelspec 'vela' installed ($build/vela --kernel)"
 fi

@@ -77,6 +77,8 @@ class ExecutedNotebook(unittest.TestCase):
 
     def test_no_errors(self):
         self.assertEqual([o for o in outputs(self.nb) if o["output_type"] == "error"], [])
+        # Nor anything on stderr (a driver's or the validation layer's messages land there).
+        self.assertEqual([o["text"] for o in outputs(self.nb) if o.get("name") == "stderr"], [])
 
     def test_progress_is_one_line_per_epoch(self):
         # nbconvert applies update_display_data: what is left is the final line of each epoch.

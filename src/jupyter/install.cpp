@@ -9,9 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "jupyter/kernel.hpp"
 
@@ -40,10 +39,14 @@ int install_kernel(int argc, char** argv) {
             const char* jdd = std::getenv("JUPYTER_DATA_DIR");
             const char* xdg = std::getenv("XDG_DATA_HOME");
             const char* home = std::getenv("HOME");
-            if (jdd && *jdd) data = jdd;
-            else if (xdg && *xdg) data = fs::path(xdg) / "jupyter";
-            else if (home && *home) data = fs::path(home) / ".local/share/jupyter";
-            else return usage("--user needs HOME");
+            if (jdd && *jdd)
+                data = jdd;
+            else if (xdg && *xdg)
+                data = fs::path(xdg) / "jupyter";
+            else if (home && *home)
+                data = fs::path(home) / ".local/share/jupyter";
+            else
+                return usage("--user needs HOME");
         } else if (std::strcmp(argv[i], "--prefix") == 0) {
             if (i + 1 >= argc) return usage("--prefix needs a directory");
             data = fs::path(argv[++i]) / "share/jupyter";

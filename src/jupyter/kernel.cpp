@@ -22,7 +22,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
 #include <xeus/xhelper.hpp>
 #include <xeus/xinterpreter.hpp>
 #include <xeus/xkernel.hpp>
@@ -60,7 +59,9 @@ void allow_interrupts(bool on) {
     pthread_sigmask(on ? SIG_UNBLOCK : SIG_BLOCK, &s, nullptr);
 }
 
-bool ident_char(char c) { return isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':'; }
+bool ident_char(char c) {
+    return isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == ':';
+}
 
 class Interpreter;
 Interpreter* current = nullptr;
@@ -74,8 +75,10 @@ public:
         capture_->publish([&] {
             nl::json transient = nl::json::object();
             if (!id.empty()) transient["display_id"] = id;
-            if (update) update_display_data(data, nl::json::object(), transient);
-            else display_data(data, nl::json::object(), transient);
+            if (update)
+                update_display_data(data, nl::json::object(), transient);
+            else
+                display_data(data, nl::json::object(), transient);
         });
     }
 
@@ -105,9 +108,9 @@ private:
             std::string msg = m ? m : "(error object is not a string)";
             lua_settop(L_, 0);
             repl::after_command(false);
-            std::string ename = status == LUA_ERRSYNTAX                       ? "SyntaxError"
+            std::string ename = status == LUA_ERRSYNTAX                         ? "SyntaxError"
                                 : msg.find("interrupted!") != std::string::npos ? "Interrupted"
-                                                                                 : "LuaError";
+                                                                                : "LuaError";
             // The message alone is the error's value; with the traceback the
             // shell's handler added, its traceback lines.
             std::string value = msg.substr(0, msg.find("\nstack traceback:"));
@@ -180,8 +183,8 @@ private:
     }
 
     nl::json kernel_info_request_impl() override {
-        std::string banner = std::string("vela ") + VELA_VERSION + " (" + LUA_RELEASE +
-                             "): help() lists topics, ?name explains one";
+        std::string banner =
+            std::string("vela ") + VELA_VERSION + " (" + LUA_RELEASE + "): help() lists topics, ?name explains one";
         return xeus::create_info_reply("5.3", "vela", VELA_VERSION, "lua", LUA_VERSION_MAJOR "." LUA_VERSION_MINOR,
                                        "text/x-lua", ".lua", "lua", "lua", "", banner);
     }

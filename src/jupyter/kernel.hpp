@@ -3,7 +3,6 @@
 // here for --kernel and --install-kernel.
 #pragma once
 #include <lua.hpp>
-
 #include <nlohmann/json.hpp>
 #include <string>
 

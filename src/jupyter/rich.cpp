@@ -21,11 +21,20 @@ std::string escape(const std::string& s) {
     std::string out;
     for (char c : s) {
         switch (c) {
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '&': out += "&amp;"; break;
-            case '"': out += "&quot;"; break;
-            default: out += c;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '&':
+                out += "&amp;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -111,7 +120,8 @@ std::string matrix_html(const std::string& printed) {
         html += "<table style=\"font-family: monospace\">";
         for (size_t i = first; i < lines.size(); ++i) {
             html += "<tr>";
-            for (const std::string& w : split_words(lines[i])) html += "<td style=\"text-align: right\">" + escape(w) + "</td>";
+            for (const std::string& w : split_words(lines[i]))
+                html += "<td style=\"text-align: right\">" + escape(w) + "</td>";
             html += "</tr>";
         }
         html += "</table>";

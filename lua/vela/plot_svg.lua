@@ -78,6 +78,7 @@ function svg.images(images, side, per_row, caption)
   local rows = (#images + cols - 1) // cols
   local head = caption and 20 or 0
   local w = cols * side * cell + (cols - 1) * gap
+  if caption then w = math.max(w, 7 * utf8.len(caption)) end  -- room for the caption at 12 px
   local h = head + rows * side * cell + (rows - 1) * gap
   local out = {fmt('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" '
     .. 'font-family="sans-serif" font-size="12" shape-rendering="crispEdges">', w, h, w, h),

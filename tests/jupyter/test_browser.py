@@ -45,7 +45,7 @@ class Browser(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         # A failure, not a skip: CTest runs jupyter.notebook first (a fixture), so a missing file is a fault.
-        assert os.path.exists(NOTEBOOK), f"{NOTEBOOK} is missing: the test jupyter.notebook writes it
+        assert os.path.exists(NOTEBOOK), f"{NOTEBOOK} is missing: the test jupyter.notebook writes it"
         cls.port = free_port()
         cls.home = tempfile.mkdtemp(prefix="vela-notebook-")
         # A trusted notebook shows its SVG and HTML as they are (an untrusted one is sanitized):

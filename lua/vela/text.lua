@@ -114,7 +114,7 @@ Text.__index = Text
 function text.load(source, opts)
   local fn = "data.text"
   if type(source) == "table" and opts == nil then source, opts = nil, source end
-  opts = check_opts(opts, fn, {text = true, val = true, max_bytes = true})
+  opts = check_opts(opts, fn, {text = true, val = true, max_bytes = true, shuffle = true})
   local max = opts.max_bytes or text.max_bytes
   if math.type(max) ~= "integer" or max < 1 then
     error(fmt("%s: max_bytes must be a positive integer, got %s", fn, tostring(opts.max_bytes)), 2)
@@ -146,6 +146,12 @@ function text.load(source, opts)
   else
     error(fmt("%s: expected a source ('fortunes', 'words' or a file's path) or {text = ...}, got %s",
       fn, type(source)), 2)
+  end
+  if opts.shuffle ~= nil then
+    if math.type(opts.shuffle) ~= "integer" then
+      error(fmt("%s: shuffle must be an integer seed, got %s", fn, tostring(opts.shuffle)), 2)
+    end
+    s = text.shuffle_lines(s, opts.shuffle)
   end
   local n = utf8.len(s)
   if not n then
@@ -235,6 +241,21 @@ function text.philox_word(seed, k)
     c0, c1, c2, c3 = ((p1 >> 32) ~ c1 ~ k0) & M32, p1 & M32, ((p0 >> 32) ~ c3 ~ k1) & M32, p0 & M32
   end
   return c0
+end
+
+-- The lines of s (each with its newline; a last line without one gets one)
+-- in an order drawn by Philox under seed: Fisher–Yates from the last line
+-- down, line i swapped with line 1 + ⌊w·i / 2³²⌋, w = philox_word(seed, i).
+function text.shuffle_lines(s, seed)
+  local lines = {}
+  for line in s:gmatch("[^\n]*\n?") do
+    if line ~= "" then lines[#lines + 1] = line:sub(-1) == "\n" and line or line .. "\n" end
+  end
+  for i = #lines, 2, -1 do
+    local j = 1 + ((text.philox_word(seed, i) * i) >> 32)
+    lines[i], lines[j] = lines[j], lines[i]
+  end
+  return table.concat(lines)
 end
 
 -- ---------------------------------------------------------------------------
@@ -349,10 +370,11 @@ function Text:__tostring()
 end
 
 if vela.doc then
-  vela.doc("data.text", "data.text(source [, {val = 0.1, max_bytes =}]) | data.text{text = s} -> txt",
+  vela.doc("data.text", "data.text(source [, {val = 0.1, max_bytes =, shuffle =}]) | data.text{text = s} -> txt",
     "A character-level text set: source 'fortunes' (Debian's fortunes-min and fortunes), 'words' (wamerican's "
     .. "word list) or a file's path (at most max_bytes, 64 MiB, checked before reading). txt.vocab holds the sorted "
     .. "distinct characters, txt.size their number; the first n - floor(val·n) characters train, the rest validate. "
+    .. "shuffle = seed first shuffles the lines (for word lists: data.text('words', {shuffle = 1})). "
     .. "local txt = data.text{text = 'abab'}; print(txt.size, txt:decode(txt:encode('ba')))", text.load)
   vela.doc("text:encode", "txt:encode(s) -> {token numbers}",
     "The tokens (1..txt.size) of the characters of s; a character not in the vocabulary is an error. "
@@ -374,6 +396,9 @@ if vela.doc then
   vela.doc("text:split", "txt:split('train' | 'val') -> string",
     "The tokens of a split as a string of bytes (byte k = the k-th token's number). "
     .. "local t = data.text{text = 'abcabc', val = 0.5}; print(t:decode{t:split('val'):byte(1, -1)})", Text.split)
+  vela.doc("text.shuffle_lines", "require('vela.text').shuffle_lines(s, seed) -> string",
+    "The lines of s (each ending in a newline) in an order drawn by Philox under seed (Fisher-Yates), as "
+    .. "data.text{shuffle = seed} uses them. require('vela.text').shuffle_lines('a\\nb\\nc\\n', 1)", text.shuffle_lines)
   vela.doc("text.philox_word", "require('vela.text').philox_word(seed, k) -> integer",
     "The first 32-bit word of Philox 4x32-10 at counter k under seed: the word rand uses (its uniform is "
     .. "(w >> 8)·2^-24). require('vela.text').philox_word(1, 0)", text.philox_word)

@@ -115,6 +115,31 @@ t.test("every device gets the same windows for a seed", function()
   assert(#ids >= 1)
 end)
 
+t.test("shuffle = seed shuffles the lines by Philox before the split", function()
+  local lines = {"alpha\n", "bravo\n", "charlie\n", "delta\n", "echo\n"}
+  local s = table.concat(lines)
+  local moved = 0
+  for _, seed in ipairs{1, 2, 9} do
+    -- Fisher–Yates from the last line down, j = 1 + floor(u·i), u from rand (the C++ Philox) at counter i
+    local u = rand(1, 6, seed, "cpu"):totable()[1]
+    local want = {table.unpack(lines)}
+    for i = #want, 2, -1 do
+      local j = 1 + math.floor(u[i + 1] * i)
+      want[i], want[j] = want[j], want[i]
+    end
+    local got = require("vela.text").shuffle_lines(s, seed)
+    assert(got == table.concat(want), ("seed %d: %q, want %q"):format(seed, got, table.concat(want)))
+    if got ~= s then moved = moved + 1 end
+    local txt = data.text{text = s, shuffle = seed, val = 0.2}
+    assert(txt:decode{txt.tokens:byte(1, -1)} == got)
+  end
+  assert(moved > 0, "no seed moved a line")
+  -- a last line without its newline gets one; the lines are the same set
+  local got = require("vela.text").shuffle_lines("x\ny", 3)
+  assert(got == "x\ny\n" or got == "y\nx\n", got)
+  t.raises(function() data.text{text = s, shuffle = 1.5} end, "data.text", "shuffle", "integer seed")
+end)
+
 t.test("the baselines worked by hand", function()
   -- "abab", val 0.5: train "ab", val "ab", V = 2; the one target is val's 'b' after 'a'.
   --   unigram p(b) = (1 + 1)/(2 + 2) = 1/2        -> ln 2

@@ -71,10 +71,9 @@ local function read_file(path, max, fn)
   return s
 end
 
-local function exists(path)
+local function exists(path)  -- a file that can be opened for reading
   local f = io.open(path, "rb")
-  if f then f:close() return true end
-  return false
+  return f ~= nil and f:close() == true
 end
 
 -- The files of a known source: the fortune files as dpkg lists them (no
@@ -287,8 +286,10 @@ function Text:loader(T, batch, opts)
       self.name, #tokens), 2)
   end
   local dev = opts.device or vela.device()
-  local x = vela.zeros(1, T * batch, "float32", dev)
-  local y = vela.zeros(1, T * batch, "float32", dev)
+  local ok, x, y = pcall(function()
+    return vela.zeros(1, T * batch, "float32", dev), vela.zeros(1, T * batch, "float32", dev)
+  end)
+  if not ok then error(fmt("%s: device: %s", fn, tostring(x):gsub("^[^:]*:%d+: ", "")), 2) end
   return setmetatable({text = self, tokens = tokens, T = T, batch_size = batch, seed = seed, split = split,
                        places = #tokens - T, x = x, y = y, dev = dev}, Loader)
 end

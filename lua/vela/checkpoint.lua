@@ -94,7 +94,7 @@ function M.attach(nn, h)
     end
     out[#out + 1] = TRAILER
     -- A unique unnamed temporary renamed over the target (vela.save's way).
-    local ok, err = pcall(vela._write_bytes, path, table.concat(out), "net:save")
+    local ok, err = pcall(vela._files.write_bytes, path, table.concat(out), "net:save")
     if not ok then error(tostring(err):gsub("^[^:]*:%d+: ", ""), 2) end
     return path
   end
@@ -225,7 +225,7 @@ function M.attach(nn, h)
   end
 
   local function load_checkpoint(path, dev, bad)
-    local ok, index = pcall(vela._npz_index, path, "nn.load")
+    local ok, index = pcall(vela._files.npz_index, path, "nn.load")
     if not ok then bad("is not a vela net or checkpoint (%s)", tostring(index):gsub("^[^:]*:%d+: ", ""):gsub("^nn%.load: '[^']*'%s*:?%s*", "")) end
     local meta = check_checkpoint(path, index, bad)
     local okf, files = pcall(vela.load, path, dev)
@@ -352,7 +352,7 @@ function M.attach(nn, h)
     if type(path) ~= "string" then error(fmt("nn.load: path must be a string, got %s", type(path)), 2) end
     local function bad(what, ...) error(fmt("nn.load: '%s' " .. what, path, ...), 0) end
     -- The first bytes say which format; a device, a pipe or a directory is refused unread.
-    local okh, head = pcall(vela._read_bytes, path, "nn.load", 4)
+    local okh, head = pcall(vela._files.read_bytes, path, "nn.load", 4)
     if not okh then error((tostring(head):gsub("^[^:]*:%d+: ", "")), 2) end
     dev = dev and resolve(dev, "nn.load") or vela.device()
     local ok, net, opt, extra
@@ -360,7 +360,7 @@ function M.attach(nn, h)
       ok, net, opt, extra = pcall(load_checkpoint, path, dev, bad)
     else
       ok, net = pcall(function()
-        local okr, s = pcall(vela._read_bytes, path, "nn.load")
+        local okr, s = pcall(vela._files.read_bytes, path, "nn.load")
         if not okr then error((tostring(s):gsub("^[^:]*:%d+: ", "")), 0) end
         return load_velann(s, dev, bad)
       end)

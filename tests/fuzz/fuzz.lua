@@ -1058,8 +1058,10 @@ ops[#ops + 1] = function(dev)
       d = d:sub(1, k - 1) .. string.char(R(0, 255)) .. d:sub(k + 1)
     end
   elseif how == 2 then
-    d = d:gsub("'shape': %b()", "'shape': " .. pick(hostile_shapes), 1):gsub("'descr': '[^']*'", "'descr': " .. pick(hostile_descrs), 1)
-    if R() < 0.3 then d = d:gsub("NUMPY\1\0..", "NUMPY\1\0" .. string.pack("<I2", R(0, 65535)), 1) end
+    local shape, descr, len = pick(hostile_shapes), pick(hostile_descrs), string.pack("<I2", R(0, 65535))
+    d = d:gsub("'shape': %b()", function() return "'shape': " .. shape end, 1)
+    d = d:gsub("'descr': '[^']*'", function() return "'descr': " .. descr end, 1)
+    if R() < 0.3 then d = d:gsub("NUMPY\1\0..", function() return "NUMPY\1\0" .. len end, 1) end
   elseif how == 3 then
     -- the central directory's sizes (offsets 20 and 24 of each record) made huge
     d = d:gsub("PK\1\2(" .. string.rep(".", 16) .. ")........", function(pre)

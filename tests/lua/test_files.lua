@@ -83,6 +83,41 @@ t.test("a shape whose byte count wraps 2^64 is an error naming the file, not a C
     "big.npy", "malformed")
 end)
 
+t.test("matrices of several 4 MiB pieces, both orders and transposed views, on every device", function()
+  -- 1200×1000 (1.2 M elements: two pieces) and 3×2^20+5 rows (pieces inside one column); values v(i, j) = i − j/4.
+  local ids = {}
+  for _, d in ipairs(devices()) do if d.usable then ids[#ids + 1] = d.id end end
+  local rows, cols = 1200, 1000
+  local parts = {}
+  for i = 1, rows do
+    local row = {}
+    for j = 1, cols do row[j] = i - j / 4 end
+    parts[i] = string.pack(string.rep("<f", cols), table.unpack(row))
+  end
+  local c_path = write("corder.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1200, 1000), }" ..
+    string.rep(" ", 10) .. "\n", table.concat(parts)))
+  for _, id in ipairs(ids) do
+    local m = vela.load(c_path, id)
+    assert(m.rows == rows and m.cols == cols)
+    for _, ij in ipairs{{1, 1}, {1, 1000}, {1200, 1}, {1200, 1000}, {700, 333}, {1049, 577}} do
+      assert(m:get(ij[1], ij[2]) == ij[1] - ij[2] / 4, id .. ": C order at " .. ij[1] .. ", " .. ij[2])
+    end
+    -- saved from a transposed view on this device, loaded on the cpu: the transpose, exactly
+    vela.save(dir .. "/t.npy", m:t())
+    local back = vela.load(dir .. "/t.npy", "cpu")
+    assert(back.rows == cols and back.cols == rows)
+    for _, ij in ipairs{{1, 1}, {1000, 1200}, {333, 700}, {577, 1049}} do
+      assert(back:get(ij[1], ij[2]) == ij[2] - ij[1] / 4, id .. ": transposed save at " .. ij[1] .. ", " .. ij[2])
+    end
+    local long = vela.fill(vela.zeros(3 * 1048576 + 5, 1, "float32", id), 0.25)
+    long:set(3 * 1048576 + 5, 1, 9)
+    vela.save(dir .. "/long.npz", {long = long})
+    local z = vela.load(dir .. "/long.npz", id).long
+    assert(z.rows == 3 * 1048576 + 5 and z:get(1048577, 1) == 0.25 and z:get(3 * 1048576 + 5, 1) == 9, id)
+    assert(math.abs(vela.sum(z) - (0.25 * (3 * 1048576 + 4) + 9)) < 1, id)
+  end
+end)
+
 -- ---------------------------------------------------------------------------
 -- what load refuses: devices, pipes, directories, hostile zips
 -- ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@
 --     activation), the optimizer (kind, hyperparameters, step count), its
 --     per-parameter numbers, the state of rand/randn's seed sequence and
 --     `extra` (the caller's numbers, strings, booleans and tables of them).
---     Format 1 (before vela 0.2) kept the manifest as a Lua table literal; it
+--     Format 1 (the checkpoints of vela 0.1) kept the manifest as a Lua table literal; it
 --     is read as data by the same parser's Lua-literal mode, never run.
 -- Loading a checkpoint and stepping on gives the same next loss as a run
 -- never interrupted.

@@ -217,11 +217,16 @@ function Parser:lua_value(depth)
   return self:number()
 end
 
--- decode(text) -> value, or nil and a message.
-function M.decode(text)
+-- Parses all of text with `value` (a Parser method); value, or nil and a message.
+local function parse(text, value, prefix)
   local p = setmetatable({s = text, at = 1}, Parser)
   local ok, v = pcall(function()
-    local v = p:json_value(0)
+    if prefix then
+      p:space()
+      if p.s:sub(p.at, p.at + #prefix - 1) ~= prefix then p:bad("expected '" .. prefix .. "'") end
+      p.at = p.at + #prefix
+    end
+    local v = value(p, 0)
     p:space()
     if p.at <= #p.s then p:bad("text after the value") end
     return v
@@ -230,20 +235,10 @@ function M.decode(text)
   return nil, v
 end
 
+-- decode(text) -> value, or nil and a message.
+function M.decode(text) return parse(text, Parser.json_value) end
+
 -- decode_lua("return {...}") -> value, or nil and a message: format 1's literal, read as data.
-function M.decode_lua(text)
-  local p = setmetatable({s = text, at = 1}, Parser)
-  local ok, v = pcall(function()
-    p:space()
-    if p.s:sub(p.at, p.at + 5) ~= "return" then p:bad("expected 'return'") end
-    p.at = p.at + 6
-    local v = p:lua_value(0)
-    p:space()
-    if p.at <= #p.s then p:bad("text after the value") end
-    return v
-  end)
-  if ok then return v end
-  return nil, v
-end
+function M.decode_lua(text) return parse(text, Parser.lua_value, "return") end
 
 return M

@@ -8,16 +8,8 @@
 local t = dofile("tests/lua/t.lua")
 local nn, optim = require "vela.nn", require "vela.optim"
 
-local function exe()
-  local p = io.popen("readlink /proc/$PPID/exe")
-  local s = p:read("l")
-  p:close()
-  return s
-end
-local VELA = exe()
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p " .. dir))
+local child_helper = dofile("tests/lua/helpers/child.lua")
+local VELA, dir = child_helper.vela, child_helper.dir
 device("cpu")
 
 local function write(name, s)
@@ -25,12 +17,6 @@ local function write(name, s)
   f:write(s)
   f:close()
   return dir .. "/" .. name
-end
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
 end
 local function sh(cmd)
   local p = io.popen(cmd)
@@ -40,14 +26,7 @@ local function sh(cmd)
 end
 local function listing() return sh("ls -A " .. dir .. "/sub") end
 
--- Runs code in a child vela (prefix: timeout, prlimit); returns its status and output.
-local function child(code, prefix)
-  local path = write("child.lua", "local dir = " .. string.format("%q", dir) .. "\n" .. code)
-  local p = io.popen((prefix or "timeout 60") .. " " .. VELA .. " " .. path .. " 2>&1")
-  local out = p:read("a")
-  local _, _, status = p:close()
-  return status, out
-end
+local child = child_helper.run
 
 -- A .npy file: version 1, the dict padded with spaces to hlen bytes exactly as given.
 local function npy(dict, data)
@@ -386,5 +365,5 @@ t.test("the manifest is JSON that Python reads; checkpoints of format 1 load as 
   assert(y[1][1] == 13 and y[2][1] == 23, "relu(W·1 + b) = (13, 23)")
 end)
 
-os.execute("rm -rf " .. dir)
+child_helper.done()
 t.done()

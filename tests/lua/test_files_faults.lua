@@ -6,28 +6,10 @@
 -- take no disk.
 local t = dofile("tests/lua/t.lua")
 
-local function exe()
-  local p = io.popen("readlink /proc/$PPID/exe")
-  local s = p:read("l")
-  p:close()
-  return s
-end
-local VELA = exe()
-local dir = os.tmpname()
-os.remove(dir)
-assert(os.execute("mkdir -p " .. dir))
-
+local child_helper = dofile("tests/lua/helpers/child.lua")
+local dir = child_helper.dir
 local LIMIT = 1400000000  -- bytes of address space for the child
-local function child(code)
-  local path = dir .. "/child.lua"
-  local f = assert(io.open(path, "w"))
-  f:write("local dir = " .. string.format("%q", dir) .. "\n" .. code)
-  f:close()
-  local p = io.popen("timeout 300 prlimit --as=" .. LIMIT .. " " .. VELA .. " " .. path .. " 2>&1")
-  local out = p:read("a")
-  local _, _, status = p:close()
-  return status, out
-end
+local function child(code) return child_helper.run(code, "timeout 300 prlimit --as=" .. LIMIT) end
 
 local status0, probe = child('print("alive")')
 local usable = status0 == 0 and probe:find("alive")
@@ -95,5 +77,5 @@ if usable then
   end)
 end
 
-os.execute("rm -rf " .. dir)
+child_helper.done()
 t.done()

@@ -5,24 +5,8 @@
 -- the crash of the old code can be seen without losing this test.
 local t = dofile("tests/lua/t.lua")
 
-local function exe()
-  local p = io.popen("readlink /proc/$PPID/exe")
-  local s = p:read("l")
-  p:close()
-  return s
-end
-local VELA = exe()
-local path = os.tmpname()
-
-local function child(code)
-  local f = assert(io.open(path, "w"))
-  f:write(code)
-  f:close()
-  local p = io.popen("timeout 120 " .. VELA .. " " .. path .. " 2>&1")
-  local out = p:read("a")
-  local _, _, status = p:close()
-  return status, out
-end
+local child_helper = dofile("tests/lua/helpers/child.lua")
+local function child(code) return child_helper.run(code, "timeout 120") end
 
 t.test("a 20,000-term map and brackets 5,000 deep are errors before compiling; the session goes on", function()
   local status, out = child([[
@@ -54,5 +38,5 @@ t.test("kernel{} names an unknown field", function()
     "kernel:", "unknown field number")
 end)
 
-os.remove(path)
+child_helper.done()
 t.done()

@@ -22,7 +22,11 @@ namespace {
 /* writing: PKWARE's APPNOTE, stored members, ZIP64 where needed          */
 /* ---------------------------------------------------------------------- */
 
-constexpr uint64_t kMax32 = 0xffffffffu;
+constexpr uint64_t kMax32 = 0xffffffffu;  // a 32-bit field's "see the ZIP64 record"
+#ifndef VELA_ZIP64_AT
+#define VELA_ZIP64_AT 0xffffffffu  // sizes and offsets from here on need ZIP64 (lowered to test it)
+#endif
+constexpr uint64_t kZip64At = VELA_ZIP64_AT;
 
 struct Bytes {
     std::string s;
@@ -51,7 +55,7 @@ void dos_time(uint16_t& time, uint16_t& date) {
 Written write_member(files::Writer& w, const std::string& name, uint64_t size, uint16_t time, uint16_t date,
                      const std::function<void(const npy::WriteFn&)>& body) {
     Written out{name, w.offset(), size, 0};
-    bool z64 = size >= kMax32;
+    bool z64 = size >= kZip64At;
     Bytes h;
     h.u32(0x04034b50);
     h.u16(z64 ? 45 : 20);
@@ -92,7 +96,7 @@ void write_directory(files::Writer& w, const std::vector<Written>& ms, uint16_t 
     uint64_t start = w.offset();
     Bytes d;
     for (const Written& m : ms) {
-        bool big = m.size >= kMax32, far = m.offset >= kMax32;
+        bool big = m.size >= kZip64At, far = m.offset >= kZip64At;
         Bytes extra;
         if (big || far) {
             extra.u16(1);
@@ -121,7 +125,7 @@ void write_directory(files::Writer& w, const std::vector<Written>& ms, uint16_t 
         d.s += extra.s;
     }
     uint64_t dir_size = d.s.size(), n = ms.size();
-    bool z64 = start >= kMax32 || dir_size >= kMax32 || n >= 0xffff;
+    bool z64 = start >= kZip64At || dir_size >= kZip64At || n >= 0xffff || kZip64At < kMax32;
     if (z64) {
         uint64_t at = start + dir_size;
         d.u32(0x06064b50);

@@ -618,8 +618,14 @@ local function serialize(v, where)
   error(fmt("nn.save: %s is a %s (a checkpoint keeps numbers, strings, booleans and plain tables)", where, tv), 0)
 end
 
-local optimizer_fields = {sgd = {"lr", "momentum", "weight_decay", "nesterov", "steps"},
-                          adam = {"lr", "beta1", "beta2", "eps", "steps"}}
+-- The fields a checkpoint keeps of an optimizer: its hyperparameters (vela.optim's specs) and step count.
+local optimizer_fields = setmetatable({}, {__index = function(_, name)
+  local spec = require("vela.optim").specs[name]
+  if not spec then return nil end
+  local f = {"steps"}
+  for _, s in ipairs(spec) do f[#f + 1] = s[1] end
+  return f
+end})
 
 -- nn.save(path, net [, opt [, extra]]) -> path
 function nn.save(path, net, opt, extra)
@@ -738,8 +744,9 @@ local function load_checkpoint(path, dev)
     local o = meta.optimizer
     local make = optim[o.name]
     if not make or not optimizer_fields[o.name] then bad("names an unknown optimizer '%s'", tostring(o.name)) end
-    opt = make(o)
-    for _, k in ipairs(optimizer_fields[o.name]) do opt[k] = o[k] end
+    local ok, made = pcall(make, o)  -- checks the hyperparameters and the step count
+    if not ok then bad("has a bad optimizer: %s", tostring(made):gsub("^[^:]*:%d+: ", "")) end
+    opt = made
     net.optimizer = opt
   end
   if meta.seed_sequence then vela._seed_sequence(meta.seed_sequence[1], meta.seed_sequence[2]) end

@@ -283,9 +283,14 @@ function training.fit(net, train, opts)
   local nb, n_total = loader.nbatches, loader.set.n
 
   -- One training step; run under pcall, so a bad label stops fit naming its batch.
+  -- The loss is checked before the update (one host wait per batch): a batch
+  -- whose loss is not finite stops fit with the weights and the optimizer's
+  -- state as they were before it.
   local function train_step(x, y, k)
     local z = net:forward(x)
     local loss = lossfn:forward(z, y)
+    local l = vela.sum(loss)
+    if l ~= l or l == math.huge or l == -math.huge then error({bad_loss = l / loss.cols}) end
     net:backward(lossfn:backward())
     opt:step(net:params())
     count:add(z, y, loss)
@@ -308,6 +313,10 @@ function training.fit(net, train, opts)
   for epoch = first, epochs do
     if type(net.train) == "function" then net:train() end  -- training mode (nn.evaluate switched it off and back)
     if opts.schedule then opt.lr = opts.schedule(epoch) end
+    -- a NaN lr (from the schedule too) stops here, nothing changed
+    if type(opt) == "table" and optim.specs[rawget(opt, "name") or ""] then
+      optim.check(opt, fmt("nn.fit: epoch %d: the optimizer", epoch))
+    end
     hist.lr[epoch] = opt.lr
     count:read()
     local t0, c0 = clock(), os.clock()
@@ -315,6 +324,12 @@ function training.fit(net, train, opts)
     local shown_loss, shown_acc = 0 / 0, 0 / 0
     for x, y, b, n in loader:epoch(epoch) do
       local ok, z = pcall(train_step, x, y, b - read_batches)
+      if not ok and type(z) == "table" and z.bad_loss then
+        if progress then out:write("\n"); out:flush() end
+        error(fmt("nn.fit: the loss of epoch %d, batch %d is %s (a diverging learning rate, or data that is not "
+          .. "finite); training stopped before its update: the weights and the optimizer's state are those after "
+          .. "batch %d", epoch, b, z.bad_loss ~= z.bad_loss and "nan" or tostring(z.bad_loss), b - 1), 2)
+      end
       if not ok then error(stopped(z, epoch, b, b - read_batches), 2) end
       seen = seen + n
       if b % every == 0 or b == nb then

@@ -11,7 +11,10 @@
 --     naming the function and the first bad position: at the call on cpu, at
 --     the next read or sync on a Vulkan device (docs/lua-api.md, "Edge inputs");
 --   * a matrix saved with vela.save and a net saved with nn.save load back
---     (onto any device) as they were; a truncated file is an error naming load.
+--     (onto any device) as they were; a truncated file is an error naming load;
+--   * training with NaN: a bad optimizer hyperparameter is an error that
+--     changes nothing, and nn.fit stops on a non-finite loss before applying
+--     that batch's update.
 -- On a device that flushes denormals to zero (SwiftShader; seen at the start)
 -- the model flushes the inputs, scalars and results of arithmetic too.
 -- Crashes, sanitizer reports and hangs end the process (CTest sees them).
@@ -1022,6 +1025,65 @@ ops[#ops + 1] = function(dev)
   if p2[1][1]:device():name() ~= d2 then finding("nn.load: the net is on " .. p2[1][1]:device():name() .. ", not " .. d2) end
 end
 
+-- NaN training (issue 24): an optimizer of vela.optim with good or bad
+-- hyperparameters (NaN, ±Inf, negative: an error naming the optimizer), then
+-- nn.fit on a set that may hold one NaN or ±Inf input. When fit stops on a
+-- non-finite loss at batch b, it must have applied exactly b − 1 updates
+-- (the bad batch's update is not applied); a bad hyperparameter set after
+-- construction makes a step fail with nothing changed.
+local optim = require "vela.optim"
+local optim_kinds = {"sgd", "adam", "adamw", "rmsprop", "adagrad"}
+local bad_numbers = {0 / 0, math.huge, -math.huge, -1}
+ops[#ops + 1] = function(dev)
+  local kind = pick(optim_kinds)
+  local a, c, n = R(1, 5), R(2, 4), 8 * R(1, 3)
+  local opts = {lr = f32(R() * 0.1)}
+  local field = pick{"lr", "eps", "weight_decay"}
+  if kind == "sgd" and field == "eps" then field = "momentum" end
+  local bad = R() < 0.3 and pick(bad_numbers) or nil
+  if bad then opts[field] = bad end
+  current_call = fmt("optim.%s{%s = %s}", kind, field, tostring(opts[field]))
+  local ok, opt = attempt({"optim." .. kind}, bad == nil, function() return optim[kind](opts) end)
+  if not ok then return end
+  local net = nn.sequential{nn.linear(a, c, pick(acts), {device = dev, seed = R(1, 1000)})}
+  local images = vela.rand(a, n, R(1, 1000), dev)
+  local poison = R() < 0.5 and pick(bad_numbers) or nil
+  if poison and poison ~= -1 then images:set(R(1, a), R(1, n), poison) end
+  local labels = {}
+  for j = 1, n do labels[j] = R(1, c) end
+  local set = {images = images, labels = vela.matrix(1, n, labels, "float32", dev), n = n}
+  if R() < 0.2 then
+    -- a bad hyperparameter set after construction: the step fails, nothing changes
+    local w0 = totable(net:params()[1][1])
+    opt.lr = pick{0 / 0, -1, math.huge}
+    current_call = fmt("%s:step with lr = %s", kind, tostring(opt.lr))
+    attempt({"optim." .. kind .. ":step"}, false, function() opt:step(net) end)
+    local w1 = totable(net:params()[1][1])
+    for i = 1, #w0 do
+      for j = 1, #w0[i] do
+        if w0[i][j] ~= w1[i][j] and (w0[i][j] == w0[i][j] or w1[i][j] == w1[i][j]) then
+          finding(fmt("a failed %s step changed weight (%d, %d)", kind, i, j))
+          return
+        end
+      end
+    end
+    if opt.steps ~= nil then finding("a failed step counted a step") end
+    return
+  end
+  current_call = fmt("nn.fit(linear(%d, %d), %d samples%s, optim.%s)", a, c, n,
+    poison and fmt(", one input %s", tostring(poison)) or "", kind)
+  local okf, msg = attempt({"nn.fit"}, "either", function()
+    nn.fit(net, set, {epochs = 1, batch = 8, optimizer = opt, progress = false, seed = R(1, 100)})
+  end)
+  if okf then return end
+  local b = tonumber(msg:match("the loss of epoch 1, batch (%d+) is"))
+  if not b then finding("nn.fit failed without naming a non-finite loss: " .. msg) return end
+  if not msg:find("training stopped before its update", 1, true) then finding("nn.fit: " .. msg) end
+  if (opt.steps or 0) ~= b - 1 then
+    finding(fmt("nn.fit stopped at batch %d after %d updates (want %d)", b, opt.steps or 0, b - 1))
+  end
+end
+
 -- ---------------------------------------------------------------------------
 -- The run
 -- ---------------------------------------------------------------------------
@@ -1037,8 +1099,8 @@ for _, dev in ipairs(ids) do
   end
   m:release()
 end
---               ctor view get fill 2op red move rel garbage xent gather save nnsave
-local weights = {6,   10,  10, 6,   12, 4,  8,   6,  10,     3,   3,     2,   1}
+--               ctor view get fill 2op red move rel garbage xent gather save nnsave nantrain
+local weights = {6,   10,  10, 6,   12, 4,  8,   6,  10,     3,   3,     2,   1,     1}
 local total_w = 0
 for _, w in ipairs(weights) do total_w = total_w + w end
 

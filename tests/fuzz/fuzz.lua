@@ -85,7 +85,8 @@ end
 
 local entries = {}       -- every matrix the fuzzer holds
 local findings = {}
-local stats = {calls = 0, ok = 0, errors = 0, garbage = 0, checks = 0, deferred = 0, index_errors = 0, files = 0}
+local stats = {calls = 0, ok = 0, errors = 0, garbage = 0, checks = 0, deferred = 0, index_errors = 0, files = 0,
+               trainings = 0, nan_stops = 0}
 local current_call = ""
 
 local function finding(msg)
@@ -1035,6 +1036,7 @@ local optim = require "vela.optim"
 local optim_kinds = {"sgd", "adam", "adamw", "rmsprop", "adagrad"}
 local bad_numbers = {0 / 0, math.huge, -math.huge, -1}
 ops[#ops + 1] = function(dev)
+  stats.trainings = stats.trainings + 1
   local kind = pick(optim_kinds)
   local a, c, n = R(1, 5), R(2, 4), 8 * R(1, 3)
   local opts = {lr = f32(R() * 0.1)}
@@ -1076,6 +1078,7 @@ ops[#ops + 1] = function(dev)
     nn.fit(net, set, {epochs = 1, batch = 8, optimizer = opt, progress = false, seed = R(1, 100)})
   end)
   if okf then return end
+  stats.nan_stops = stats.nan_stops + 1
   local b = tonumber(msg:match("the loss of epoch 1, batch (%d+) is"))
   if not b then finding("nn.fit failed without naming a non-finite loss: " .. msg) return end
   if not msg:find("training stopped before its update", 1, true) then finding("nn.fit: " .. msg) end
@@ -1137,6 +1140,6 @@ end
 local _ = t_start
 os.execute("rm -rf '" .. tmpdir .. "'")
 print(fmt("fuzz: seed %d: %d calls, %d errors (%d label and index errors, %d raised at a later read), %d file "
-  .. "round trips, %d value checks, %d findings", seed, stats.calls, stats.errors, stats.index_errors, stats.deferred,
-  stats.files, stats.checks, #findings))
+  .. "round trips, %d trainings (%d stopped on a non-finite loss), %d value checks, %d findings", seed, stats.calls,
+  stats.errors, stats.index_errors, stats.deferred, stats.files, stats.trainings, stats.nan_stops, stats.checks, #findings))
 os.exit(#findings == 0 and 0 or 1)

@@ -283,15 +283,16 @@ function training.fit(net, train, opts)
   local nb, n_total = loader.nbatches, loader.set.n
 
   -- One training step; run under pcall, so a bad label stops fit naming its batch.
-  -- The loss is checked before the update (one host wait per batch): a batch
+  -- The loss is checked before the update (one host wait per batch, after the
+  -- backward pass is queued, so that the device runs it meanwhile): a batch
   -- whose loss is not finite stops fit with the weights and the optimizer's
-  -- state as they were before it.
+  -- state as they were before it (the backward writes gradients only).
   local function train_step(x, y, k)
     local z = net:forward(x)
     local loss = lossfn:forward(z, y)
+    net:backward(lossfn:backward())
     local l = vela.sum(loss)
     if l ~= l or l == math.huge or l == -math.huge then error({bad_loss = l / loss.cols}) end
-    net:backward(lossfn:backward())
     opt:step(net:params())
     count:add(z, y, loss)
     count:record(k, loss)

@@ -212,17 +212,26 @@ local function stepper(kind, state_names, update)
   end
 end
 
--- A class: methods on the metatable itself (as torch/nn does), printed by describe.
-local function class()
-  local c = {}
-  c.__index = c
-  return c
-end
-
 local function describe(self)
   local parts = {}
   for _, s in ipairs(specs[self.name]) do parts[#parts + 1] = fmt("%s = %s", s[1], tostring(self[s[1]])) end
   return fmt("%s{%s}", self.name, table.concat(parts, ", "))
+end
+
+-- A class: methods on the metatable itself (as torch/nn does), printed by describe.
+local function class()
+  local c = {__tostring = describe}
+  c.__index = c
+  return c
+end
+
+-- optim[kind](opts): construct's object. (Not a tail call: the errors' level
+-- counts this frame.)
+local function constructor(kind, mt, example)
+  return function(opts)
+    local self = construct(kind, mt, opts, example)
+    return self
+  end
 end
 
 -- optim.sgd{lr = 0.01, momentum = 0, weight_decay = 0, nesterov = false}
@@ -232,7 +241,6 @@ end
 -- weight decay adds λ·w to g first (g' = g + λ·w; with momentum inside the
 -- fused sgd_step, which leaves g as it was; without, in the gradient buffer).
 local SGD = class()
-SGD.__tostring = describe
 
 function optim.sgd(opts)
   local self = construct("sgd", SGD, opts, "{lr = 0.1, momentum = 0.9}")
@@ -273,19 +281,10 @@ end
 -- optim.adamw{...weight_decay = 0.01}: the same with decoupled weight decay,
 --   w ← (1 − lr·λ)·w before the Adam step (Loshchilov & Hutter; PyTorch AdamW).
 local Adam = class()
-Adam.__tostring = describe
 local AdamW = class()
-AdamW.__tostring = describe
 
--- (Not tail calls: the errors' level counts the constructor's frame.)
-function optim.adam(opts)
-  local self = construct("adam", Adam, opts, "{lr = 0.001}")
-  return self
-end
-function optim.adamw(opts)
-  local self = construct("adamw", AdamW, opts, "{lr = 0.001, weight_decay = 0.01}")
-  return self
-end
+optim.adam = constructor("adam", Adam, "{lr = 0.001}")
+optim.adamw = constructor("adamw", AdamW, "{lr = 0.001, weight_decay = 0.01}")
 
 local function adam_update(decoupled)
   return function(self, w, g, st)
@@ -307,12 +306,8 @@ AdamW.step = stepper("adamw", {"m", "v"}, adam_update(true))
 --   d = √sq + ε   (centered: gavg ← α·gavg + (1 − α)·g',  d = √(sq − gavg²) + ε)
 --   momentum μ > 0: buf ← μ·buf + g'/d, w ← w − lr·buf ;  else w ← w − lr·g'/d
 local RMSprop = class()
-RMSprop.__tostring = describe
 
-function optim.rmsprop(opts)
-  local self = construct("rmsprop", RMSprop, opts, "{lr = 0.01}")
-  return self
-end
+optim.rmsprop = constructor("rmsprop", RMSprop, "{lr = 0.01}")
 
 RMSprop.step = stepper("rmsprop", function(self)
     local names = {"sqavg"}
@@ -328,12 +323,8 @@ RMSprop.step = stepper("rmsprop", function(self)
 -- optim.adagrad{lr = 0.01, lr_decay = 0, weight_decay = 0, initial_accumulator_value = 0, eps = 1e-10}
 --   g' = g + λ·w ;  sum ← sum + g'² ;  w ← w − lrₜ·g'/(√sum + ε),  lrₜ = lr/(1 + (t − 1)·lr_decay)
 local Adagrad = class()
-Adagrad.__tostring = describe
 
-function optim.adagrad(opts)
-  local self = construct("adagrad", Adagrad, opts, "{lr = 0.01}")
-  return self
-end
+optim.adagrad = constructor("adagrad", Adagrad, "{lr = 0.01}")
 
 Adagrad.step = stepper("adagrad", {"sumsq"}, function(self, w, g, st)
   st.t = (st.t or 0) + 1

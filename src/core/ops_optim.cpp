@@ -45,8 +45,8 @@ void check_operands(const char* fn, const Operands& ops) {
     for (const auto& [n, m] : ops) need_f32(fn, n, *m);
     for (const auto& [n, m] : ops)
         if (m->rows != w->rows || m->cols != w->cols)
-            fail("%s: %s is %s but %s is %s (every operand has the parameter's shape)", fn, wn,
-                 describe(*w).c_str(), n, describe(*m).c_str());
+            fail("%s: %s is %s but %s is %s (every operand has the parameter's shape)", fn, wn, describe(*w).c_str(), n,
+                 describe(*m).c_str());
     for (auto i = ops.begin(); i != ops.end(); ++i)
         for (auto j = i + 1; j != ops.end(); ++j)
             if (i->second->overlaps(*j->second))
@@ -57,8 +57,7 @@ void check_operands(const char* fn, const Operands& ops) {
 // A hyperparameter in [lo, hi) (hi_open) or [lo, hi], finite, as a float too.
 void need_range(const char* fn, const char* name, double x, double lo, double hi, bool hi_open = false) {
     bool ok = std::isfinite(x) && x >= lo && (hi_open ? x < hi : x <= hi) && std::isfinite(float(x));
-    if (!ok)
-        fail("%s: %s is %.17g but must be a number in [%g, %g%s", fn, name, x, lo, hi, hi_open ? ")" : "]");
+    if (!ok) fail("%s: %s is %.17g but must be a number in [%g, %g%s", fn, name, x, lo, hi, hi_open ? ")" : "]");
 }
 constexpr double kBig = 3.0e38;  // the float range: a larger scalar would round to Inf
 

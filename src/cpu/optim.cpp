@@ -27,8 +27,10 @@ inline void sgd(float& w, float g, float& v, const float* p) {
 template <bool decoupled>
 inline void adam(float& w, float g, float& m, float& v, const float* p) {
     float ww = w;
-    if (decoupled) ww = p[5] * ww;
-    else g = g + p[5] * ww;
+    if (decoupled)
+        ww = p[5] * ww;
+    else
+        g = g + p[5] * ww;
     float mm = m + p[1] * (g - m);
     float vv = p[2] * v + p[3] * (g * g);
     m = mm;
@@ -70,21 +72,26 @@ inline void adagrad(float& w, float g, float& s, const float* p) {
 // One element of kind K; s2 and s3 are only touched by the kinds that own them.
 template <Optim K>
 inline void element(float& w, float g, float& s1, float& s2, float& s3, const float* p) {
-    if constexpr (K == Optim::sgd) sgd(w, g, s1, p);
-    else if constexpr (K == Optim::adam) adam<false>(w, g, s1, s2, p);
-    else if constexpr (K == Optim::adamw) adam<true>(w, g, s1, s2, p);
-    else if constexpr (K == Optim::rmsprop) rmsprop<false>(w, g, s1, s2, s3, p);
-    else if constexpr (K == Optim::rmsprop_centered) rmsprop<true>(w, g, s1, s2, s3, p);
-    else adagrad(w, g, s1, p);
+    if constexpr (K == Optim::sgd)
+        sgd(w, g, s1, p);
+    else if constexpr (K == Optim::adam)
+        adam<false>(w, g, s1, s2, p);
+    else if constexpr (K == Optim::adamw)
+        adam<true>(w, g, s1, s2, p);
+    else if constexpr (K == Optim::rmsprop)
+        rmsprop<false>(w, g, s1, s2, s3, p);
+    else if constexpr (K == Optim::rmsprop_centered)
+        rmsprop<true>(w, g, s1, s2, s3, p);
+    else
+        adagrad(w, g, s1, p);
 }
 
 // The dense loops, one per kind (target_clones does not take templates).
 // An unused state pointer is s1's, never dereferenced by that kind.
-#define VELA_DENSE(NAME, K)                                                                                      \
-    VELA_SIMD_CLONES void NAME(float* w, const float* g, float* s1, float* s2, float* s3, int64_t n,              \
-                               const float* p) {                                                                 \
-        float q[6] = {p[0], p[1], p[2], p[3], p[4], p[5]};                                                       \
-        for (int64_t i = 0; i < n; i++) element<K>(w[i], g[i], s1[i], s2[i], s3[i], q);                          \
+#define VELA_DENSE(NAME, K)                                                                                            \
+    VELA_SIMD_CLONES void NAME(float* w, const float* g, float* s1, float* s2, float* s3, int64_t n, const float* p) { \
+        float q[6] = {p[0], p[1], p[2], p[3], p[4], p[5]};                                                             \
+        for (int64_t i = 0; i < n; i++) element<K>(w[i], g[i], s1[i], s2[i], s3[i], q);                                \
     }
 VELA_DENSE(sgd_dense, Optim::sgd)
 VELA_DENSE(adam_dense, Optim::adam)
@@ -112,13 +119,20 @@ void run(Dense dense, const Matrix& w, const Matrix& g, const Matrix& s1, const 
 void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const Matrix& s3,
                 const float* p) {
     switch (kind) {
-        case Optim::sgd: return run<Optim::sgd>(sgd_dense, w, g, s1, s2, s3, p);
-        case Optim::adam: return run<Optim::adam>(adam_dense, w, g, s1, s2, s3, p);
-        case Optim::adamw: return run<Optim::adamw>(adamw_dense, w, g, s1, s2, s3, p);
-        case Optim::rmsprop: return run<Optim::rmsprop>(rmsprop_dense, w, g, s1, s2, s3, p);
-        case Optim::rmsprop_centered: return run<Optim::rmsprop_centered>(rmsprop_centered_dense, w, g, s1, s2, s3, p);
-        case Optim::adagrad: return run<Optim::adagrad>(adagrad_dense, w, g, s1, s2, s3, p);
-        case Optim::count_: break;
+        case Optim::sgd:
+            return run<Optim::sgd>(sgd_dense, w, g, s1, s2, s3, p);
+        case Optim::adam:
+            return run<Optim::adam>(adam_dense, w, g, s1, s2, s3, p);
+        case Optim::adamw:
+            return run<Optim::adamw>(adamw_dense, w, g, s1, s2, s3, p);
+        case Optim::rmsprop:
+            return run<Optim::rmsprop>(rmsprop_dense, w, g, s1, s2, s3, p);
+        case Optim::rmsprop_centered:
+            return run<Optim::rmsprop_centered>(rmsprop_centered_dense, w, g, s1, s2, s3, p);
+        case Optim::adagrad:
+            return run<Optim::adagrad>(adagrad_dense, w, g, s1, s2, s3, p);
+        case Optim::count_:
+            break;
     }
 }
 

@@ -12,7 +12,9 @@ namespace vela::lua {
 
 namespace {
 
-double opt_number(lua_State* L, int arg, double dflt) { return lua_isnoneornil(L, arg) ? dflt : luaL_checknumber(L, arg); }
+double opt_number(lua_State* L, int arg, double dflt) {
+    return lua_isnoneornil(L, arg) ? dflt : luaL_checknumber(L, arg);
+}
 
 // sgd_step(w, g, v, lr, momentum [, weight_decay [, nesterov]]) -> w
 int k_sgd_step(lua_State* L) {
@@ -41,8 +43,10 @@ int k_adam_step(lua_State* L) {
            eps = luaL_checknumber(L, 8);
     double last = decoupled ? luaL_checknumber(L, 9) : opt_number(L, 9, 0);
     guarded(L, [&] {
-        if (decoupled) adamw_step(w, g, m, v, lr, b1, b2, eps, last);
-        else adam_step(w, g, m, v, lr, b1, b2, eps, last);
+        if (decoupled)
+            adamw_step(w, g, m, v, lr, b1, b2, eps, last);
+        else
+            adam_step(w, g, m, v, lr, b1, b2, eps, last);
     });
     lua_pushvalue(L, 1);
     return 1;
@@ -75,6 +79,7 @@ int k_adagrad_step(lua_State* L) {
     return 1;
 }
 
+// clang-format off
 const luaL_Reg kernels[] = {
     {"sgd_step", k_sgd_step},
     {"adam_step", k_adam_step<false>},
@@ -82,6 +87,7 @@ const luaL_Reg kernels[] = {
     {"rmsprop_step", k_rmsprop_step},
     {"adagrad_step", k_adagrad_step},
     {nullptr, nullptr}};
+// clang-format on
 
 void document() {
     doc("sgd_step", "sgd_step(w, g, v, lr, momentum [, weight_decay [, nesterov]]) -> w",

@@ -1,5 +1,5 @@
-// idx(j) ← 1 + the first row index of the largest value in column j (NaNs
-// are skipped); with NEGATE, of the smallest (argmin: the largest of −x, the
+// idx(j) ← 1 + the first row index of the largest value in column j (NaN
+// loses to any number, −Inf included); with NEGATE, of the smallest (argmin: the largest of −x, the
 // negation exact and a NaN still a NaN). One invocation per column, as
 // softmax, for columns of at most kColumnRows rows; longer ones go through
 // colstats.comp and colapply.comp.
@@ -20,15 +20,19 @@ layout(push_constant) uniform Push {
 void main() {
     uint j = global_index(WG);
     if (j >= p.cols) return;
+    // The first number starts the search, even −Inf (a NaN compares false
+    // with everything): [NaN, −Inf] gives row 2, as on the cpu. NONE: no
+    // number yet; a column of NaN gives row 1.
+    const uint NONE = 0xffffffffu;
     float best = uintBitsToFloat(0xff800000u);
-    uint at = 0;
+    uint at = NONE;
     for (uint i = 0; i < p.rows; ++i) {
         float v = load_f32(p.x.addr, view_index2(p.x, i, j));
         if (NEGATE != 0) v = -v;
-        if (v > best) {
+        if (v > best || (v == best && at == NONE)) {
             best = v;
             at = i;
         }
     }
-    store_f32(p.idx.addr, j * p.idx.rstep, float(at + 1u));  // idx is float32 (core/ops.cpp)
+    store_f32(p.idx.addr, j * p.idx.rstep, float((at == NONE ? 0u : at) + 1u));  // idx is float32 (core/ops.cpp)
 }

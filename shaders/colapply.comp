@@ -49,6 +49,10 @@ void main() {
     float inv = 1.0 / s;
     float z = load_f32(p.x.addr, view_index2(p.x, i, j));
     float sm = exp(z - m) * inv;
+    // A column with a NaN or +Inf (colstats made s NaN), or only −Inf: NaN
+    // everywhere, as softmax.comp (decided from the bits, not the arithmetic).
+    bool poisoned = nan_bits(s) || floatBitsToUint(m) == 0xff800000u;
+    if (poisoned) sm = uintBitsToFloat(0x7fc00000u);
     if (OP == 0) {
         store_f32(p.y.addr, view_index2(p.y, i, j), sm);
         return;
@@ -66,6 +70,6 @@ void main() {
         return;
     }
     uint label = uint(fl) - 1u;
-    if (!addr_null(p.loss) && i == label) store_f32(p.loss, j * p.loss_step, -(z - m - log(s)));
+    if (!addr_null(p.loss) && i == label) store_f32(p.loss, j * p.loss_step, poisoned ? sm : -(z - m - log(s)));
     store_f32(p.y.addr, view_index2(p.y, i, j), (sm - (i == label ? 1.0 : 0.0)) * p.scale);
 }

@@ -56,23 +56,29 @@ void main() {
     float a = NEG_INF;                 // m, or the best value
     float s = 0.0;                     // softmax: the sum
     uint at = NONE;                    // argmax: the best row
+    bool poisoned = false;             // softmax: a NaN or +Inf seen (s is NaN, from the bits)
     for (uint i = begin; i < end; ++i) {
         if (LEVEL0 != 0) {
             float v = load_f32(p.x.addr, view_index2(p.x, i, j));
-            if (OP == 0)
+            if (OP == 0) {
+                poisoned = poisoned || nan_or_pinf_bits(v);
                 absorb_sum(a, s, v, 1.0);
-            else
+            } else {
                 absorb_max(a, at, OP == 2 ? -v : v, i);
+            }
         } else {
             uint e = (j * p.rows + i) * 2u;
             float v = uintBitsToFloat(U32(addr_f32(p.in_part, e)).v);
             uint w = U32(addr_f32(p.in_part, e + 1u)).v;
-            if (OP == 0)
+            if (OP == 0) {
+                poisoned = poisoned || nan_bits(uintBitsToFloat(w));
                 absorb_sum(a, s, v, uintBitsToFloat(w));
-            else
+            } else {
                 absorb_max(a, at, v, w);
+            }
         }
     }
+    if (poisoned) s = uintBitsToFloat(0x7fc00000u);
     uint o = (j * p.out_chunks + c) * 2u;
     U32(addr_f32(p.out_part, o)).v = floatBitsToUint(a);
     U32(addr_f32(p.out_part, o + 1u)).v = OP == 0 ? floatBitsToUint(s) : at;

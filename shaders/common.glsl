@@ -115,6 +115,11 @@ void store_u8(Addr addr, uint idx, float x) {
 }
 
 // Element k (column-major logical order) of a float view.
+// NaN, and a NaN or +Inf (what poisons a softmax column), from the bits: a
+// driver may not keep NaN through float compares and arithmetic (SwiftShader).
+bool nan_bits(float x) { return (floatBitsToUint(x) & 0x7fffffffu) > 0x7f800000u; }
+bool nan_or_pinf_bits(float x) { return nan_bits(x) || floatBitsToUint(x) == 0x7f800000u; }
+
 float ld(View v, uint k) { return load_f32(v.addr, view_index(v, k)); }
 void st(View v, uint k, float x) { store_f32(v.addr, view_index(v, k), x); }
 

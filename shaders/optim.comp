@@ -1,5 +1,6 @@
 // The fused optimizer updates (vela::Optim, a specialization constant): the
-// math is src/core/ops_optim.cpp's, the same as the cpu's src/cpu/optim.cpp.
+// math and the six scalars q are src/core/ops_optim.cpp's, the same float
+// operations in the same order as the cpu's src/cpu/optim.cpp.
 // One element per invocation, or four (VEC4: every operand dense and 16-byte
 // aligned, as a network's parameters are): on CPU implementations each buffer
 // access is a loop over the lanes, so a vec4 costs what one float does, and
@@ -10,46 +11,93 @@
 #include "common.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
-layout(constant_id = 1) const uint KIND = 0;  // vela::Optim: 0 sgd, 1 adam
+// vela::Optim: 0 sgd, 1 adam, 2 adamw, 3 rmsprop, 4 rmsprop centered, 5 adagrad
+layout(constant_id = 1) const uint KIND = 0;
 layout(constant_id = 2) const uint VEC4 = 0;  // dense 16-byte aligned operands: four elements per invocation
 layout(local_size_x_id = 0) in;
 
 layout(buffer_reference, buffer_reference_align = 16) buffer V4 { vec4 v; };
 
-// struct OptimPush of src/vulkan/kernels_optim.cpp (120 bytes, within the 128 every driver has).
+// A View (common.glsl) whose fourth word carries one of the kernel's scalars
+// instead of padding: five operands and six scalars fill the 128 bytes of
+// push constants every driver has.
+struct Operand {
+    Addr addr;
+    uint rows, rstep, cstep;
+    float q;
+};
+View as_view(Operand o) { return View(o.addr, o.rows, o.rstep, o.cstep, 0u); }
+
+// struct OptimPush of src/vulkan/kernels_optim.cpp (128 bytes).
 layout(push_constant) uniform Push {
-    View w;
-    View g;
-    View s1;  // sgd: the velocity; adam: the first moment
-    View s2;  // adam: the second moment
+    Operand w;
+    Operand g;
+    Operand s1;  // sgd: the velocity; adam(w): the first moment; rmsprop: the mean square; adagrad: the sum
+    Operand s2;  // adam(w): the second moment; rmsprop: the momentum buffer
+    Operand s3;  // rmsprop centered: the mean gradient
     uint n;
-    float a, b, c, d;  // sgd: lr, μ, λ, nesterov; adam: lr, β₁, β₂, ε
+    float q5;
 } p;
+
+// q0..q5 per kind (src/core/ops_optim.cpp):
+//   sgd: lr, μ, λ, nesterov          adam: lr, 1−β₁, β₂, 1−β₂, ε, λ     adamw: as adam, q5 = 1 − lr·λ
+//   rmsprop: lr, α, 1−α, ε, λ, μ     adagrad: lr, λ, ε
+#define Q0 p.w.q
+#define Q1 p.g.q
+#define Q2 p.s1.q
+#define Q3 p.s2.q
+#define Q4 p.s3.q
+#define Q5 p.q5
+
+const bool USES_S3 = KIND == 4u;
+bool uses_s2() { return KIND == 1u || KIND == 2u || ((KIND == 3u || KIND == 4u) && Q5 != 0.0); }
 
 // The math on four elements at once; the one-element path passes its element
 // in every lane and keeps .x (the same float operations, so the same bits).
-void sgd(vec4 w, vec4 g, vec4 v, out vec4 v_new, out vec4 w_new) {  // g' = g + λ·w, v ← μ·v + g'
-    vec4 gg = g + p.c * w;
-    v_new = p.b * v + gg;
-    w_new = w - p.a * (p.d != 0.0 ? gg + p.b * v_new : v_new);
-}
-void adam(vec4 w, vec4 g, vec4 m, vec4 v, out vec4 m_new, out vec4 v_new, out vec4 w_new) {
-    m_new = p.b * m + (1.0 - p.b) * g;
-    v_new = p.c * v + (1.0 - p.c) * (g * g);
-    w_new = w - p.a * m_new / (sqrt(v_new) + p.d);
+void update(inout vec4 w, vec4 g, inout vec4 s1, inout vec4 s2, inout vec4 s3) {
+    if (KIND == 0u) {  // sgd
+        vec4 gg = g + Q2 * w;
+        s1 = Q1 * s1 + gg;
+        w = w - Q0 * (Q3 != 0.0 ? gg + Q1 * s1 : s1);
+    } else if (KIND == 1u || KIND == 2u) {  // adam, adamw
+        if (KIND == 2u) w = Q5 * w;
+        else g = g + Q5 * w;
+        s1 = s1 + Q1 * (g - s1);
+        s2 = Q2 * s2 + Q3 * (g * g);
+        w = w - Q0 * s1 / (sqrt(s2) + Q4);
+    } else if (KIND == 3u || KIND == 4u) {  // rmsprop
+        g = g + Q4 * w;
+        s1 = Q1 * s1 + Q2 * (g * g);
+        vec4 d;
+        if (KIND == 4u) {
+            s3 = s3 + Q2 * (g - s3);
+            d = sqrt(s1 - s3 * s3) + Q3;
+        } else {
+            d = sqrt(s1) + Q3;
+        }
+        if (Q5 != 0.0) {
+            s2 = Q5 * s2 + g / d;
+            w = w - Q0 * s2;
+        } else {
+            w = w - Q0 * (g / d);
+        }
+    } else {  // adagrad
+        g = g + Q1 * w;
+        s1 = s1 + g * g;
+        w = w - Q0 * (g / (sqrt(s1) + Q2));
+    }
 }
 
-void element(uint iw, uint ig, uint i1, uint i2) {
+void element(uint iw, uint ig, uint i1, uint i2, uint i3) {
     vec4 w = vec4(load_f32(p.w.addr, iw)), g = vec4(load_f32(p.g.addr, ig)), s1 = vec4(load_f32(p.s1.addr, i1));
-    vec4 w_new, s1_new, s2_new;
-    if (KIND == 0u) {
-        sgd(w, g, s1, s1_new, w_new);
-    } else {
-        adam(w, g, s1, vec4(load_f32(p.s2.addr, i2)), s1_new, s2_new, w_new);
-        store_f32(p.s2.addr, i2, s2_new.x);
-    }
-    store_f32(p.s1.addr, i1, s1_new.x);
-    store_f32(p.w.addr, iw, w_new.x);
+    const bool s2_used = uses_s2();
+    vec4 s2 = s2_used ? vec4(load_f32(p.s2.addr, i2)) : vec4(0.0);
+    vec4 s3 = USES_S3 ? vec4(load_f32(p.s3.addr, i3)) : vec4(0.0);
+    update(w, g, s1, s2, s3);
+    if (USES_S3) store_f32(p.s3.addr, i3, s3.x);
+    if (s2_used) store_f32(p.s2.addr, i2, s2.x);
+    store_f32(p.s1.addr, i1, s1.x);
+    store_f32(p.w.addr, iw, w.x);
 }
 
 void main() {
@@ -57,24 +105,24 @@ void main() {
         uint k = global_index(WG) * 4u;
         if (k >= p.n) return;
         if (p.n - k < 4u) {  // the last 1-3 elements
-            for (; k < p.n; ++k) element(k, k, k, k);
+            for (; k < p.n; ++k) element(k, k, k, k, k);
             return;
         }
+        const bool s2_used = uses_s2();
         V4 wr = V4(addr_f32(p.w.addr, k)), s1r = V4(addr_f32(p.s1.addr, k));
+        V4 s2r = V4(addr_f32(p.s2.addr, k)), s3r = V4(addr_f32(p.s3.addr, k));
         vec4 w = wr.v, g = V4(addr_f32(p.g.addr, k)).v, s1 = s1r.v;
-        vec4 w_new, s1_new, s2_new;
-        if (KIND == 0u) {
-            sgd(w, g, s1, s1_new, w_new);
-        } else {
-            V4 s2r = V4(addr_f32(p.s2.addr, k));
-            adam(w, g, s1, s2r.v, s1_new, s2_new, w_new);
-            s2r.v = s2_new;
-        }
-        s1r.v = s1_new;
-        wr.v = w_new;
+        vec4 s2 = s2_used ? s2r.v : vec4(0.0);
+        vec4 s3 = USES_S3 ? s3r.v : vec4(0.0);
+        update(w, g, s1, s2, s3);
+        if (USES_S3) s3r.v = s3;
+        if (s2_used) s2r.v = s2;
+        s1r.v = s1;
+        wr.v = w;
         return;
     }
     uint k = global_index(WG);
     if (k >= p.n) return;
-    element(view_index(p.w, k), view_index(p.g, k), view_index(p.s1, k), view_index(p.s2, k));
+    element(view_index(as_view(p.w), k), view_index(as_view(p.g), k), view_index(as_view(p.s1), k),
+            view_index(as_view(p.s2), k), view_index(as_view(p.s3), k));
 }

@@ -1,9 +1,10 @@
 // Pooling forward, one invocation per output (c·P + oy·ow + ox, n), over this
 // pass's block of its window clipped to the image (conv.glsl); later passes
 // carry on from what the earlier ones left in y (and idx). MODE 0 (max): y ←
-// the largest value (NaN never wins; the smallest row on ties, so the result
-// does not depend on the blocks), idx ← its 1-based row in x's column (0 and
-// −inf for a window without a number). MODE 1 (average): y ← Σ / (kh·kw).
+// the largest value (NaN loses to any number; the smallest row on ties, so
+// the result does not depend on the blocks), idx ← its 1-based row in x's
+// column; a window of only NaN gives NaN at its first pixel (0 and −inf for
+// a window without a pixel). MODE 1 (average): y ← Σ / (kh·kw).
 #version 450
 #include "common.glsl"
 #include "udiv.glsl"
@@ -38,7 +39,9 @@ void main() {
             for (uint ix = xlo; ix < xhi; ++ix) {
                 uint e = base + iy * p.w + ix;
                 float v = load_f32(p.a.addr, view_index2(p.a, e, n));
-                if (v > bv || (v == bv && e < best)) {
+                bool v_nan = nan_bits(v), b_nan = nan_bits(bv);
+                bool take = best == 0xffffffffu || (b_nan ? (!v_nan || e < best) : (!v_nan && (v > bv || (v == bv && e < best))));
+                if (take) {
                     bv = v;
                     best = e;
                 }

@@ -30,13 +30,27 @@ layout(push_constant) uniform Push {
 void main() {
     uint j = global_index(WG);
     if (j >= p.cols) return;
+    // A column holding a NaN or +Inf, or only −Inf, is NaN in every row (what
+    // the cpu's IEEE arithmetic gives: exp(NaN), Inf − Inf). Decided from
+    // the bits, as the ±Inf arithmetic of SwiftShader gave [NaN; 0].
     float m = uintBitsToFloat(0xff800000u);  // −inf
-    for (uint i = 0; i < p.rows; ++i) m = max(m, load_f32(p.x.addr, view_index2(p.x, i, j)));
+    bool poisoned = false;
+    for (uint i = 0; i < p.rows; ++i) {
+        float v = load_f32(p.x.addr, view_index2(p.x, i, j));
+        poisoned = poisoned || nan_or_pinf_bits(v);
+        m = v > m ? v : m;
+    }
+    poisoned = poisoned || floatBitsToUint(m) == 0xff800000u;
     float s = 0.0;
     for (uint i = 0; i < p.rows; ++i) s += exp(load_f32(p.x.addr, view_index2(p.x, i, j)) - m);
     float inv = 1.0 / s;
+    float nan = uintBitsToFloat(0x7fc00000u);
     if (XENT == 0) {
         for (uint i = 0; i < p.rows; ++i) {
+            if (poisoned) {
+                store_f32(p.y.addr, view_index2(p.y, i, j), nan);
+                continue;
+            }
             uint ix = view_index2(p.x, i, j);
             store_f32(p.y.addr, view_index2(p.y, i, j), exp(load_f32(p.x.addr, ix) - m) * inv);
         }
@@ -46,9 +60,8 @@ void main() {
                               : load_f32(p.labels.addr, j * p.labels.rstep);
     // A label that is not a class index: its position goes to the status word
     // (the host raises the error) and its column of loss and dz is NaN.
-    if (!index_ok(fl, p.rows)) {
-        report_bad_index(p.status, j);
-        float nan = uintBitsToFloat(0x7fc00000u);
+    if (!index_ok(fl, p.rows) || poisoned) {
+        if (!poisoned) report_bad_index(p.status, j);
         if (!addr_null(p.loss)) store_f32(p.loss, j * p.loss_step, nan);
         for (uint i = 0; i < p.rows; ++i) store_f32(p.y.addr, view_index2(p.y, i, j), nan);
         return;

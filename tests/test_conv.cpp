@@ -253,34 +253,40 @@ TEST_CASE("kernels: conv max and average pooling and their backward steps agains
     });
 }
 
-TEST_CASE("kernels: conv maxpool picks the first maximum and never NaN", "[kernels][conv]") {
-    on_every_device([](Device& d) {
+// The rule of docs/edge-contract.md: NaN loses to any number (−Inf too); a
+// window of only NaN gives NaN at its first pixel, so the backward routes the
+// window's gradient there (before: −Inf, index 0, the gradient dropped).
+TEST_CASE("kernels: conv maxpool picks the first maximum; NaN loses, an all-NaN window is NaN at its first pixel",
+          "[kernels][conv][edge]") {
+    auto same = [](const std::vector<float>& got, const std::vector<float>& want) {
+        REQUIRE(got.size() == want.size());
+        for (size_t k = 0; k < want.size(); k++) {
+            INFO("output " << k + 1 << ": got " << got[k] << ", want " << want[k]);
+            CHECK((std::isnan(want[k]) ? std::isnan(got[k]) : got[k] == want[k]));
+        }
+    };
+    on_every_device([&](Device& d) {
         ConvGeom g = geom(1, 2, 4, 2, 2, 2, 2, 0, 0);
         const float nan = std::numeric_limits<float>::quiet_NaN();
         // column-major 8×1: pixels row 0: 1 5 nan nan; row 1: 5 2 nan nan
         std::vector<float> xv = {1, 5, nan, nan, 5, 2, nan, nan};
         Matrix x = from_host(d, 8, 1, xv.data()), y = zeros(d, 2, 1), idx = zeros(d, 2, 1);
         maxpool(g, x, y, idx);
-        std::vector<float> yv = to_host(y), iv = to_host(idx);
-        CHECK(yv[0] == 5.0f);
-        CHECK(iv[0] == 2.0f);  // pixel (0, 1), row 2, before (1, 0) at row 5
-        CHECK(yv[1] == -INFINITY);
-        CHECK(iv[1] == 0.0f);
+        same(to_host(y), {5, nan});
+        same(to_host(idx), {2, 3});  // pixel (0, 1), row 2, before (1, 0) at row 5; the NaN window's first pixel
+        // The backward routes both windows' gradients.
+        const float dyv[] = {10, 20};
+        Matrix dy = from_host(d, 2, 1, dyv), dx = zeros(d, 8, 1);
+        maxpool_backward(g, dy, idx, dx);
+        same(to_host(dx), {0, 10, 20, 0, 0, 0, 0, 0});
         // Four windows in a row (the cpu's vector path): row 0: 1 5 nan nan 3 3 -inf -inf;
         // row 1: 5 2 nan nan 3 7 -inf nan
         ConvGeom g4 = geom(1, 2, 8, 2, 2, 2, 2, 0, 0);
         std::vector<float> x4 = {1, 5, nan, nan, 3, 3, -INFINITY, -INFINITY, 5, 2, nan, nan, 3, 7, -INFINITY, nan};
         Matrix xm = from_host(d, 16, 1, x4.data()), y4 = zeros(d, 4, 1), i4 = zeros(d, 4, 1);
         maxpool(g4, xm, y4, i4);
-        yv = to_host(y4), iv = to_host(i4);
-        CHECK(yv[0] == 5.0f);
-        CHECK(iv[0] == 2.0f);
-        CHECK(yv[1] == -INFINITY);
-        CHECK(iv[1] == 0.0f);
-        CHECK(yv[2] == 7.0f);
-        CHECK(iv[2] == 14.0f);  // pixel (1, 5)
-        CHECK(yv[3] == -INFINITY);
-        CHECK(iv[3] == 7.0f);  // the first −inf, pixel (0, 6)
+        same(to_host(y4), {5, nan, 7, -INFINITY});
+        same(to_host(i4), {2, 3, 14, 7});  // pixel (1, 5); the first −inf, pixel (0, 6)
         // Eight windows in a row (the cpu's AVX2 path): the four above twice over.
         ConvGeom g8 = geom(1, 2, 16, 2, 2, 2, 2, 0, 0);
         std::vector<float> x8(32);
@@ -288,11 +294,20 @@ TEST_CASE("kernels: conv maxpool picks the first maximum and never NaN", "[kerne
             for (int64_t k = 0; k < 16; k++) x8[size_t(r * 16 + k)] = x4[size_t(r * 8 + k % 8)];
         Matrix x8m = from_host(d, 32, 1, x8.data()), y8 = zeros(d, 8, 1), i8 = zeros(d, 8, 1);
         maxpool(g8, x8m, y8, i8);
-        yv = to_host(y8), iv = to_host(i8);
-        const std::vector<float> y8want = {5, -INFINITY, 7, -INFINITY, 5, -INFINITY, 7, -INFINITY};
-        const std::vector<float> i8want = {2, 0, 22, 7, 10, 0, 30, 15};  // 1-based rows: r·16 + column + 1
-        CHECK(yv == y8want);
-        CHECK(iv == i8want);
+        same(to_host(y8), {5, nan, 7, -INFINITY, 5, nan, 7, -INFINITY});
+        same(to_host(i8), {2, 3, 22, 7, 10, 11, 30, 15});  // 1-based rows: r·16 + column + 1
+        // The general loop (3×3 windows, stride 1, padding 1): NaN first, then −Inf.
+        ConvGeom g3 = geom(1, 2, 2, 3, 3, 1, 1, 1, 1);
+        std::vector<float> x3 = {nan, -INFINITY, nan, nan};
+        Matrix x3m = from_host(d, 4, 1, x3.data()), y3 = zeros(d, 4, 1), i3 = zeros(d, 4, 1);
+        maxpool(g3, x3m, y3, i3);
+        same(to_host(y3), {-INFINITY, -INFINITY, -INFINITY, -INFINITY});
+        same(to_host(i3), {2, 2, 2, 2});
+        std::vector<float> xn = {nan, nan, nan, nan};
+        Matrix xnm = from_host(d, 4, 1, xn.data());
+        maxpool(g3, xnm, y3, i3);
+        same(to_host(y3), {nan, nan, nan, nan});
+        same(to_host(i3), {1, 1, 1, 1});
     });
 }
 

@@ -310,3 +310,119 @@ TEST_CASE("kernels: edge inputs, a bad index among many queued calls is reported
         CHECK(got == std::vector<float>({3, 4, 1, 2}));
     });
 }
+
+// ---------------------------------------------------------------------------
+// The rows of docs/edge-contract.md added for issue 24 (items 2, 3, 5).
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// k rows per column; column values given for the first rows, the rest `fill`.
+Matrix column_of(Device& d, int64_t k, const std::vector<float>& head, float fill) {
+    std::vector<float> v(size_t(k), fill);
+    for (size_t i = 0; i < head.size(); i++) v[i] = head[i];
+    return from_host(d, k, 1, v.data());
+}
+
+}  // namespace
+
+TEST_CASE("kernels: edge inputs, argmax and argmin: NaN loses to any number, −Inf and +Inf included",
+          "[kernels][edge]") {
+    // Before: both Vulkan drivers gave row 1 for [NaN, −Inf] (the search
+    // started at −Inf and −Inf is not larger); the cpu gave row 2.
+    struct Case {
+        std::vector<float> head;
+        float fill;
+        float want_max, want_min;  // 1-based rows
+    };
+    const std::vector<Case> cases = {
+        {{kNaN, -kInf}, kNaN, 2, 2},
+        {{kNaN, kInf}, kNaN, 2, 2},
+        {{kNaN, -kInf, -kInf}, kNaN, 2, 2},
+        {{kNaN, kNaN, 3, kNaN, 5}, kNaN, 5, 3},
+        {{kNaN}, kNaN, 1, 1},  // only NaN: row 1
+        {{-kInf, kNaN, -kInf}, -kInf, 1, 1},
+    };
+    on_every_device([&](Device& d) {
+        for (int64_t k : {int64_t(3), int64_t(5), int64_t(5000)}) {  // one invocation per column, and the long-column passes
+            for (const Case& c : cases) {
+                if (int64_t(c.head.size()) > k) continue;
+                INFO(k << " rows, case " << (&c - cases.data()) + 1);
+                Matrix x = column_of(d, k, c.head, c.fill), idx = zeros(d, 1, 1);
+                argmax(x, idx);
+                CHECK(to_host(idx)[0] == c.want_max);
+                argmin(x, idx);
+                CHECK(to_host(idx)[0] == c.want_min);
+            }
+        }
+    });
+}
+
+TEST_CASE("kernels: edge inputs, softmax of a column with NaN or +Inf is NaN in every row", "[kernels][edge]") {
+    // Before: SwiftShader gave [NaN; 0] for [NaN; 0] and [+Inf; 0].
+    on_every_device([&](Device& d) {
+        for (int64_t k : {int64_t(2), int64_t(5000)}) {
+            const std::vector<std::vector<float>> poisoned = {{kNaN, 0}, {kInf, 0}, {0, kInf}, {-kInf, kNaN}, {kInf, kInf}};
+            for (const auto& head : poisoned) {
+                INFO(k << " rows, column starting " << head[0] << ", " << head[1]);
+                Matrix x = column_of(d, k, head, -1.0f), y = empty(d, k, 1);
+                softmax(x, y);
+                std::vector<float> got = to_host(y);
+                size_t numbers = 0;
+                for (float v : got) numbers += v == v;
+                CHECK(numbers == 0);
+                // The fused loss: NaN loss and gradient for such a column, with a good label.
+                const float label = 2.0f;
+                Matrix lab = from_host(d, 1, 1, &label), loss = zeros(d, 1, 1), dz = empty(d, k, 1);
+                softmax_xent(x, lab, loss, 1.0f, dz);
+                CHECK(std::isnan(to_host(loss)[0]));
+                got = to_host(dz);
+                numbers = 0;
+                for (float v : got) numbers += v == v;
+                CHECK(numbers == 0);
+            }
+            // −Inf alone is a number: exp(−Inf) = 0.
+            Matrix x = column_of(d, k, {-kInf, 0}, -kInf), y = empty(d, k, 1);
+            softmax(x, y);
+            std::vector<float> got = to_host(y);
+            CHECK(got[0] == 0.0f);
+            CHECK(got[1] == 1.0f);
+        }
+    });
+}
+
+TEST_CASE("kernels: edge inputs, relu of −0 and negative subnormals is +0", "[kernels][edge]") {
+    // Before: SwiftShader returned the negative subnormal itself (its x < 0
+    // is false for a flushed −1e−40).
+    float neg_tiny, pos_tiny;
+    const uint32_t nb = 0x80000001u, pb = 0x00000001u;
+    std::memcpy(&neg_tiny, &nb, 4);
+    std::memcpy(&pos_tiny, &pb, 4);
+    const std::vector<float> in = {-0.0f, -1e-40f, neg_tiny, -1e-38f, pos_tiny, 1e-40f, -kNaN};
+    on_every_device([&](Device& d) {
+        Matrix x = from_host(d, int64_t(in.size()), 1, in.data()), y = empty(d, int64_t(in.size()), 1);
+        for (bool fused : {false, true}) {
+            INFO((fused ? "dense's relu" : "relu"));
+            if (fused) {
+                const float one = 1.0f, zero = 0.0f;
+                Matrix w = from_host(d, 1, 1, &one), b = from_host(d, 1, 1, &zero);
+                Matrix xr = from_host(d, 1, int64_t(in.size()), in.data()), yr = empty(d, 1, int64_t(in.size()));
+                dense(w, xr, b, Act::relu, yr);
+                y = from_host(d, int64_t(in.size()), 1, to_host(yr).data());
+            } else {
+                unary(Unary::relu, x, y);
+            }
+            std::vector<float> got = to_host(y);
+            for (size_t k = 0; k < 4; k++) {
+                uint32_t bits;
+                std::memcpy(&bits, &got[k], 4);
+                INFO("input " << k + 1 << ": bits of the result " << std::hex << bits);
+                CHECK(bits == 0u);  // +0, not −0 and not the input
+            }
+            // A positive subnormal passes (or is flushed to 0 where the device flushes); NaN stays NaN.
+            CHECK((got[4] == pos_tiny || got[4] == 0.0f));
+            CHECK((got[5] == 1e-40f || got[5] == 0.0f));
+            CHECK(std::isnan(got[6]));
+        }
+    });
+}

@@ -42,12 +42,26 @@ local activation_list = table.concat(vela.activations, ", ")
 -- What each optimizer keeps: its numbers, and the state matrices each
 -- parameter must have once it has stepped (a checkpoint without them would
 -- resume from zero state, silently).
-local optimizer_fields = {sgd = {"lr", "momentum", "weight_decay", "nesterov", "steps"},
-                          adam = {"lr", "beta1", "beta2", "eps", "steps"}}
+-- The fields kept are the optimizer's hyperparameters (vela.optim's specs) and its step count.
+local optimizer_fields = setmetatable({}, {__index = function(_, name)
+  local spec = require("vela.optim").specs[name]
+  if not spec then return nil end
+  local f = {"steps"}
+  for _, sp in ipairs(spec) do f[#f + 1] = sp[1] end
+  return f
+end})
+local boolean_fields = {nesterov = true, centered = true}
 local function state_needed(o)
   if (o.steps or 0) == 0 then return {} end
-  if o.name == "adam" then return {"m", "v"} end
+  if o.name == "adam" or o.name == "adamw" then return {"m", "v"} end
   if o.name == "sgd" and (o.momentum or 0) ~= 0 then return {"v"} end
+  if o.name == "adagrad" then return {"sumsq"} end
+  if o.name == "rmsprop" then
+    local s = {"sqavg"}
+    if (o.momentum or 0) ~= 0 then s[#s + 1] = "mbuf" end
+    if o.centered then s[#s + 1] = "gavg" end
+    return s
+  end
   return {}
 end
 
@@ -197,7 +211,7 @@ function M.attach(nn, h)
       end
       for _, k in ipairs(optimizer_fields[o.name]) do
         local v = o[k]
-        if k == "nesterov" then
+        if boolean_fields[k] then
           if v ~= nil and type(v) ~= "boolean" then bad("optimizer field %s is %s", k, tostring(v)) end
         elseif v ~= nil and (type(v) ~= "number" or v ~= v) then
           bad("optimizer field %s is %s", k, tostring(v))
@@ -280,7 +294,7 @@ function M.attach(nn, h)
       local oko, made = pcall(optim[o.name], args)
       if not oko then bad("has a bad optimizer: %s", tostring(made):gsub("^[^:]*:%d+: ", "")) end
       opt = made
-      for _, k in ipairs(optimizer_fields[o.name]) do opt[k] = o[k] end
+      for _, k in ipairs(optimizer_fields[o.name]) do if o[k] ~= nil then opt[k] = o[k] end end
       net.optimizer = opt
     end
     if meta.seed_sequence then vela._seed_sequence(meta.seed_sequence[1], meta.seed_sequence[2]) end

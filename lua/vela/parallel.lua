@@ -220,7 +220,7 @@ function parallel.fit_step(net, train, opts)
   return self
 end
 
-function Step:step(x, y, lossfn, opt)
+function Step:step(x, y, lossfn, opt, check)
   local n, xs, ys, count = x.cols, x, y, x.cols
   if self.dist then
     local v = self.views[n]
@@ -240,6 +240,7 @@ function Step:step(x, y, lossfn, opt)
     loss = lossfn:forward(z, ys)
     self.net:backward(lossfn:backward())
   end
+  if check then check(loss) end  -- nn.fit's loss check, before any update
   if self.dist then dist.reduce_grads(self.net, count, n) end
   opt:step(self.net:params())
   if self.dp then self.dp:broadcast() end
@@ -257,8 +258,8 @@ if vela.doc then
   vela.doc("dp:broadcast", "dp:broadcast()", "The first replica's parameters copied into every other replica. Example: dp:broadcast()", DP.broadcast)
   vela.doc("parallel.fit_step", "parallel.fit_step(net, train, opts) -> step or nil",
     "What nn.fit uses for {devices =} and {dist = true}: step:step(x, y, lossfn, opt) -> z, y, loss (this rank's share). nil when opts has neither. Example: parallel.fit_step(net, set, {devices = {\"cpu\", \"cpu\"}})", parallel.fit_step)
-  vela.doc("fit_step:step", "step:step(x, y, lossfn, opt) -> z, y, loss",
-    "One step of nn.fit over the devices and ranks: this rank's share forward and backward, gradients reduced over devices then ranks, one optimizer step, replicas updated. Example: step:step(x, y, nn.softmax_xent(), opt)", Step.step)
+  vela.doc("fit_step:step", "step:step(x, y, lossfn, opt [, check]) -> z, y, loss",
+    "One step of nn.fit over the devices and ranks: this rank's share forward and backward, check(loss) if given (an error there stops the step before any update), gradients reduced over devices then ranks, one optimizer step, replicas updated. Example: step:step(x, y, nn.softmax_xent(), opt)", Step.step)
   vela.doc("dp:hashes", "dp:hashes() -> {hex, ...}", "dist.param_hash of every replica: all equal when the replicas are bit-identical. Example: dp:hashes()", DP.hashes)
 end
 

@@ -287,14 +287,23 @@ function training.fit(net, train, opts)
   local nb, n_total = loader.nbatches, loader.set.n
 
   -- One training step; run under pcall, so a bad label stops fit naming its batch.
+  -- The loss is checked before the update (one host wait per batch, after the
+  -- backward pass is queued, so that the device runs it meanwhile): a batch
+  -- whose loss is not finite stops fit with the weights and the optimizer's
+  -- state as they were before it (the backward writes gradients only).
+  local function check_loss(loss)
+    local l = vela.sum(loss)
+    if l ~= l or l == math.huge or l == -math.huge then error({bad_loss = l / loss.cols}) end
+  end
   local function train_step(x, y, k)
     local z, loss
     if par then
-      z, y, loss = par:step(x, y, lossfn, opt)  -- y: this rank's share
+      z, y, loss = par:step(x, y, lossfn, opt, check_loss)  -- y: this rank's share
     else
       z = net:forward(x)
       loss = lossfn:forward(z, y)
       net:backward(lossfn:backward())
+      check_loss(loss)
       opt:step(net:params())
     end
     count:add(z, y, loss)
@@ -317,6 +326,10 @@ function training.fit(net, train, opts)
   for epoch = first, epochs do
     if type(net.train) == "function" then net:train() end  -- training mode (nn.evaluate switched it off and back)
     if opts.schedule then opt.lr = opts.schedule(epoch) end
+    -- a NaN lr (from the schedule too) stops here, nothing changed
+    if type(opt) == "table" and optim.specs[rawget(opt, "name") or ""] then
+      optim.check(opt, fmt("nn.fit: epoch %d: the optimizer", epoch))
+    end
     hist.lr[epoch] = opt.lr
     count:read()
     local t0, c0 = clock(), os.clock()
@@ -324,6 +337,12 @@ function training.fit(net, train, opts)
     local shown_loss, shown_acc = 0 / 0, 0 / 0
     for x, y, b, n in loader:epoch(epoch) do
       local ok, z = pcall(train_step, x, y, b - read_batches)
+      if not ok and type(z) == "table" and z.bad_loss then
+        if progress then out:write("\n"); out:flush() end
+        error(fmt("nn.fit: the loss of epoch %d, batch %d is %s (a diverging learning rate, or data that is not "
+          .. "finite); training stopped before its update: the weights and the optimizer's state are those after "
+          .. "batch %d", epoch, b, z.bad_loss ~= z.bad_loss and "nan" or tostring(z.bad_loss), b - 1), 2)
+      end
       if not ok then error(stopped(z, epoch, b, b - read_batches), 2) end
       seen = seen + z.cols  -- this rank's share under dist
       if b % every == 0 or b == nb then

@@ -2,6 +2,7 @@
 // errors). The elementwise ones come from the op table, core/ops.def.
 #include "core/device.hpp"
 
+#include <iterator>
 #include <mutex>
 #include <unordered_set>
 
@@ -104,8 +105,16 @@ void Device::run_user(const UserCall& call) {
     fail("%s: %s: this device cannot run kernels written at the prompt", name().c_str(), call.kernel->name);
 }
 
-void Device::optim_step(Optim kind, const Matrix&, const Matrix&, const Matrix&, const Matrix&, const float*) {
-    fail("%s: %s has no fused optimizer kernel", kind == Optim::adam ? "adam_step" : "sgd_step", name().c_str());
+const char* optim_name(Optim kind) {
+    static const char* const names[] = {"sgd_step", "adam_step", "adamw_step", "rmsprop_step", "rmsprop_step",
+                                        "adagrad_step"};
+    static_assert(std::size(names) == size_t(Optim::count_));
+    return names[size_t(kind)];
+}
+
+void Device::optim_step(Optim kind, const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&,
+                        const float*) {
+    fail("%s: %s has no fused optimizer kernel", optim_name(kind), name().c_str());
 }
 
 }  // namespace vela

@@ -53,7 +53,8 @@ enum class Act : uint8_t {
 };
 enum class Dist : uint8_t { uniform, normal };
 // The fused optimizer updates of Device::optim_step (src/core/ops_optim.cpp says the math).
-enum class Optim : uint8_t { sgd, adam, count_ };
+enum class Optim : uint8_t { sgd, adam, adamw, rmsprop, rmsprop_centered, adagrad, count_ };
+const char* optim_name(Optim);  // "sgd_step", "adam_step", ...
 
 const char* unary_name(Unary);
 const char* binary_name(Binary);
@@ -208,12 +209,12 @@ public:
     // image layout; to_images adds b(c) when b.buf is set.
     virtual void to_images(const Matrix& u, const Matrix& b, const Matrix& y);
     virtual void from_images(const Matrix& y, const Matrix& u);
-    // One optimizer update per element in one pass over w, g and the state s1
-    // (sgd: the velocity; adam: the first moment) and s2 (adam: the second
-    // moment; sgd: unused, s1 again), all one shape; p: the four scalars of
-    // src/core/ops_optim.cpp. A device without it says so.
+    // One optimizer update per element in one pass over w, g and the state s1,
+    // s2, s3 (what each kind reads and writes, and its six scalars p, are in
+    // src/core/ops_optim.cpp; an unused state is s1 again), all one shape. A
+    // device without it says so.
     virtual void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2,
-                            const float* p);
+                            const Matrix& s3, const float* p);
 
     // Introspection.
     virtual DeviceStats stats() const = 0;

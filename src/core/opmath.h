@@ -215,7 +215,10 @@ VELA_INLINE float clamp_f(float x, float lo, float hi) {
 
 // ---- the activations ----------------------------------------------------------------------
 
-VELA_INLINE float relu_f(float x) { return x < 0.0f ? 0.0f : x; }
+// From the bits: every x with the sign set that is not a NaN (−0, negative
+// subnormals, −inf) gives +0, also where a driver flushes subnormals
+// (SwiftShader's x < 0 is false for −1e−40); a NaN passes through.
+VELA_INLINE float relu_f(float x) { return as_int(x) <= -8388608 ? 0.0f : x; }
 
 // e^x − 1 = 2^k·((1 − 2^−k) + r + t), the bracket summed exactly then rounded once,
 // so no cancellation near 0 and none near −1.

@@ -66,14 +66,24 @@ void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Mat
 void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta);
 void random(Dist dist, uint64_t seed, const Matrix& x);
 // The fused optimizer updates, one pass per parameter (src/core/ops_optim.cpp).
-void sgd_step(const Matrix& w, const Matrix& g, const Matrix& v, float lr, float momentum, float weight_decay = 0.0f,
+// The scalars are doubles: the ones derived from them (1 − β, 1 − lr·λ) are
+// computed in double and rounded once to float. A hyperparameter outside its
+// range (a NaN lr, β ≥ 1, a negative ε) is an error, nothing changed.
+void sgd_step(const Matrix& w, const Matrix& g, const Matrix& v, double lr, double momentum, double weight_decay = 0,
               bool nesterov = false);
-void adam_step(const Matrix& w, const Matrix& g, const Matrix& m, const Matrix& v, float lr, float beta1, float beta2,
-               float eps);
+void adam_step(const Matrix& w, const Matrix& g, const Matrix& m, const Matrix& v, double lr, double beta1,
+               double beta2, double eps, double weight_decay = 0);
+void adamw_step(const Matrix& w, const Matrix& g, const Matrix& m, const Matrix& v, double lr, double beta1,
+                double beta2, double eps, double decay);
+// buf: the momentum buffer (null when momentum is 0); gavg: the mean
+// gradient of the centered form (null: not centered).
+void rmsprop_step(const Matrix& w, const Matrix& g, const Matrix& v, const Matrix* buf, const Matrix* gavg, double lr,
+                  double alpha, double eps, double weight_decay = 0, double momentum = 0);
+void adagrad_step(const Matrix& w, const Matrix& g, const Matrix& sum, double lr, double eps, double weight_decay = 0);
 
 // Regularization and augmentation (core/ops_regularize.cpp; see Device for the equations).
 // dropout: 0 ≤ p < 1; mask and y the shape of x; y may be x; mask overlaps neither.
-void dropout(uint64_t seed, uint64_t step, float p, const Matrix& x, const Matrix& mask, const Matrix& y);
+void dropout(uint64_t seed, uint64_t step, double p, const Matrix& x, const Matrix& mask, const Matrix& y);
 // group divides x.rows; mean, var, gamma, beta, dgamma, dbeta vectors of x.rows/group elements.
 void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var);
 void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,

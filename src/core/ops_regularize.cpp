@@ -55,19 +55,23 @@ void need_eps(const char* fn, float eps) {
 
 }  // namespace
 
-void dropout(uint64_t seed, uint64_t step, float p, const Matrix& x, const Matrix& mask, const Matrix& y) {
+void dropout(uint64_t seed, uint64_t step, double p, const Matrix& x, const Matrix& mask, const Matrix& y) {
     const char* fn = "dropout";
     check_live(fn, "x", x);
     need_f32(fn, "x", x);
     operand(fn, "mask", mask, "x", x);
     operand(fn, "y", y, "x", x);
-    if (!(p >= 0.0f && p < 1.0f)) fail("%s: p is %g but must be in [0, 1) (the probability of dropping)", fn, double(p));
+    // p as a float must stay below 1 too (0.99999999 rounds to 1).
+    if (!(p >= 0.0 && p < 1.0 && float(p) < 1.0f))
+        fail("%s: p is %.17g but must be in [0, 1) (the probability of dropping)", fn, p);
     need_shape(fn, "mask", mask, x.rows, x.cols, "the shape of x");
     need_shape(fn, "y", y, x.rows, x.cols, "the shape of x");
     no_partial_overlap(fn, "y", y, "x", x);
     no_overlap(fn, "mask", mask, "x", x);
     no_overlap(fn, "mask", mask, "y", y);
-    x.device().dropout(seed, step, p, 1.0f / (1.0f - p), x, mask, y);
+    // The scale 1/(1 − p) in double, rounded once (in float, 1 − float(p)
+    // carries p's rounding error into the scale).
+    x.device().dropout(seed, step, float(p), float(1.0 / (1.0 - p)), x, mask, y);
 }
 
 void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {

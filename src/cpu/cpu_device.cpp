@@ -231,9 +231,9 @@ public:
         cpu::random_shift(seed, step, shift, height, width, x, y);
     }
     void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2,
-                    const float* p) override {
-        Timed t(this, kind == Optim::adam ? "adam_step" : "sgd_step");
-        cpu::optim_step(kind, w, g, s1, s2, p);
+                    const Matrix& s3, const float* p) override {
+        Timed t(this, optim_name(kind));
+        cpu::optim_step(kind, w, g, s1, s2, s3, p);
     }
 
     // Convolution and pooling (cpu/conv.cpp, cpu/pooling.cpp).

@@ -88,7 +88,8 @@ void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, i
                   const Matrix& y);
 
 // optim.cpp
-void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const float* p);
+void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const Matrix& s3,
+                const float* p);
 
 // Element k of a vector view (any orientation).
 

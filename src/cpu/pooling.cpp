@@ -34,8 +34,9 @@ static bool pool_2x2(const ConvGeom& g, const Plane& a, const Plane& b, const Pl
 
 // One row of 2×2 windows: r0, r1 the two image rows, ow outputs; `base` the
 // 1-based index (as a float, exact below 2^24) of r0[0]. The same rule as the
-// general loop, written without branches: v wins over the best so far when
-// larger, or when equal and nothing has won yet (index 0); NaN never wins.
+// general loop, written without branches, the pixels in index order: v wins
+// when nothing has won yet (index 0), when larger than the best so far, or
+// when it is a number and the best so far is NaN.
 #if defined(__x86_64__)
 // Eight windows at a time with AVX2, where the CPU has it (the build's
 // baseline is SSE2): the same rule on the same values, so the same results.
@@ -66,9 +67,9 @@ __attribute__((target("avx2"))) static int64_t max2x2_row_avx2(const float* r0, 
         const __m256 at[4] = {f, _mm256_add_ps(f, one), _mm256_add_ps(f, fw), _mm256_add_ps(_mm256_add_ps(f, fw), one)};
         __m256 bv = ninf, bi = zero;
         for (int k = 0; k < 4; k++) {
-            const __m256 take = _mm256_or_ps(_mm256_cmp_ps(v[k], bv, _CMP_GT_OQ),
-                                             _mm256_and_ps(_mm256_cmp_ps(v[k], bv, _CMP_EQ_OQ),
-                                                           _mm256_cmp_ps(bi, zero, _CMP_EQ_OQ)));
+            const __m256 take = _mm256_or_ps(
+                _mm256_or_ps(_mm256_cmp_ps(v[k], bv, _CMP_GT_OQ), _mm256_cmp_ps(bi, zero, _CMP_EQ_OQ)),
+                _mm256_and_ps(_mm256_cmp_ps(bv, bv, _CMP_UNORD_Q), _mm256_cmp_ps(v[k], v[k], _CMP_ORD_Q)));
             bv = _mm256_blendv_ps(bv, v[k], take);
             bi = _mm256_blendv_ps(bi, at[k], take);
         }
@@ -122,8 +123,8 @@ static inline void max2x2_row(const float* r0, const float* r1, int64_t w, int64
         const __m128 at[4] = {f, _mm_add_ps(f, one), _mm_add_ps(f, fw), _mm_add_ps(_mm_add_ps(f, fw), one)};
         __m128 bv = ninf, bi = zero;
         for (int k = 0; k < 4; k++) {
-            const __m128 take = _mm_or_ps(_mm_cmpgt_ps(v[k], bv),
-                                          _mm_and_ps(_mm_cmpeq_ps(v[k], bv), _mm_cmpeq_ps(bi, zero)));
+            const __m128 take = _mm_or_ps(_mm_or_ps(_mm_cmpgt_ps(v[k], bv), _mm_cmpeq_ps(bi, zero)),
+                                          _mm_and_ps(_mm_cmpunord_ps(bv, bv), _mm_cmpord_ps(v[k], v[k])));
             bv = _mm_or_ps(_mm_and_ps(take, v[k]), _mm_andnot_ps(take, bv));
             bi = _mm_or_ps(_mm_and_ps(take, at[k]), _mm_andnot_ps(take, bi));
         }
@@ -137,7 +138,7 @@ static inline void max2x2_row(const float* r0, const float* r1, int64_t w, int64
         const float at[4] = {f, f + 1.0f, f + float(w), f + float(w) + 1.0f};
         float bv = -std::numeric_limits<float>::infinity(), bi = 0.0f;
         for (int k = 0; k < 4; k++) {
-            const bool take = v[k] > bv || (v[k] == bv && bi == 0.0f);
+            const bool take = v[k] > bv || bi == 0.0f || (bv != bv && v[k] == v[k]);
             bv = take ? v[k] : bv;
             bi = take ? at[k] : bi;
         }
@@ -164,14 +165,15 @@ void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& 
     per_channel(g.c, x.cols, g.kh * g.kw * P, [&](int64_t c, int64_t n) {
         const float* img = &X.at(c * hw, n);
         for_each_window(g, [&](int64_t o, Span ys, Span xs) {
-            // The largest value, the first on ties; NaN never wins (a window
-            // without a number gives −inf and index 0), as on Vulkan.
+            // The largest value, the first on ties; NaN loses to any number,
+            // and a window of only NaN gives NaN at its first pixel (so the
+            // backward routes its gradient there), as on Vulkan.
             int64_t best = -1;
             float bv = -std::numeric_limits<float>::infinity();
             for (int64_t iy = ys.lo; iy < ys.hi; iy++)
                 for (int64_t ix = xs.lo; ix < xs.hi; ix++) {
                     const float v = img[(iy * g.w + ix) * X.rs];
-                    if (v > bv || (v == bv && best < 0)) bv = v, best = iy * g.w + ix;
+                    if (v > bv || best < 0 || (bv != bv && v == v)) bv = v, best = iy * g.w + ix;
                 }
             Y.at(c * P + o, n) = bv;
             I.at(c * P + o, n) = best < 0 ? 0.0f : float(c * hw + best + 1);

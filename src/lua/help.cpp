@@ -77,7 +77,7 @@ const std::vector<Area>& areas() {
         {"derivatives", derivatives},
         {"fused", {"softmax", "softmax_xent", "argmax", "argmin", "gather_cols", "add_bias", "dense"}},
         {"convolution", {"im2col", "col2im", "maxpool", "maxpool_backward", "avgpool", "avgpool_backward", "to_images", "from_images"}},
-        {"optimizer steps", {"sgd_step", "adam_step"}},
+        {"optimizer steps", {"sgd_step", "adam_step", "adamw_step", "rmsprop_step", "adagrad_step"}},
         {"at the prompt", {"map", "kernel", "kernel_info"}},  // GLSL kernels written by the user (user_kernels.cpp)
         {"random", {"seed"}},
         {"regularization", {"dropout", "batchnorm_stats", "batchnorm", "batchnorm_backward", "random_shift"}},

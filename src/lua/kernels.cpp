@@ -279,34 +279,6 @@ static int k_dense(lua_State* L) {
     return 1;
 }
 
-// sgd_step(w, g, v, lr, momentum [, weight_decay [, nesterov]]) -> w and
-// adam_step(w, g, m, v, lr, beta1, beta2, eps) -> w: the fused optimizer updates.
-static int k_sgd_step(lua_State* L) {
-    check_nargs(L, 7);
-    Matrix& w = check_matrix(L, 1);
-    Matrix& g = check_matrix(L, 2);
-    Matrix& v = check_matrix(L, 3);
-    float lr = check_float(L, 4), momentum = check_float(L, 5);
-    float wd = lua_isnoneornil(L, 6) ? 0.0f : check_float(L, 6);
-    if (!lua_isnoneornil(L, 7) && !lua_isboolean(L, 7)) luaL_typeerror(L, 7, "boolean (nesterov)");
-    bool nesterov = lua_toboolean(L, 7);
-    guarded(L, [&] { sgd_step(w, g, v, lr, momentum, wd, nesterov); });
-    lua_pushvalue(L, 1);
-    return 1;
-}
-
-static int k_adam_step(lua_State* L) {
-    check_nargs(L, 8);
-    Matrix& w = check_matrix(L, 1);
-    Matrix& g = check_matrix(L, 2);
-    Matrix& m = check_matrix(L, 3);
-    Matrix& v = check_matrix(L, 4);
-    float lr = check_float(L, 5), b1 = check_float(L, 6), b2 = check_float(L, 7), eps = check_float(L, 8);
-    guarded(L, [&] { adam_step(w, g, m, v, lr, b1, b2, eps); });
-    lua_pushvalue(L, 1);
-    return 1;
-}
-
 /* ---------------------------------------------------------------------- */
 /* registration                                                           */
 /* ---------------------------------------------------------------------- */
@@ -344,8 +316,6 @@ static const luaL_Reg kernels[] = {
     {"gather_cols", k_gather_cols},
     {"add_bias", k_add_bias},
     {"dense", k_dense},
-    {"sgd_step", k_sgd_step},
-    {"adam_step", k_adam_step},
     {nullptr, nullptr}};
 // clang-format on
 

@@ -116,14 +116,6 @@ void document_kernels() {
         "y m×n; act one of vela.activations (\"identity\" (default), \"relu\", \"sigmoid\", \"tanh\", \"elu\", "
         "\"gelu\", \"leaky_relu\", \"softplus\"), computed with the same functions as the elementwise kernels. "
         "PyTorch F.linear + activation.");
-    doc("sgd_step", "sgd_step(w, g, v, lr, momentum [, weight_decay [, nesterov]]) -> w",
-        "One SGD-with-momentum update in one pass: g' = g + weight_decay·w, v ← momentum·v + g', "
-        "w ← w − lr·v (nesterov: w ← w − lr·(g' + momentum·v)); w, g, v one shape, separate matrices; g is only "
-        "read. optim.sgd uses it. Example: sgd_step(w, dw, v, 0.05, 0.9). PyTorch SGD(momentum=) step, fused.");
-    doc("adam_step", "adam_step(w, g, m, v, lr, beta1, beta2, eps) -> w",
-        "One Adam update in one pass: m ← β₁m + (1 − β₁)g, v ← β₂v + (1 − β₂)g², w ← w − lr·m/(√v + ε), with "
-        "the bias correction in lr and eps (optim.adam passes lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) and ε·√(1 − β₂ᵗ)). "
-        "Example: adam_step(w, dw, m, v, 0.001, 0.9, 0.999, 1e-8). PyTorch Adam step, fused.");
 }
 
 }  // namespace vela::lua

@@ -37,7 +37,7 @@ int k_dropout(lua_State* L) {
     Matrix& x = check_matrix(L, 1);
     Matrix& mask = check_matrix(L, 2);
     Matrix& y = check_matrix(L, 3);
-    float p = check_float(L, 4);
+    double p = luaL_checknumber(L, 4);
     uint64_t seed = opt_seed(L, 5, "dropout"), step = opt_step(L, 6, "dropout");
     guarded(L, [&] { dropout(seed, step, p, x, mask, y); });
     lua_pushvalue(L, 3);

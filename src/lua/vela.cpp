@@ -20,6 +20,7 @@ extern "C" int luaopen_vela(lua_State* L) {
     vela::lua::open_surface(L);  // after the kernels: sum(x [, dim]) takes over sum(x)
     vela::lua::open_user_kernels(L);
     vela::lua::open_regularize(L);
+    vela::lua::open_optim_kernels(L);
     vela::lua::open_conv(L);
     lua_pushliteral(L, VELA_VERSION);
     lua_setfield(L, -2, "version");

@@ -27,6 +27,7 @@ void open_print(lua_State* L);    // matrix_print.cpp: printopts
 void open_surface(lua_State* L);  // surface.cpp: size, numel, scalar operators, sum/mean/max/min by dim, Torch7 in-place methods
 void open_user_kernels(lua_State* L);  // user_kernels.cpp: map, kernel, kernel_info (GLSL written at the prompt)
 void open_regularize(lua_State* L);  // regularize.cpp: dropout, batchnorm_stats, batchnorm, batchnorm_backward, random_shift
+void open_optim_kernels(lua_State* L);  // optim_kernels.cpp: sgd_step, adam_step, adamw_step, rmsprop_step, adagrad_step
 void open_conv(lua_State* L);     // conv.cpp: im2col, col2im, maxpool, avgpool and their backward steps
 
 // Matrix userdata ("vela.Matrix").

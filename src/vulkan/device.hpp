@@ -76,7 +76,7 @@ public:
     void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) override;
     void to_images(const Matrix& u, const Matrix& b, const Matrix& y) override;
     void from_images(const Matrix& y, const Matrix& u) override;
-    void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2,
+    void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const Matrix& s3,
                     const float* p) override;  // kernels_optim.cpp
 
     DeviceStats stats() const override { return stream_.stats(); }

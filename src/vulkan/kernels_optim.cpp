@@ -2,40 +2,53 @@
 // parameter, one invocation per element, or per four where every operand is
 // dense and 16-byte aligned (a parameter of a network always is). The math is
 // src/core/ops_optim.cpp's.
+#include <bit>
+
 #include "vulkan/device.hpp"
 
 namespace vela::vk {
 
 namespace {
 
-// Mirrors the push block of shaders/optim.comp.
+// Mirrors the push block of shaders/optim.comp: five operands, each a View
+// whose padding word carries one scalar, and a sixth scalar after n.
 struct OptimPush {
-    View w, g, s1, s2;
+    View w, g, s1, s2, s3;
     uint32_t n = 0;
-    float a = 0, b = 0, c = 0, d = 0;
+    float q5 = 0;
 };
-static_assert(sizeof(OptimPush) == 120);
+static_assert(sizeof(OptimPush) == 128);
+
+View with_scalar(View v, float q) {
+    v.pad = std::bit_cast<uint32_t>(q);
+    return v;
+}
 
 }  // namespace
 
 void VulkanDevice::optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2,
-                              const float* q) {
+                              const Matrix& s3, const float* q) {
     OptimPush p;
-    p.w = view(w);
-    p.g = view(g);
-    p.s1 = view(s1);
-    p.s2 = view(s2);
+    p.w = with_scalar(view(w), q[0]);
+    p.g = with_scalar(view(g), q[1]);
+    p.s1 = with_scalar(view(s1), q[2]);
+    p.s2 = with_scalar(view(s2), q[3]);
+    p.s3 = with_scalar(view(s3), q[4]);
+    p.q5 = q[5];
     p.n = uint32_t(w.size());
-    p.a = q[0], p.b = q[1], p.c = q[2], p.d = q[3];
     if (p.n == 0) return;
     // (Every operand is float32: core/ops_optim.cpp checks it.)
     auto dense16 = [](const Matrix& m, const View& v) { return m.contiguous() && v.addr % 16 == 0; };
-    const bool vec4 = dense16(w, p.w) && dense16(g, p.g) && dense16(s1, p.s1) && dense16(s2, p.s2);
+    const bool vec4 = dense16(w, p.w) && dense16(g, p.g) && dense16(s1, p.s1) && dense16(s2, p.s2) && dense16(s3, p.s3);
     uint32_t spec[3] = {wg(), uint32_t(kind), vec4};
-    const bool adam = kind == Optim::adam;
-    const char* label = adam ? "adam_step" : "sgd_step";
-    Dispatch d{.shader = "optim", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
-               .reads = {&w, &g, &s1, &s2}, .writes = {&w, &s1, &s2}, .label = label};
+    Dispatch d{.shader = "optim",
+               .push = &p,
+               .push_size = sizeof p,
+               .spec = spec,
+               .spec_count = 3,
+               .reads = {&w, &g, &s1, &s2, &s3},
+               .writes = {&w, &s1, &s2, &s3},
+               .label = optim_name(kind)};
     grid(vec4 ? (uint64_t(p.n) + 3) / 4 : p.n, wg(), d.groups);
     dispatch(d);
 }

@@ -15,6 +15,9 @@
 --   * a hostile file (bytes changed, header sizes and types rewritten, zip
 --     sizes made huge, a checkpoint's manifest replaced by code or garbage)
 --     loads or is an error naming vela.load / nn.load, and nothing in it runs.
+--   * training with NaN: a bad optimizer hyperparameter is an error that
+--     changes nothing, and nn.fit stops on a non-finite loss before applying
+--     that batch's update.
 -- On a device that flushes denormals to zero (SwiftShader; seen at the start)
 -- the model flushes the inputs, scalars and results of arithmetic too.
 -- Crashes, sanitizer reports and hangs end the process (CTest sees them).
@@ -85,7 +88,8 @@ end
 
 local entries = {}       -- every matrix the fuzzer holds
 local findings = {}
-local stats = {calls = 0, ok = 0, errors = 0, garbage = 0, checks = 0, deferred = 0, index_errors = 0, files = 0}
+local stats = {calls = 0, ok = 0, errors = 0, garbage = 0, checks = 0, deferred = 0, index_errors = 0, files = 0,
+               trainings = 0, nan_stops = 0}
 local current_call = ""
 
 local function finding(msg)
@@ -1086,6 +1090,65 @@ ops[#ops + 1] = function(dev)
   elseif ok and v then pcall(v.release, v) end
   current_call = fmt("nn.load(%q, %q) of a hostile file (kind %d, change %d)", path, d2, kind, how)
   attempt({"nn.load"}, "either", function() return nn.load(path, d2) end)
+-- NaN training (issue 24): an optimizer of vela.optim with good or bad
+-- hyperparameters (NaN, ±Inf, negative: an error naming the optimizer), then
+-- nn.fit on a set that may hold one NaN or ±Inf input. When fit stops on a
+-- non-finite loss at batch b, it must have applied exactly b − 1 updates
+-- (the bad batch's update is not applied); a bad hyperparameter set after
+-- construction makes a step fail with nothing changed.
+local optim = require "vela.optim"
+local optim_kinds = {"sgd", "adam", "adamw", "rmsprop", "adagrad"}
+local bad_numbers = {0 / 0, math.huge, -math.huge, -1}
+ops[#ops + 1] = function(dev)
+  stats.trainings = stats.trainings + 1
+  local kind = pick(optim_kinds)
+  local a, c, n = R(1, 5), R(2, 4), 8 * R(1, 3)
+  local opts = {lr = f32(R() * 0.1)}
+  local field = pick{"lr", "eps", "weight_decay"}
+  if kind == "sgd" and field == "eps" then field = "momentum" end
+  local bad = R() < 0.3 and pick(bad_numbers) or nil
+  if bad then opts[field] = bad end
+  current_call = fmt("optim.%s{%s = %s}", kind, field, tostring(opts[field]))
+  local ok, opt = attempt({"optim." .. kind}, bad == nil, function() return optim[kind](opts) end)
+  if not ok then return end
+  local net = nn.sequential{nn.linear(a, c, pick(acts), {device = dev, seed = R(1, 1000)})}
+  local images = vela.rand(a, n, R(1, 1000), dev)
+  local poison = R() < 0.5 and pick(bad_numbers) or nil
+  if poison and poison ~= -1 then images:set(R(1, a), R(1, n), poison) end
+  local labels = {}
+  for j = 1, n do labels[j] = R(1, c) end
+  local set = {images = images, labels = vela.matrix(1, n, labels, "float32", dev), n = n}
+  if R() < 0.2 then
+    -- a bad hyperparameter set after construction: the step fails, nothing changes
+    local w0 = totable(net:params()[1][1])
+    opt.lr = pick{0 / 0, -1, math.huge}
+    current_call = fmt("%s:step with lr = %s", kind, tostring(opt.lr))
+    attempt({"optim." .. kind .. ":step"}, false, function() opt:step(net) end)
+    local w1 = totable(net:params()[1][1])
+    for i = 1, #w0 do
+      for j = 1, #w0[i] do
+        if w0[i][j] ~= w1[i][j] and (w0[i][j] == w0[i][j] or w1[i][j] == w1[i][j]) then
+          finding(fmt("a failed %s step changed weight (%d, %d)", kind, i, j))
+          return
+        end
+      end
+    end
+    if opt.steps ~= nil then finding("a failed step counted a step") end
+    return
+  end
+  current_call = fmt("nn.fit(linear(%d, %d), %d samples%s, optim.%s)", a, c, n,
+    poison and fmt(", one input %s", tostring(poison)) or "", kind)
+  local okf, msg = attempt({"nn.fit"}, "either", function()
+    nn.fit(net, set, {epochs = 1, batch = 8, optimizer = opt, progress = false, seed = R(1, 100)})
+  end)
+  if okf then return end
+  stats.nan_stops = stats.nan_stops + 1
+  local b = tonumber(msg:match("the loss of epoch 1, batch (%d+) is"))
+  if not b then finding("nn.fit failed without naming a non-finite loss: " .. msg) return end
+  if not msg:find("training stopped before its update", 1, true) then finding("nn.fit: " .. msg) end
+  if (opt.steps or 0) ~= b - 1 then
+    finding(fmt("nn.fit stopped at batch %d after %d updates (want %d)", b, opt.steps or 0, b - 1))
+  end
 end
 
 -- ---------------------------------------------------------------------------
@@ -1103,8 +1166,8 @@ for _, dev in ipairs(ids) do
   end
   m:release()
 end
---               ctor view get fill 2op red move rel garbage xent gather save nnsave hostile
-local weights = {6,   10,  10, 6,   12, 4,  8,   6,  10,     3,   3,     2,   1,     1}
+--               ctor view get fill 2op red move rel garbage xent gather save nnsave hostile nantrain
+local weights = {6,   10,  10, 6,   12, 4,  8,   6,  10,     3,   3,     2,   1,     1,      1}
 local total_w = 0
 for _, w in ipairs(weights) do total_w = total_w + w end
 
@@ -1141,6 +1204,6 @@ end
 local _ = t_start
 os.execute("rm -rf '" .. tmpdir .. "'")
 print(fmt("fuzz: seed %d: %d calls, %d errors (%d label and index errors, %d raised at a later read), %d file "
-  .. "round trips, %d value checks, %d findings", seed, stats.calls, stats.errors, stats.index_errors, stats.deferred,
-  stats.files, stats.checks, #findings))
+  .. "round trips, %d trainings (%d stopped on a non-finite loss), %d value checks, %d findings", seed, stats.calls,
+  stats.errors, stats.index_errors, stats.deferred, stats.files, stats.trainings, stats.nan_stops, stats.checks, #findings))
 os.exit(#findings == 0 and 0 or 1)

@@ -38,6 +38,7 @@ t.test("every nn, optim, data and plot function and method is documented", funct
   check_table("quadratic", getmetatable(nn.quadratic()), ":")
   check_table("sgd", getmetatable(optim.sgd{}), ":")
   check_table("adam", getmetatable(optim.adam{}), ":")
+  for _, kind in ipairs{"adamw", "rmsprop", "adagrad"} do check_table(kind, getmetatable(optim[kind]{}), ":") end
   local set = {images = zeros(4, 6, "uint8"), labels = ones(1, 6), n = 6}
   check_table("loader", getmetatable(data.loader(set, 2)), ":")
   table.sort(missing)

@@ -361,7 +361,7 @@ for _, id in ipairs(ids) do
     local net = nn.sequential{nn.linear(4, 3, {device = id, seed = 1})}
     local err = t.raises(function()
       nn.fit(net, set, {epochs = 2, batch = 8, every = 4, progress = false, seed = 3})
-    end, "nn.fit: the loss of epoch 1, batch", "training stopped after batch")
+    end, "nn.fit: the loss of epoch 1, batch", "training stopped before its update")
     local b = tonumber(err:match("batch (%d+) is [%w%-]+ %(a diverging learning rate"))
     local loader = data.loader(set, 8, {seed = 3})
     for x, _, bb in loader:epoch(1) do

@@ -51,9 +51,10 @@ for _, id in ipairs(ids) do
       local mask, y = zeros(r, c), zeros(r, c)
       dropout(x, mask, y, p, seed, step)
       local M, Y, X = host(mask), host(y), host(x)
-      -- the scale 1/(1 − p) in float32 arithmetic from the float32 p (each operation rounded once)
+      -- the scale 1/(1 − p) in double from the double p, rounded once to float32 (issue 24 item 4:
+      -- in float from float32(p), p = 0.9 gave 9.99999809)
       local function f32(v) return string.unpack("<f", string.pack("<f", v)) end
-      local scale = f32(1 / f32(1 - f32(p)))
+      local scale = f32(1 / (1 - p))
       for j = 1, c do
         for i = 1, r do
           local k = (j - 1) * r + (i - 1)

@@ -36,9 +36,9 @@ function options.usage(usage, spec)
 end
 
 -- options.parse(args, usage, spec) -> opts. spec: a list of
--- {name, default, help}; the default's type decides how a value is read
--- (number: must be a number; boolean: a flag, or name=true/false; string or
--- nil: as given).
+-- {name, default, help [, min = m]}; the default's type decides how a value
+-- is read (number: must be a number, at least min when given; boolean: a
+-- flag, or name=true/false; string or nil: as given).
 function options.parse(args, usage, spec)
   local info = debug.getinfo(2, "S")
   if info and info.source == "=stdin" then args = {} end  -- typed at the prompt
@@ -74,6 +74,7 @@ function options.parse(args, usage, spec)
     elseif type(default) == "number" then
       local n = tonumber(v)
       if not n then fail(prog, fmt("option %s wants a number, got '%s'", k, v)) end
+      if o.min and n < o.min then fail(prog, fmt("option %s must be at least %s, got %s", k, tostring(o.min), v)) end
       opts[k] = n
     else
       opts[k] = v
@@ -83,7 +84,10 @@ function options.parse(args, usage, spec)
     local ok, err = pcall(vela.device, opts.device)
     if not ok then fail(prog, tostring(err):gsub("^[^:]*:%d+: ", "")) end
   end
-  if by_name.threads and opts.threads and vela.threads then vela.threads(opts.threads) end
+  if by_name.threads and opts.threads and vela.threads then
+    local ok, err = pcall(vela.threads, opts.threads)
+    if not ok then fail(prog, tostring(err):gsub("^[^:]*:%d+: ", "")) end
+  end
   return opts
 end
 

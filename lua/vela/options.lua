@@ -143,7 +143,7 @@ function options.check(fn, opts, accepted, level)
   if opts == nil then return {} end
   local list = table.concat(accepted, ", ")
   if type(opts) ~= "table" then
-    error(fmt("%s: the options are a table {%s = ...}; got a %s", fn, accepted[1] or "", type(opts)), level)
+    error(fmt("%s: opts must be a table of options {%s = ...}, got a %s", fn, accepted[1] or "", type(opts)), level)
   end
   local known = {}
   for _, name in ipairs(accepted) do known[name] = true end

@@ -66,6 +66,7 @@ static int l_bench(lua_State* L) {
     int64_t n = 0, warmup = 1;
     if (!lua_isnoneornil(L, 2)) {
         luaL_checktype(L, 2, LUA_TTABLE);
+        check_option_keys(L, 2, "bench", {"n", "warmup"});
         if (lua_getfield(L, 2, "n") != LUA_TNIL) {
             n = check_size(L, 3, "bench", "n");
             if (n < 1) luaL_error(L, "bench: n must be at least 1, got 0");

@@ -39,7 +39,7 @@ t.test("unknown options name the function, the key, the nearest and the list", f
   t.raises(function() nn.fit(picker(), set, {batchSize = 2}) end, "(batchSize is Torch7's name for batch)")
   t.raises(function() nn.evaluate(picker(), set, {bacth = 2}) end,
     "nn.evaluate: unknown option 'bacth' (did you mean 'batch'?); options: batch, loss")
-  t.raises(function() nn.fit(picker(), set, 3) end, "nn.fit: the options are a table {epochs = ...}; got a number")
+  t.raises(function() nn.fit(picker(), set, 3) end, "nn.fit: opts must be a table of options {epochs = ...}, got a number")
   t.raises(function() nn.fit(picker(), set, {epochs = 0}) end, "nn.fit: epochs must be a positive integer, got 0")
   -- the accepted keys still work
   local d = data.loader(set, 2, {seed = 3, shuffle = false})

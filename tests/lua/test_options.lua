@@ -32,7 +32,7 @@ t.test("options.check: nil, non-tables, positional values", function()
   assert(type(o) == "table" and next(o) == nil)
   local given = {a = 1}
   assert(options.check("f", given, {"a", "b"}) == given)
-  t.raises(function() options.check("optim.sgd", 0.1, {"lr"}) end, "optim.sgd: the options are a table {lr = ...}; got a number")
+  t.raises(function() options.check("optim.sgd", 0.1, {"lr"}) end, "optim.sgd: opts must be a table of options {lr = ...}, got a number")
   t.raises(function() options.check("f", {1}, {"a", "b"}) end, "f: the options are named (a = ...), got a value at [1]; options: a, b")
 end)
 

@@ -34,6 +34,41 @@ bool ends_with(const std::string& s, const char* suffix) {
 /* the Lua functions                                                      */
 /* ---------------------------------------------------------------------- */
 
+// The matrices load made from 1-D arrays (a weak set in the registry), so
+// save writes them back 1-D (shape (n,)) while they are still n×1.
+const char* const kOneD = "vela.npy.one_d";
+
+void push_one_d(lua_State* L) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, kOneD) == LUA_TTABLE) return;
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_pushvalue(L, -1);
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, LUA_REGISTRYINDEX, kOneD);
+}
+
+// Whether the matrix at idx came from a 1-D array and is still a column.
+bool is_one_d(lua_State* L, int idx, const Matrix& m) {
+    idx = lua_absindex(L, idx);
+    push_one_d(L);
+    lua_pushvalue(L, idx);
+    bool one_d = lua_rawget(L, -2) != LUA_TNIL && m.cols == 1;
+    lua_pop(L, 2);
+    return one_d;
+}
+
+// Marks the matrix on top as made from a 1-D array.
+void mark_one_d(lua_State* L) {
+    push_one_d(L);
+    lua_pushvalue(L, -2);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
 // save(path, m)  |  save(path, {name = m | string, ...}). Runs inside
 // guarded(): every failure is a vela::Error, so no C++ object is alive when
 // the Lua error is raised.
@@ -44,13 +79,21 @@ void save_value(lua_State* L) {
         if (ends_with(path, ".npz"))
             throw Error(what + " ends in .npz but the value is one matrix (give a table of named matrices, or "
                                "name the file .npy)");
+        if (!ends_with(path, ".npy"))  // numpy.save appends .npy; writing NumPy bytes to x.txt would surprise
+            throw Error(what + ": a matrix is written as NumPy .npy; name the file ….npy (a table of named "
+                               "matrices: .npz)");
         check_live("save", "m", *m);
-        write_file(path, npy_bytes(from_matrix(*m)), what);
+        Array a = from_matrix(*m);
+        a.one_d = is_one_d(L, 2, *m);
+        write_file(path, npy_bytes(a), what);
         return;
     }
     if (!lua_istable(L, 2))
         throw Error(std::string("save: the value must be a matrix (.npy) or a table of named matrices (.npz), got ") +
                     luaL_typename(L, 2));
+    lua_pushnil(L);
+    if (!lua_next(L, 2)) throw Error(what + ": the table is empty, nothing to write (give {name = m, ...})");
+    lua_pop(L, 2);
     std::map<std::string, Entry> entries;
     lua_pushnil(L);
     while (lua_next(L, 2)) {
@@ -62,11 +105,13 @@ void save_value(lua_State* L) {
         std::string name = lua_tostring(L, -2);
         Entry e;
         if (Matrix* m = test_matrix(L, -1)) {
+            bool one_d = is_one_d(L, -1, *m);
             lua_pop(L, 1);
             if (name.empty() || name.find('/') != std::string::npos || name.find('\\') != std::string::npos)
                 throw Error(what + ": '" + name + "' is not a member name for a .npz");
             check_live("save", name.c_str(), *m);
             e.array = from_matrix(*m);
+            e.array.one_d = one_d;
         } else if (lua_type(L, -1) == LUA_TSTRING) {
             size_t len;
             const char* t = lua_tolstring(L, -1, &len);
@@ -102,8 +147,10 @@ void load_value(lua_State* L, Device& dev) {
     std::string what = "load: '" + path + "'";
     std::string bytes = read_file(path, what);
     if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) {
-        Matrix m = to_matrix(parse_npy(bytes, what), dev);
+        Array a = parse_npy(bytes, what);
+        Matrix m = to_matrix(a, dev);
         push_matrix(L, std::move(m));
+        if (a.one_d) mark_one_d(L);
         return;
     }
     if (bytes.size() < 4 || std::memcmp(bytes.data(), "PK\x03\x04", 4) != 0)
@@ -116,6 +163,7 @@ void load_value(lua_State* L, Device& dev) {
     lua_createtable(L, 0, int(entries.size()));
     for (auto& [name, m] : mats) {
         push_matrix(L, std::move(m));
+        if (entries[name].array.one_d) mark_one_d(L);
         lua_setfield(L, -2, name.c_str());
     }
     for (auto& [name, e] : entries) {

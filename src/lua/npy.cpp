@@ -23,8 +23,12 @@ namespace vela::lua::npy {
 
 std::string npy_bytes(const Array& a) {
     char dict[160];
-    std::snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': True, 'shape': (%lld, %lld), }",
-                  a.dtype == DType::u8 ? "|u1" : "<f4", (long long)a.rows, (long long)a.cols);
+    if (a.one_d)
+        std::snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': True, 'shape': (%lld,), }",
+                      a.dtype == DType::u8 ? "|u1" : "<f4", (long long)a.rows);
+    else
+        std::snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': True, 'shape': (%lld, %lld), }",
+                      a.dtype == DType::u8 ? "|u1" : "<f4", (long long)a.rows, (long long)a.cols);
     std::string header = dict;
     // magic (6) + version (2) + length (2) + header, a multiple of 64, ending in '\n'.
     size_t total = 10 + header.size() + 1;
@@ -125,6 +129,7 @@ Array parse_npy(const std::string& s, const std::string& what) {
     a.dtype = dtype;
     a.rows = dims.empty() ? 1 : dims[0];
     a.cols = dims.size() == 2 ? dims[1] : 1;  // a 1-D array of n is an n×1 column, as from{1, 2, 3}
+    a.one_d = dims.size() == 1;
     size_t n = size_t(a.rows) * size_t(a.cols);
     size_t data = start + hlen;
     if (s.size() - data < n * size_t(size))

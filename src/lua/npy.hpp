@@ -33,6 +33,7 @@ namespace vela::lua::npy {
 struct Array {
     DType dtype = DType::f32;
     int64_t rows = 0, cols = 0;
+    bool one_d = false;  // a 1-D array of `rows` (read so, and written back so: shape (n,))
     std::vector<float> f32;
     std::vector<uint8_t> u8;
 };

@@ -153,6 +153,20 @@ end)
 local other
 for _, d in ipairs(devices()) do if d.usable and d.id ~= "cpu" then other = d.id break end end
 if other then
+  t.test("trace counts the download inside sum(l); profile rows say a transfer's direction", function()
+    device(other)
+    local l = ones(1, 100)
+    local r = trace(function() return sum(l) end)
+    assert(#r == 1 and r[1].downloads == 1 and r[1].download_bytes >= 4, tostring(r))
+    local a = rand(10, 10, 1)
+    local p = profile(function() return a:to("cpu") end)
+    local dir
+    for _, row in ipairs(p) do if row.kernel == "download" and row.device == other then dir = row.direction end end
+    assert(dir == other .. " → host", tostring(p))
+    assert(tostring(p):find(other .. " → host", 1, true))
+    device("cpu")
+  end)
+
   t.test("a set on another device than the net names set:to and data.to", function()
     local net = picker():to(other)
     local set = {images = ones(3, 2, "float32", "cpu"), labels = ones(1, 2, "float32", "cpu"), n = 2}

@@ -109,6 +109,7 @@ int l_map(lua_State* L) {
     size_t len = 0;
     const char* expr = luaL_checklstring(L, 1, &len);
     int o = lua_isnoneornil(L, 2) ? 0 : (luaL_checktype(L, 2, LUA_TTABLE), 2);
+    if (o) check_option_keys(L, o, "map", {"name", "doc"});
     const char *name, *doc_text;
     read_name_doc(L, o, "map", &name, &doc_text);
     Spec* sp = new_spec(L);
@@ -174,6 +175,7 @@ int l_map(lua_State* L) {
 int l_kernel(lua_State* L) {
     check_nargs(L, 1);
     luaL_checktype(L, 1, LUA_TTABLE);
+    check_option_keys(L, 1, "kernel", {"args", "size", "glsl", "name", "doc"});
     const char *name, *doc_text;
     read_name_doc(L, 1, "kernel", &name, &doc_text);
     if (lua_getfield(L, 1, "glsl") != LUA_TSTRING)

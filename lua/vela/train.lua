@@ -226,16 +226,23 @@ function training.confusion(net, set)
   end
   do
     local names = set.classes or {}
-    local function name(i) return (names[i] or tostring(i)):sub(1, 6) end
+    local function name(i) return (names[i] or tostring(i)):sub(1, 5) end
+    -- Cells as wide as the largest count or a (cut) class name, plus a space:
+    -- ten classes fit 80 columns (Fashion-MNIST's names cut to 5 letters).
+    local most = 0
+    for i = 1, k do for j = 1, k do most = math.max(most, counts[i][j]) end end
+    local cw = math.max(#tostring(most), 1) + 1
+    for j = 1, k do cw = math.max(cw, #name(j) + 1) end
+    local cell, label = "%" .. cw .. "s", "%" .. cw .. "d"
     local lines = {"confusion: rows are the true class, columns the predicted one"}
     local head = {fmt("%-7s", "")}
-    for j = 1, k do head[#head + 1] = fmt("%7s", name(j)) end
+    for j = 1, k do head[#head + 1] = fmt(cell, name(j)) end
     head[#head + 1] = "  accuracy"
     lines[#lines + 1] = table.concat(head)
     local right, total = 0, 0
     for i = 1, k do
       local row, n = {fmt("%-7s", name(i))}, 0
-      for j = 1, k do row[#row + 1] = fmt("%7d", counts[i][j]); n = n + counts[i][j] end
+      for j = 1, k do row[#row + 1] = fmt(label, counts[i][j]); n = n + counts[i][j] end
       row[#row + 1] = n > 0 and fmt("  %6.1f%%", 100 * counts[i][i] / n) or "       -"
       lines[#lines + 1] = table.concat(row)
       right, total = right + counts[i][i], total + n

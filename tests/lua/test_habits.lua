@@ -90,6 +90,16 @@ t.test("layer:backward(da, false) returns nothing; a loss's backward before forw
   assert(q:backward() ~= nil)
 end)
 
+t.test("nn.confusion's table fits 80 columns with ten named classes", function()
+  local net = nn.sequential{nn.linear(3, 10, "identity", {seed = 4})}
+  local labels = {}
+  for j = 1, 20 do labels[j] = (j - 1) % 10 + 1 end
+  local set = {images = rand(3, 20, 5), labels = matrix(1, 20, labels), n = 20, classes = data.fashion_classes}
+  local text = tostring(nn.confusion(net, set))
+  for line in text:gmatch("[^\n]+") do assert(utf8.len(line) <= 80, ("%d columns: %s"):format(utf8.len(line), line)) end
+  assert(text:find("T-shi", 1, true) and text:find("Ankle", 1, true), text)
+end)
+
 t.test("set:to(dev) and data.to copy a set; the original stays", function()
   local set = data.subset({images = from{{1, 2, 3}}, labels = from{{1, 2, 1}}, n = 3}, 1, 3)
   local c = set:to("cpu")

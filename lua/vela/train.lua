@@ -422,7 +422,8 @@ training.History = {__tostring = function(h)
   if h.test_accuracy[e] then s = s .. fmt(", test %.2f%%", 100 * h.test_accuracy[e]) end
   local total = 0
   for _, t in pairs(h.seconds) do total = total + t end
-  return s .. fmt(", %.2f s (fields loss, train_accuracy, test_accuracy, seconds, batch_loss, lr)", total)
+  -- two lines, each within 80 columns
+  return s .. fmt(", %.2f s\n(fields loss, train_accuracy, test_accuracy, seconds, batch_loss, lr)", total)
 end}
 
 -- help(nn.fit), ?nn.evaluate: documentation for the shell's help.

@@ -100,6 +100,16 @@ t.test("nn.confusion's table fits 80 columns with ten named classes", function()
   assert(text:find("T-shi", 1, true) and text:find("Ankle", 1, true), text)
 end)
 
+t.test("nn.fit's history prints in lines of at most 80 columns", function()
+  local set = {images = from{{1, 5}, {3, 2}, {2, 9}}, labels = from{{2, 3}}, n = 2}
+  local out = io.open(os.tmpname(), "w")
+  local h = nn.fit(picker(), set, {epochs = 10, batch = 2, progress = false, test = set, output = out})
+  out:close()
+  local text = tostring(h)
+  assert(text:find("history of 10 epochs (1..10)", 1, true), text)
+  for line in text:gmatch("[^\n]+") do assert(utf8.len(line) <= 80, line) end
+end)
+
 t.test("set:to(dev) and data.to copy a set; the original stays", function()
   local set = data.subset({images = from{{1, 2, 3}}, labels = from{{1, 2, 1}}, n = 3}, 1, 3)
   local c = set:to("cpu")

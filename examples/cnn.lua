@@ -23,7 +23,7 @@ local vela = require "vela"
 local nn, optim, data, plot = require "vela.nn", require "vela.optim", require "vela.data", require "vela.plot"
 
 local opts = require("vela.options").parse(arg,
-  "build/vela examples/cnn.lua [device=cpu|vulkan:0] [epochs=10] [fashion] [seed=1] [batch=N] [shift=N] [dropout=p] [threads=N] [save=net.npz] [train=N]", {
+  "build/vela examples/cnn.lua [device=cpu|vulkan:0] [epochs=10] [fashion] [seed=1] [batch=N] [shift=N] [dropout=p] [threads=N] [dist] [save=net.npz] [train=N]", {
   {"device", nil, "the device to train on (default: the first GPU, else the cpu)"},
   {"epochs", 10, "epochs to train", min = 1},
   {"fashion", false, "Fashion-MNIST instead of MNIST"},
@@ -32,10 +32,13 @@ local opts = require("vela.options").parse(arg,
   {"dropout", nil, "dropout before the output layer (default 0 on MNIST, 0.3 on Fashion-MNIST)"},
   {"shift", nil, "augmentation: shift each image by up to ±N pixels (default 2 on MNIST, 0 on Fashion-MNIST)"},
   {"threads", nil, "OpenBLAS threads on the cpu"},
+  {"dist", false, "data parallel across the processes of mpirun -np N (vela.dist): output and checkpoint from rank 0"},
   {"save", nil, "save a checkpoint (nn.save) there at the end"},
   {"train", nil, "train on the first N training images only"},
 })
 
+local dist = opts.dist and require "vela.dist"
+if dist then dist.quiet() end  -- output from rank 0 only
 local sets = opts.fashion and data.fashion_mnist() or data.mnist()
 local ntrain = opts.train and math.tointeger(tonumber(opts.train))
 if opts.train and not (ntrain and ntrain > 0) then error("cnn.lua: train must be a positive integer, got " .. tostring(opts.train), 0) end
@@ -62,7 +65,7 @@ print(("%d parameters"):format(net:nparams()))
 local opt = optim.sgd{lr = 0.05, momentum = 0.9}
 local hist = nn.fit(net, train, {
   epochs = opts.epochs, batch = opts.batch and math.tointeger(tonumber(opts.batch)) or (opts.fashion and 128 or 32),
-  seed = opts.seed,
+  seed = opts.seed, dist = opts.dist,
   shift = opts.shift and math.tointeger(tonumber(opts.shift)) or (opts.fashion and 0 or 2),
   optimizer = opt,
   -- the rate decays from 0.05 along a cosine to 0.001 at the last epoch
@@ -78,4 +81,5 @@ local total = 0
 for _, sec in ipairs(hist.seconds) do total = total + sec end
 print(("final test accuracy %.2f%% after %d epochs (%.1f s training, %.0f examples/s)"):format(
   100 * acc, opts.epochs, total, train.n * opts.epochs / total))
-if opts.save then print("saved to " .. nn.save(opts.save, net, opt, {epoch = opts.epochs, seed = opts.seed})) end
+if dist and dist.active() then print(dist.summary()) end
+if opts.save and not (dist and dist.rank() > 0) then print("saved to " .. nn.save(opts.save, net, opt, {epoch = opts.epochs, seed = opts.seed})) end

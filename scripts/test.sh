@@ -5,11 +5,12 @@
 # each of the two software drivers, one pass per driver:
 #   1. lavapipe (vulkan:0): the whole suite;
 #   2. SwiftShader (vulkan:0 in this pass): every Vulkan, kernel and op test,
-#      the Lua tests and the fuzzer (the Catch cases named vulkan*/kernels*/ops*, lua.*,
-#      fuzz; the fuzzer there on the Vulkan device alone, 20,000 calls: pass 1
+#      the Lua tests, the MPI tests and the fuzzer (the Catch cases named vulkan*/kernels*/ops*, lua.*,
+#      mpi.*, fuzz; the fuzzer there on the Vulkan device alone, 20,000 calls: pass 1
 #      fuzzed the cpu);
 #   3. both drivers at once: devices() lists vulkan:0 lavapipe, vulkan:1
-#      SwiftShader, each selectable by name.
+#      SwiftShader, each selectable by name; data parallel training over
+#      cpu + both (parallel.devices).
 # Both drivers must be present: without one the command fails and says which.
 # VELA_LAVAPIPE_ICD / VELA_SWIFTSHADER_ICD name the drivers' manifests where
 # they are not in Debian's places.
@@ -74,9 +75,9 @@ env VK_ICD_FILENAMES="$lvp_icd" VELA_TEST_DRIVERS=llvmpipe \
   ctest --output-on-failure -j"$(nproc)" --timeout 600 || status=1
 echo "test.sh: pass 2 of 3: the Vulkan, kernel, op and Lua tests and the fuzzer on SwiftShader ($sws_icd)"
 env VK_ICD_FILENAMES="$sws_icd" VELA_TEST_DRIVERS=swiftshader VELA_FUZZ_DEVICES=vulkan:0 VELA_FUZZ_CALLS=20000 \
-  ctest --output-on-failure -j"$(nproc)" --timeout 600 -R '^(vulkan|kernels|ops|lua\.|fuzz$)' || status=1
+  ctest --output-on-failure -j"$(nproc)" --timeout 600 -R '^(vulkan|kernels|ops|lua\.|mpi\.|fuzz$)' || status=1
 echo "test.sh: pass 3 of 3: both drivers at once"
 env VK_ICD_FILENAMES="$lvp_icd:$sws_icd" VELA_TEST_DRIVERS=llvmpipe,swiftshader \
-  ctest --output-on-failure --timeout 600 -R '^vulkan drivers:' || status=1
+  ctest --output-on-failure --timeout 600 -R '^(vulkan drivers:|parallel\.)' || status=1
 ((status == 0)) && echo "test.sh: all passes passed" || echo "test.sh: a pass failed (see above)" >&2
 exit $status

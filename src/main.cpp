@@ -18,6 +18,9 @@
 #include "repl/repl.hpp"
 #include "vulkan/backend.hpp"
 #include "vulkan/user_kernel.hpp"
+#ifdef VELA_JUPYTER
+#include "jupyter/kernel.hpp"
+#endif
 
 namespace {
 
@@ -40,6 +43,9 @@ void print_usage(FILE* out) {
                  "                   part of a device's name); also $VELA_DEVICE\n"
                  "  --list-devices   list the devices and exit\n"
                  "  --validate       turn on the Vulkan validation layer; also VELA_VALIDATE=1\n"
+                 "  --kernel -f FILE run as a Jupyter kernel on the connection file FILE\n"
+                 "  --install-kernel [--user | --prefix DIR]\n"
+                 "                   install the Jupyter kernelspec 'vela' and exit\n"
                  "  --               stop handling options\n"
                  "  -                stop handling options and execute stdin\n"
                  "With no script, vela starts the prompt when stdin is a terminal and runs\n"
@@ -54,8 +60,8 @@ void print_version() {
 
 struct Options {
     bool interactive = false, version = false, help = false, has_e = false, no_env = false;
-    bool list_devices = false, validate = false;
-    std::string device;
+    bool list_devices = false, validate = false, kernel = false;
+    std::string device, connection_file;
     int script = 0;  // index in argv of the script, or argc when none
     std::vector<std::pair<char, const char*>> actions;  // -e, -l and -W, in order
 };
@@ -79,6 +85,14 @@ bool collect_args(int argc, char** argv, Options& o) {
         else if (std::strcmp(a, "-h") == 0 || std::strcmp(a, "--help") == 0) o.help = true;
         else if (std::strcmp(a, "--list-devices") == 0) o.list_devices = true;
         else if (std::strcmp(a, "--validate") == 0) o.validate = true;
+        else if (std::strcmp(a, "--kernel") == 0) o.kernel = true;
+        else if (std::strcmp(a, "-f") == 0 && o.kernel) {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "%s: '-f' needs the connection file\n", progname);
+                return false;
+            }
+            o.connection_file = argv[++i];
+        }
         else if (std::strncmp(a, "--device=", 9) == 0) o.device = a + 9;
         else if (std::strcmp(a, "--device") == 0) {
             if (i + 1 >= argc) {
@@ -196,9 +210,29 @@ void start_compiler_if_likely(const Options& o, int argc, char** argv) {
     if (likely) vela::vk::start_compiler();
 }
 
+// --kernel and --install-kernel need the build's Jupyter support (xeus).
+int jupyter(lua_State* L, const Options& o, int argc, char** argv) {
+#ifdef VELA_JUPYTER
+    if (!o.kernel) return vela::jupyter::install_kernel(argc, argv);
+    if (o.connection_file.empty()) {
+        std::fprintf(stderr, "%s: --kernel needs -f CONNECTION_FILE\n", progname);
+        return EXIT_FAILURE;
+    }
+    return vela::jupyter::run_kernel(L, o.connection_file);
+#else
+    (void)L, (void)o, (void)argc, (void)argv;
+    std::fprintf(stderr, "%s: built without Jupyter support (install xeus-dev, then rebuild)\n", progname);
+    return EXIT_FAILURE;
+#endif
+}
+
 int run(lua_State* L, int argc, char** argv) {
+    if (argc > 1 && std::strcmp(argv[1], "--install-kernel") == 0) return jupyter(L, Options{}, argc - 2, argv + 2);
     Options o;
     if (!collect_args(argc, argv, o)) return EXIT_FAILURE;
+#ifdef VELA_JUPYTER
+    if (o.kernel) vela::jupyter::block_interrupts();  // before any thread starts (jupyter/kernel.cpp)
+#endif
     if (o.help) {
         print_usage(stdout);
         return EXIT_SUCCESS;
@@ -228,6 +262,7 @@ int run(lua_State* L, int argc, char** argv) {
         }
     }
     if (o.list_devices) return list_devices(L);
+    if (o.kernel) return jupyter(L, o, argc, argv);
 
     start_compiler_if_likely(o, argc, argv);
     create_arg_table(L, argc, argv, o.script);

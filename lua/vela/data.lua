@@ -342,12 +342,26 @@ function data.image_lines(images, i)
     local c = math.floor(set.labels:get(1, i) + 0.5)
     table.insert(lines, 1, fmt("image %d: class %d (%s)", i, c, set.classes and set.classes[c] or "?"))
   end
-  return lines
+  return lines, {{pix = pix, lo = lo, hi = hi}}, side
+end
+
+-- Prints the lines; in a notebook (vela._display_bundle, src/jupyter) shows
+-- the images as a picture, with the lines as its text form.
+local function show(lines, images, side, per_row)
+  local text = table.concat(lines, "\n")
+  if vela._display_bundle then
+    local caption = #lines > 0 and lines[1]:match("^image %d+: .*") or nil
+    vela._display_bundle{["image/svg+xml"] = require("vela.plot_svg").images(images, side, per_row, caption),
+                         ["text/plain"] = text}
+  else
+    print(text)
+  end
 end
 
 -- data.show(images, i): prints image i; returns nothing (printed once).
 function data.show(images, i)
-  print(table.concat(data.image_lines(images, i), "\n"))
+  local lines, pix, side = data.image_lines(images, i)
+  show(lines, pix, side, 1)
 end
 
 -- data.weight_lines(layer [, count [, per_row]]): the first `count` rows of a
@@ -360,7 +374,7 @@ function data.weight_lines(layer, count, per_row)
   per_row = per_row or 5
   local side = side_of(w.cols, "data.show_weights")
   local wt = w:t()
-  local out = {}
+  local out, images = {}, {}
   for start = 1, count, per_row do
     local blocks = {}
     for u = start, math.min(count, start + per_row - 1) do
@@ -369,6 +383,7 @@ function data.weight_lines(layer, count, per_row)
       local hi = 0
       for k, v in ipairs(pix) do pix[k] = math.max(v, 0); hi = math.max(hi, v) end
       blocks[#blocks + 1] = render(pix, side, 0, hi)
+      images[#images + 1] = {pix = pix, lo = 0, hi = hi}
     end
     for r = 1, #blocks[1] do
       local parts = {}
@@ -377,12 +392,12 @@ function data.weight_lines(layer, count, per_row)
     end
     out[#out + 1] = ""
   end
-  return out
+  return out, images, side, per_row
 end
 
 -- data.show_weights(layer [, count [, per_row]]): prints them; returns nothing.
 function data.show_weights(layer, count, per_row)
-  print(table.concat(data.weight_lines(layer, count, per_row), "\n"))
+  show(data.weight_lines(layer, count, per_row))
 end
 
 -- help(nn.fit), ?nn.linear: documentation for the shell's help.
@@ -408,13 +423,16 @@ if vela.doc then
   vela.doc("loader:order", "loader:order(e) -> 1×n",
     "The sample order of epoch e on the device: a permutation by (seed, e), or 1..n without shuffle.", Loader.order)
   vela.doc("data.show", "data.show(images, i)",
-    "Prints image i (of a set, with its class, or of a matrix of one image per column) in the terminal; returns nothing. data.show(mnist.train, 2).", data.show)
+    "Prints image i (of a set, with its class, or of a matrix of one image per column) in the terminal, or shows it as a picture in a notebook; returns nothing. data.show(mnist.train, 2).", data.show)
   vela.doc("data.image_lines", "data.image_lines(images, i) -> {lines}",
     "The lines data.show prints, without printing them.", data.image_lines)
   vela.doc("data.show_weights", "data.show_weights(layer [, count [, per_row]])",
-    "Prints a first layer's learned templates (count 10, per_row 5); returns nothing.", data.show_weights)
+    "Prints a first layer's learned templates (count 10, per_row 5), or shows them as a picture in a notebook; returns nothing. data.show_weights(net, 10).", data.show_weights)
   vela.doc("data.weight_lines", "data.weight_lines(layer [, count [, per_row]]) -> {lines}",
     "The lines data.show_weights prints, without printing them.", data.weight_lines)
 end
+
+-- data.text: character-level text sets for sequence models (lua/vela/text.lua).
+data.text = require("vela.text").load
 
 return data

@@ -283,7 +283,7 @@ end
 --   (batch_loss: the mean loss of each stretch of `every` batches).
 -- The keys nn.fit takes (a key of another module's hook is added here).
 training.fit_options = {"epochs", "batch", "optimizer", "loss", "test", "seed", "schedule", "every", "start",
-  "progress", "output", "shift"}
+  "progress", "output", "shift", "devices", "dist"}
 
 function training.fit(net, train, opts)
   check_net_set("nn.fit", net, train)
@@ -304,10 +304,14 @@ function training.fit(net, train, opts)
     if not make then error(fmt("nn.fit: unknown loss '%s' (softmax_xent or quadratic)", lossfn), 2) end
     lossfn = make()
   end
-  local progress = opts.progress ~= false
+  -- {devices = {...}} or {dist = true}: the step of lua/vela/parallel.lua (nil otherwise).
+  local par = require("vela.parallel").fit_step(net, train, opts)
+  local progress = opts.progress ~= false and not (par and par.quiet)
   local out = opts.output or io.stdout
-  -- A live bar only on a terminal; a log gets the epoch lines alone.
-  local columns = out == io.stdout and vela.terminal_width and vela.terminal_width() or nil
+  -- A live bar only on a terminal; a log gets the epoch lines alone. In a
+  -- notebook (vela._progress, src/jupyter) the bar is one line updated in place.
+  local live = out == io.stdout and vela._progress or nil
+  local columns = live and 100 or out == io.stdout and vela.terminal_width and vela.terminal_width() or nil
   local first = opts.start or 1
   if math.type(first) ~= "integer" or first < 1 or first > epochs then
     error(fmt("nn.fit: start must be an epoch number in 1..%d (epochs), got %s", epochs, tostring(first)), 2)
@@ -324,10 +328,15 @@ function training.fit(net, train, opts)
 
   -- One training step; run under pcall, so a bad label stops fit naming its batch.
   local function train_step(x, y, k)
-    local z = net:forward(x)
-    local loss = lossfn:forward(z, y)
-    net:backward(lossfn:backward())
-    opt:step(net:params())
+    local z, loss
+    if par then
+      z, y, loss = par:step(x, y, lossfn, opt)  -- y: this rank's share
+    else
+      z = net:forward(x)
+      loss = lossfn:forward(z, y)
+      net:backward(lossfn:backward())
+      opt:step(net:params())
+    end
     count:add(z, y, loss)
     count:record(k, loss)
     return z
@@ -356,7 +365,7 @@ function training.fit(net, train, opts)
     for x, y, b, n in loader:epoch(epoch) do
       local ok, z = pcall(train_step, x, y, b - read_batches)
       if not ok then error(stopped(z, epoch, b, b - read_batches), 2) end
-      seen = seen + n
+      seen = seen + z.cols  -- this rank's share under dist
       if b % every == 0 or b == nb then
         local k = b - read_batches
         local ok2, correct, l = pcall(count.read, count)  -- the one host wait per `every` batches
@@ -387,8 +396,7 @@ function training.fit(net, train, opts)
           else
             line = (fmt("epoch %d/%d %d/%d  loss %.4f", epoch, epochs, b, nb, shown_loss)):sub(1, columns - 1)
           end
-          out:write("\r", line, "\27[K")
-          out:flush()
+          if live then live(line) else out:write("\r", line, "\27[K"); out:flush() end
         end
       end
     end
@@ -397,7 +405,7 @@ function training.fit(net, train, opts)
     hist.cpu_seconds[epoch] = os.clock() - c0
     hist.examples_per_s[epoch] = n_total / dt
     hist.loss[epoch] = loss_sum / nb
-    hist.train_accuracy[epoch] = correct_sum / n_total
+    hist.train_accuracy[epoch] = correct_sum / seen
     local line = fmt("epoch %d/%d  loss %.4f  train %.2f%%", epoch, epochs, hist.loss[epoch],
       100 * hist.train_accuracy[epoch])
     if opts.test then
@@ -407,8 +415,8 @@ function training.fit(net, train, opts)
     line = line .. fmt("  %.2f s  %s ex/s", dt, rate(hist.examples_per_s[epoch]))
     if progress then
       -- On a terminal the epoch line replaces the bar (erased to the line's end: no residue).
-      out:write(columns and "\r" or "", line, columns and "\27[K\n" or "\n")
-      out:flush()
+      if live then live(line, true)
+      else out:write(columns and "\r" or "", line, columns and "\27[K\n" or "\n"); out:flush() end
     end
   end
   return hist
@@ -428,8 +436,8 @@ end}
 
 -- help(nn.fit), ?nn.evaluate: documentation for the shell's help.
 if vela.doc then
-  vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20, start = 1, progress = true, shift = 0})",
-    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line. start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run). shift = 2: on-device augmentation (see data.loader). Trains in training mode (net:train(): nn.dropout drops, nn.batchnorm uses batch statistics); the test set is evaluated in evaluation mode. A label that is not a class index stops it naming the epoch, the batch and the position (on Vulkan at the next read of the loss: no host wait per batch); so does a loss that is not finite.", training.fit)
+  vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20, start = 1, progress = true, shift = 0, devices =, dist = false})",
+    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line. start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run). shift = 2: on-device augmentation (see data.loader). Trains in training mode (net:train(): nn.dropout drops, nn.batchnorm uses batch statistics); the test set is evaluated in evaluation mode. devices = {'cpu', 'vulkan:0'} trains data parallel over those devices (parallel.replicate); dist = true under mpirun shards each batch by rank and averages the gradients (vela.dist), printing from rank 0 only (the train loss and accuracy shown are rank 0's share). A label that is not a class index stops it naming the epoch, the batch and the position (on Vulkan at the next read of the loss: no host wait per batch); so does a loss that is not finite.", training.fit)
   vela.doc("nn.evaluate", "nn.evaluate(net, set [, {batch =, loss =}]) -> accuracy [, mean loss]",
     "The fraction of a set classified right, counted on the device. Every label must be a class index 1..outputs (checked: an error names the first bad position).", training.evaluate)
   vela.doc("nn.predict", "nn.predict(net, images [, batch = 1000]) -> 1×n",

@@ -4,6 +4,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -16,58 +17,31 @@
 #include "core/ops.hpp"
 #include "core/registry.hpp"
 #include "lua/check.hpp"
+#include "lua/file_io.hpp"
 #include "lua/npy.hpp"
+#include "lua/npz.hpp"
 #include "lua/vela.hpp"
 
 namespace vela::lua {
 
 namespace {
 
-using namespace npy;
-
 bool ends_with(const std::string& s, const char* suffix) {
     size_t n = std::strlen(suffix);
     return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
+// A Ctrl-C that came after the last moment a save could still be abandoned:
+// the file is saved, and the message says so (the shell's "interrupted!"
+// would read as a failed save).
+void interrupted_after(const std::string& what) {
+    if (interrupt_flag().exchange(false))
+        throw Interrupted(what + ": interrupted after the file was written in full (it is saved)");
+}
+
 /* ---------------------------------------------------------------------- */
 /* the Lua functions                                                      */
 /* ---------------------------------------------------------------------- */
-
-// The matrices load made from 1-D arrays (a weak set in the registry), so
-// save writes them back 1-D (shape (n,)) while they are still n×1.
-const char* const kOneD = "vela.npy.one_d";
-
-void push_one_d(lua_State* L) {
-    if (lua_getfield(L, LUA_REGISTRYINDEX, kOneD) == LUA_TTABLE) return;
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_pushvalue(L, -1);
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_setfield(L, LUA_REGISTRYINDEX, kOneD);
-}
-
-// Whether the matrix at idx came from a 1-D array and is still a column.
-bool is_one_d(lua_State* L, int idx, const Matrix& m) {
-    idx = lua_absindex(L, idx);
-    push_one_d(L);
-    lua_pushvalue(L, idx);
-    bool one_d = lua_rawget(L, -2) != LUA_TNIL && m.cols == 1;
-    lua_pop(L, 2);
-    return one_d;
-}
-
-// Marks the matrix on top as made from a 1-D array.
-void mark_one_d(lua_State* L) {
-    push_one_d(L);
-    lua_pushvalue(L, -2);
-    lua_pushboolean(L, 1);
-    lua_rawset(L, -3);
-    lua_pop(L, 1);
-}
 
 // save(path, m)  |  save(path, {name = m | string, ...}). Runs inside
 // guarded(): every failure is a vela::Error, so no C++ object is alive when
@@ -75,17 +49,23 @@ void mark_one_d(lua_State* L) {
 void save_value(lua_State* L) {
     std::string path = lua_tostring(L, 1);
     std::string what = "save: '" + path + "'";
+    if (path.find('\0') != std::string::npos) throw Error("save: the path contains a NUL byte");
     if (Matrix* m = test_matrix(L, 2)) {
         if (ends_with(path, ".npz"))
             throw Error(what + " ends in .npz but the value is one matrix (give a table of named matrices, or "
                                "name the file .npy)");
-        if (!ends_with(path, ".npy"))  // numpy.save appends .npy; writing NumPy bytes to x.txt would surprise
+        // An extension other than .npy (x.txt, x.csv) would hold NumPy bytes by surprise; none is left as given.
+        std::string base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+        if (base.find('.') != std::string::npos && base.find_last_of('.') > 0 && !ends_with(path, ".npy"))
             throw Error(what + ": a matrix is written as NumPy .npy; name the file ….npy (a table of named "
                                "matrices: .npz)");
         check_live("save", "m", *m);
-        Array a = from_matrix(*m);
-        a.one_d = is_one_d(L, 2, *m);
-        write_file(path, npy_bytes(a), what);
+        files::Writer w(path, what);
+        std::string header = npy::header_for(*m);
+        w.write(header.data(), header.size());
+        npy::write_data(*m, [&](const void* p, size_t n) { w.write(p, n); });
+        w.commit();
+        interrupted_after(what);
         return;
     }
     if (!lua_istable(L, 2))
@@ -94,7 +74,7 @@ void save_value(lua_State* L) {
     lua_pushnil(L);
     if (!lua_next(L, 2)) throw Error(what + ": the table is empty, nothing to write (give {name = m, ...})");
     lua_pop(L, 2);
-    std::map<std::string, Entry> entries;
+    std::map<std::string, npz::Member> entries;  // sorted by name: the file does not depend on table order
     lua_pushnil(L);
     while (lua_next(L, 2)) {
         if (lua_type(L, -2) != LUA_TSTRING) {
@@ -102,22 +82,29 @@ void save_value(lua_State* L) {
             lua_pop(L, 2);
             throw Error(what + ": every key must be a name (a string), got a " + t + " key");
         }
-        std::string name = lua_tostring(L, -2);
-        Entry e;
+        size_t klen;
+        const char* k = lua_tolstring(L, -2, &klen);
+        std::string name(k, klen);
+        npz::Member e;
+        e.name = name;
+        if (name.empty() || name.find('/') != std::string::npos || name.find('\\') != std::string::npos ||
+            name.find('\0') != std::string::npos || name.size() > 60000) {
+            lua_pop(L, 2);
+            throw Error(what + ": '" + name.c_str() + "' (" + std::to_string(klen) +
+                        " bytes) is not a member name for a .npz (no '/', '\\' or NUL byte)");
+        }
         if (Matrix* m = test_matrix(L, -1)) {
-            bool one_d = is_one_d(L, -1, *m);
             lua_pop(L, 1);
-            if (name.empty() || name.find('/') != std::string::npos || name.find('\\') != std::string::npos)
-                throw Error(what + ": '" + name + "' is not a member name for a .npz");
             check_live("save", name.c_str(), *m);
-            e.array = from_matrix(*m);
-            e.array.one_d = one_d;
+            e.matrix = *m;
         } else if (lua_type(L, -1) == LUA_TSTRING) {
             size_t len;
             const char* t = lua_tolstring(L, -1, &len);
             e.is_text = true;
             e.text.assign(t, len);
             lua_pop(L, 1);
+            if (ends_with(name, ".npy"))
+                throw Error(what + ": the text member '" + name + "' would read back as a matrix (its name ends in .npy)");
         } else {
             std::string t = luaL_typename(L, -1);
             lua_pop(L, 2);
@@ -125,7 +112,10 @@ void save_value(lua_State* L) {
         }
         entries[name] = std::move(e);
     }
-    write_npz(path, entries, what);
+    std::vector<npz::Member> members;
+    for (auto& [name, e] : entries) members.push_back(std::move(e));
+    npz::write(path, members, what);
+    interrupted_after(what);
 }
 
 // A path is a string: a number would silently become a file named "2".
@@ -145,31 +135,29 @@ int l_save(lua_State* L) {
 void load_value(lua_State* L, Device& dev) {
     std::string path = lua_tostring(L, 1);
     std::string what = "load: '" + path + "'";
-    std::string bytes = read_file(path, what);
-    if (bytes.size() >= 6 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0) {
-        Array a = parse_npy(bytes, what);
-        Matrix m = to_matrix(a, dev);
-        push_matrix(L, std::move(m));
-        if (a.one_d) mark_one_d(L);
+    if (path.find('\0') != std::string::npos) throw Error("load: the path contains a NUL byte");
+    bool zip;
+    {
+        files::Reader r(path, what);  // a regular file, or an error
+        char magic[6] = {0};
+        r.read(magic, size_t(std::min<uint64_t>(6, r.size())));
+        zip = r.size() >= 4 && (std::memcmp(magic, "PK\x03\x04", 4) == 0 || std::memcmp(magic, "PK\x05\x06", 4) == 0);
+        if (!zip && !(r.size() >= 6 && std::memcmp(magic, "\x93NUMPY", 6) == 0))
+            throw Error(what + " is neither a .npy file (\\x93NUMPY magic) nor a .npz (zip) file");
+    }
+    if (!zip) {
+        files::Reader r(path, what);
+        npy::ReadFn read = [&](void* dst, size_t n) { r.read(dst, n); };
+        npy::Header h = npy::read_header(read, r.size(), what);
+        push_matrix(L, npy::read_data(h, read, dev, what));
         return;
     }
-    if (bytes.size() < 4 || std::memcmp(bytes.data(), "PK\x03\x04", 4) != 0)
-        throw Error(what + " is neither a .npy file (\\x93NUMPY magic) nor a .npz (zip) file");
-    bytes.clear();
-    std::map<std::string, Entry> entries = read_npz(path, what);
-    std::vector<std::pair<std::string, Matrix>> mats;
-    for (auto& [name, e] : entries)
-        if (!e.is_text) mats.emplace_back(name, to_matrix(e.array, dev));
-    lua_createtable(L, 0, int(entries.size()));
-    for (auto& [name, m] : mats) {
-        push_matrix(L, std::move(m));
-        if (entries[name].array.one_d) mark_one_d(L);
-        lua_setfield(L, -2, name.c_str());
-    }
-    for (auto& [name, e] : entries) {
-        if (!e.is_text) continue;
-        lua_pushlstring(L, e.text.data(), e.text.size());
-        lua_setfield(L, -2, name.c_str());
+    std::vector<npz::Member> members = npz::read(path, dev, what);
+    lua_createtable(L, 0, int(members.size()));
+    for (npz::Member& m : members) {
+        if (m.is_text) lua_pushlstring(L, m.text.data(), m.text.size());
+        else push_matrix(L, std::move(m.matrix));
+        lua_setfield(L, -2, m.name.c_str());
     }
 }
 
@@ -180,6 +168,69 @@ int l_load(lua_State* L) {
     Device& dev = d ? *d : current_device();
     lua_settop(L, 1);
     guarded(L, [&] { load_value(L, dev); });
+    return 1;
+}
+
+// vela._files.npz_index(path, fn) -> {name = {rows =, cols =, dtype =} | "text", ...}: a
+// .npz's members without loading a matrix (checkpoints check shapes first).
+int l_npz_index(lua_State* L) {
+    check_path(L);
+    std::string fn = luaL_checkstring(L, 2);
+    lua_settop(L, 2);
+    guarded(L, fn.c_str(), [&] {
+        std::string path = lua_tostring(L, 1);
+        std::vector<npz::Member> members = npz::read(path, current_device(), fn + ": '" + path + "'", true);
+        lua_createtable(L, 0, int(members.size()));
+        for (npz::Member& m : members) {
+            if (m.is_text) {
+                lua_pushlstring(L, m.text.data(), m.text.size());
+            } else {
+                lua_createtable(L, 0, 3);
+                lua_pushinteger(L, m.rows);
+                lua_setfield(L, -2, "rows");
+                lua_pushinteger(L, m.cols);
+                lua_setfield(L, -2, "cols");
+                lua_pushstring(L, m.dtype == DType::u8 ? "uint8" : "float32");
+                lua_setfield(L, -2, "dtype");
+            }
+            lua_setfield(L, -2, m.name.c_str());
+        }
+    });
+    return 1;
+}
+
+// vela._files.write_bytes(path, bytes, fn): a save of bytes made in Lua (net:save's
+// format), through the same temporary-and-rename as save.
+int l_write_bytes(lua_State* L) {
+    check_path(L);
+    size_t len;
+    const char* bytes = luaL_checklstring(L, 2, &len);
+    std::string fn = luaL_checkstring(L, 3);
+    guarded(L, fn.c_str(), [&] {
+        std::string what = fn + ": '" + lua_tostring(L, 1) + "'";
+        files::Writer w(lua_tostring(L, 1), what);
+        w.write(bytes, len);
+        w.commit();
+        interrupted_after(what);
+    });
+    return 0;
+}
+
+// vela._files.read_bytes(path, fn [, n]) -> the file's bytes (a regular file, within
+// host memory), or its first n bytes.
+int l_read_bytes(lua_State* L) {
+    check_path(L);
+    std::string fn = luaL_checkstring(L, 2);
+    lua_Integer head = luaL_optinteger(L, 3, -1);
+    guarded(L, fn.c_str(), [&] {
+        std::string path = lua_tostring(L, 1), what = fn + ": '" + path + "'";
+        files::Reader r(path, what);
+        uint64_t n = head >= 0 ? std::min<uint64_t>(uint64_t(head), r.size()) : r.size();
+        files::check_host_memory(n, what, "to read it");
+        std::string s(size_t(n), '\0');
+        r.read(s.data(), s.size());
+        lua_pushlstring(L, s.data(), s.size());
+    });
     return 1;
 }
 
@@ -215,18 +266,27 @@ void open_io(lua_State* L) {
         {"save", l_save}, {"load", l_load}, {"_seed_sequence", l_seed_sequence},
         {"terminal_width", l_terminal_width}, {nullptr, nullptr}};
     luaL_setfuncs(L, fns, 0);
+    // For checkpoint.lua only, in a table of their own: the checks that call
+    // every function of vela with random arguments would write files with them.
+    static const luaL_Reg internal[] = {
+        {"npz_index", l_npz_index}, {"write_bytes", l_write_bytes}, {"read_bytes", l_read_bytes}, {nullptr, nullptr}};
+    luaL_newlib(L, internal);
+    lua_setfield(L, -2, "_files");
     doc("terminal_width", "terminal_width() -> columns | nil",
         "The width of the terminal on stdout, or nil when stdout is not a terminal (redirected to a file or a "
         "pipe): nn.fit draws its progress bar only on a terminal, sized to it.");
     doc("save", "vela.save(path, m)  |  vela.save(path, {name = m, ...})",
         "Writes a matrix as NumPy .npy (float32 or uint8, Fortran order: numpy.load reads it as rows×cols), or a "
-        "table of named matrices as .npz (numpy.savez's layout; string values become text members). The file is "
-        "written under a temporary name and renamed when complete. In the shell: save(path, m). torch.save / "
-        "numpy.save.");
+        "table of named matrices as .npz (numpy.savez's layout; string values become text members). Matrices stream "
+        "from the device in pieces (no host copy of the whole); the file is written to a temporary beside the "
+        "target and renamed when complete, so a failed, killed or interrupted save leaves the old file. A symlink is "
+        "written through, an existing file keeps its mode, and a target that is not a regular file is refused. In "
+        "the shell: save(path, m). torch.save / numpy.save. Example: vela.save('/tmp/w.npy', ones(2, 3))");
     doc("vela.load", "vela.load(path [, dev]) -> matrix  |  {name = matrix, ...}",
         "Reads a .npy (a matrix; 1-D arrays become n×1 columns; float64 and int arrays are converted to float32) "
         "or a .npz (a table of matrices) written by vela or NumPy, onto dev (default: the current device). A bad, "
-        "truncated or foreign file is an error naming it. The shell's global load is Lua's: call vela.load. "
+        "truncated, hostile or foreign file is an error naming it: sizes are checked against the file before "
+        "anything is allocated, and devices, pipes and directories are refused. The shell's global load is Lua's: call vela.load. "
         "torch.load / numpy.load.");
 }
 

@@ -1,14 +1,10 @@
-// NumPy's .npy and .npz formats to and from bytes and files (see npy.hpp).
+// NumPy's .npy format to and from files and devices (see npy.hpp).
 #include "lua/npy.hpp"
 
-#include <unistd.h>
-#include <zip.h>
-
-#include <cerrno>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -17,18 +13,226 @@
 
 namespace vela::lua::npy {
 
-/* ---------------------------------------------------------------------- */
-/* .npy                                                                   */
-/* ---------------------------------------------------------------------- */
+namespace {
 
-std::string npy_bytes(const Array& a) {
-    char dict[160];
-    if (a.one_d)
-        std::snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': True, 'shape': (%lld,), }",
-                      a.dtype == DType::u8 ? "|u1" : "<f4", (long long)a.rows);
+// A strict reader of the header's Python dict literal: every index checked
+// against the end, so a header cut anywhere (a key last, an open quote or
+// parenthesis) is an error, never a read past it.
+struct DictParser {
+    const std::string& s;
+    const std::string& what;
+    size_t at = 0;
+
+    [[noreturn]] void bad(const std::string& why) const {
+        throw Error(what + ": the .npy header is malformed (" + why + " at byte " + std::to_string(at) + " of " +
+                    std::to_string(s.size()) + ")");
+    }
+    void skip() {
+        while (at < s.size() && (s[at] == ' ' || s[at] == '\t' || s[at] == '\n')) ++at;
+    }
+    bool peek(char c) {
+        skip();
+        return at < s.size() && s[at] == c;
+    }
+    void expect(char c) {
+        if (!peek(c)) bad(std::string("expected '") + c + "'");
+        ++at;
+    }
+    std::string quoted() {
+        skip();
+        if (at >= s.size() || (s[at] != '\'' && s[at] != '"')) bad("expected a quoted string");
+        char q = s[at++];
+        size_t end = s.find(q, at);
+        if (end == std::string::npos) bad("an unterminated string");
+        std::string v = s.substr(at, end - at);
+        at = end + 1;
+        return v;
+    }
+    // A value: a string, True/False, or a tuple of integers (its text, checked by the caller).
+    std::string value(std::vector<int64_t>* dims) {
+        skip();
+        if (at >= s.size()) bad("a key without a value");
+        if (s[at] == '\'' || s[at] == '"') return quoted();
+        if (s[at] == '(') {
+            ++at;
+            while (!peek(')')) {
+                skip();
+                size_t b = at;
+                while (at < s.size() && s[at] >= '0' && s[at] <= '9') ++at;
+                if (at == b || at - b > 10) bad("a shape dimension that is not a non-negative integer");
+                long long v = std::stoll(s.substr(b, at - b));
+                if (v > (1ll << 31) - 1) bad("a shape dimension of " + s.substr(b, at - b) + " (at most 2^31 - 1)");
+                if (at < s.size() && s[at] == 'L') ++at;  // Python 2's long
+                if (dims) dims->push_back(v);
+                if (!peek(',')) break;
+                ++at;
+            }
+            expect(')');
+            return "()";
+        }
+        size_t b = at;
+        while (at < s.size() && ((s[at] >= 'A' && s[at] <= 'Z') || (s[at] >= 'a' && s[at] <= 'z'))) ++at;
+        std::string word = s.substr(b, at - b);
+        if (word != "True" && word != "False") bad("a value that is not a string, a tuple or True/False");
+        return word;
+    }
+};
+
+uint64_t le(const unsigned char* p, int n) {
+    uint64_t v = 0;
+    for (int b = n - 1; b >= 0; --b) v = (v << 8) | p[b];
+    return v;
+}
+
+float element(const unsigned char* p, const std::string& descr) {
+    uint64_t bits = le(p, descr == "<f8" || descr == "<i8" ? 8 : 4);
+    if (descr == "<f4") {
+        uint32_t b32 = uint32_t(bits);
+        float v;
+        std::memcpy(&v, &b32, 4);
+        return v;
+    }
+    if (descr == "<f8") {
+        double d;
+        std::memcpy(&d, &bits, 8);
+        return float(d);
+    }
+    if (descr == "<i4") return float(int32_t(uint32_t(bits)));
+    return float(int64_t(bits));
+}
+
+}  // namespace
+
+Header parse_dict(const std::string& dict, const std::string& what) {
+    DictParser p{dict, what};
+    Header h;
+    bool got_descr = false, got_order = false, got_shape = false;
+    std::vector<int64_t> dims;
+    p.expect('{');
+    while (!p.peek('}')) {
+        std::string key = p.quoted();
+        p.expect(':');
+        std::string v = p.value(key == "shape" ? &dims : nullptr);
+        if (key == "descr") h.descr = v, got_descr = true;
+        else if (key == "fortran_order") {
+            if (v != "True" && v != "False") p.bad("fortran_order '" + v + "'");
+            h.fortran = v == "True", got_order = true;
+        } else if (key == "shape") {
+            if (v != "()") p.bad("a shape that is not a tuple");
+            got_shape = true;
+        }
+        if (!p.peek(',')) break;
+        ++p.at;
+    }
+    p.expect('}');
+    if (!got_descr) throw Error(what + ": the .npy header has no 'descr'");
+    if (!got_order) throw Error(what + ": the .npy header has no 'fortran_order'");
+    if (!got_shape) throw Error(what + ": the .npy header has no 'shape'");
+    if (h.descr == "<f4") h.elem = 4;
+    else if (h.descr == "|u1" || h.descr == "<u1") h.elem = 1, h.dtype = DType::u8;
+    else if (h.descr == "<f8" || h.descr == "<i8") h.elem = 8;
+    else if (h.descr == "<i4") h.elem = 4;
     else
-        std::snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': True, 'shape': (%lld, %lld), }",
-                      a.dtype == DType::u8 ? "|u1" : "<f4", (long long)a.rows, (long long)a.cols);
+        throw Error(what + ": element type '" + h.descr +
+                    "' is not one vela reads (float32 '<f4', uint8 '|u1', or '<f8', '<i4', '<i8' as float32)");
+    if (dims.size() > 2) {
+        std::string shape;
+        for (int64_t d : dims) shape += (shape.empty() ? "(" : ", ") + std::to_string(d);
+        throw Error(what + ": a " + std::to_string(dims.size()) + "-D array " + shape +
+                    ") (vela matrices are 2-D; reshape it in NumPy first)");
+    }
+    h.rows = dims.empty() ? 1 : dims[0];
+    h.cols = dims.size() == 2 ? dims[1] : 1;  // a 1-D array of n is an n×1 column, as from{1, 2, 3}
+    // Each dimension < 2^31, so rows·cols < 2^62 and the byte count < 2^65: computed in two steps.
+    uint64_t n = uint64_t(h.rows) * uint64_t(h.cols);
+    if (n > (UINT64_MAX >> 4))
+        throw Error(what + ": its header's shape " + std::to_string(h.rows) + "×" + std::to_string(h.cols) +
+                    " is too large (its byte count passes 2^64)");
+    h.data_bytes = n * uint64_t(h.elem);
+    return h;
+}
+
+Header read_header(const ReadFn& read, uint64_t total, const std::string& what) {
+    unsigned char pre[12];
+    if (total < 10) throw Error(what + " is not a .npy file (" + std::to_string(total) + " bytes)");
+    read(pre, 10);
+    if (std::memcmp(pre, "\x93NUMPY", 6) != 0) throw Error(what + " is not a .npy file (no \\x93NUMPY magic)");
+    int major = pre[6];
+    uint64_t hlen, start;
+    if (major == 1) {
+        hlen = le(pre + 8, 2);
+        start = 10;
+    } else if (major == 2 || major == 3) {
+        if (total < 12) throw Error(what + " is truncated in its header");
+        read(pre + 10, 2);
+        hlen = le(pre + 8, 4);
+        start = 12;
+    } else {
+        throw Error(what + ": .npy format version " + std::to_string(major) + " is not one of 1, 2, 3");
+    }
+    if (hlen > total - start) throw Error(what + " is truncated in its header");
+    if (hlen > (1u << 20)) throw Error(what + ": a .npy header of " + std::to_string(hlen) + " bytes (at most 1 MiB)");
+    std::string dict(size_t(hlen), '\0');
+    read(dict.data(), dict.size());
+    Header h = parse_dict(dict, what);
+    h.header_bytes = start + hlen;
+    uint64_t follow = total - h.header_bytes;
+    std::string shape = std::to_string(h.rows) + "×" + std::to_string(h.cols) + " '" + h.descr + "'";
+    if (follow < h.data_bytes)
+        throw Error(what + " is truncated: its header says " + shape + " (" + std::to_string(h.data_bytes) +
+                    " bytes) but " + std::to_string(follow) + " bytes follow");
+    if (follow > h.data_bytes) throw Error(what + " has " + std::to_string(follow - h.data_bytes) + " bytes after its data");
+    return h;
+}
+
+Matrix read_data(const Header& h, const ReadFn& read, Device& dev, const std::string& what) {
+    Matrix m;
+    try {
+        m = empty(dev, h.rows, h.cols, h.dtype);  // the device checks its memory
+    } catch (const Error& e) {
+        std::string msg = e.what();  // "matrix: out of memory on cpu ..."
+        size_t c = msg.find(": ");
+        throw Error(what + ": " + (c == std::string::npos ? msg : msg.substr(c + 2)));
+    }
+    if (m.empty()) return m;
+    // The file's order: `outer` blocks of `inner` elements (columns of rows in
+    // Fortran order, rows of columns in C order). A piece is q outer × k inner.
+    bool c_order = !h.fortran && h.rows > 1 && h.cols > 1;
+    int64_t outer = c_order ? h.rows : h.cols, inner = c_order ? h.cols : h.rows;
+    int64_t k = std::min(inner, kPiece), q = k == inner ? std::max<int64_t>(1, kPiece / inner) : 1;
+    std::vector<unsigned char> raw;
+    std::vector<float> f;
+    std::vector<uint8_t> u;
+    for (int64_t o = 0; o < outer; o += q) {
+        int64_t qq = std::min(q, outer - o);
+        for (int64_t i = 0; i < inner; i += k) {
+            int64_t kk = std::min(k, inner - i);
+            size_t n = size_t(qq * kk);
+            raw.resize(n * size_t(h.elem));
+            read(raw.data(), raw.size());
+            // Element (oo, ii) of the piece is at oo·kk + ii in the file; the
+            // device view is column-major: Fortran (kk×qq) the same, C (qq×kk) at oo + ii·qq.
+            auto dst = [&](size_t idx) { return c_order ? (idx % size_t(kk)) * size_t(qq) + idx / size_t(kk) : idx; };
+            Matrix v = c_order ? m.view(o, i, qq, kk) : m.view(i, o, kk, qq);
+            if (h.dtype == DType::u8) {
+                u.resize(n);
+                for (size_t x = 0; x < n; ++x) u[dst(x)] = raw[x];
+                dev.upload(v, u.data());
+            } else {
+                f.resize(n);
+                for (size_t x = 0; x < n; ++x) f[dst(x)] = element(&raw[x * size_t(h.elem)], h.descr);
+                dev.upload(v, f.data());
+            }
+            if (interrupt_flag().exchange(false)) throw Interrupted(what + ": interrupted");
+        }
+    }
+    return m;
+}
+
+std::string header_for(const Matrix& m) {
+    char dict[160];
+    std::snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': True, 'shape': (%lld, %lld), }",
+                  m.dtype() == DType::u8 ? "|u1" : "<f4", (long long)m.rows, (long long)m.cols);
     std::string header = dict;
     // magic (6) + version (2) + length (2) + header, a multiple of 64, ending in '\n'.
     size_t total = 10 + header.size() + 1;
@@ -37,285 +241,37 @@ std::string npy_bytes(const Array& a) {
     std::string out("\x93NUMPY\x01\x00", 8);
     out += char(header.size() & 0xff);
     out += char(header.size() >> 8);
-    out += header;
-    size_t n = size_t(a.rows * a.cols);
-    if (a.dtype == DType::u8) {
-        out.append(reinterpret_cast<const char*>(a.u8.data()), n);
-    } else {
-        size_t at = out.size();
-        out.resize(at + 4 * n);
-        for (size_t k = 0; k < n; ++k) {  // little-endian on every host
-            uint32_t bits;
-            std::memcpy(&bits, &a.f32[k], 4);
-            for (int b = 0; b < 4; ++b) out[at + 4 * k + size_t(b)] = char((bits >> (8 * b)) & 0xff);
-        }
-    }
-    return out;
+    return out + header;
 }
 
-// The value after 'key': in a NumPy header dict, as its text ("'<f4'", "True", "(3, 4)").
-static std::string dict_value(const std::string& h, const char* key, const std::string& what) {
-    std::string k = std::string("'") + key + "'";
-    size_t at = h.find(k);
-    if (at == std::string::npos) throw Error(what + ": the .npy header has no '" + key + "'");
-    at = h.find(':', at + k.size());
-    if (at == std::string::npos) throw Error(what + ": the .npy header is malformed");
-    at = h.find_first_not_of(' ', at + 1);
-    size_t end;
-    if (h[at] == '(') end = h.find(')', at) + 1;
-    else if (h[at] == '\'' || h[at] == '"') end = h.find(h[at], at + 1) + 1;
-    else end = h.find_first_of(",}", at);
-    if (end == std::string::npos || end == 0) throw Error(what + ": the .npy header is malformed");
-    return h.substr(at, end - at);
+uint64_t file_bytes(const Matrix& m) {
+    return header_for(m).size() + uint64_t(m.rows) * uint64_t(m.cols) * (m.dtype() == DType::u8 ? 1 : 4);
 }
 
-static uint64_t le(const unsigned char* p, int n) {
-    uint64_t v = 0;
-    for (int b = n - 1; b >= 0; --b) v = (v << 8) | p[b];
-    return v;
-}
-
-// Parses .npy bytes; `what` is how errors name the file ("vela.load: 'x.npy'").
-Array parse_npy(const std::string& s, const std::string& what) {
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    if (s.size() < 10 || std::memcmp(p, "\x93NUMPY", 6) != 0)
-        throw Error(what + " is not a .npy file (no \\x93NUMPY magic)");
-    int major = p[6];
-    size_t hlen, start;
-    if (major == 1) {
-        hlen = size_t(le(p + 8, 2));
-        start = 10;
-    } else if (major == 2 || major == 3) {
-        if (s.size() < 12) throw Error(what + " is truncated in its header");
-        hlen = size_t(le(p + 8, 4));
-        start = 12;
-    } else {
-        throw Error(what + ": .npy format version " + std::to_string(major) + " is not one of 1, 2, 3");
-    }
-    if (start + hlen > s.size()) throw Error(what + " is truncated in its header");
-    std::string h = s.substr(start, hlen);
-    std::string descr = dict_value(h, "descr", what), order = dict_value(h, "fortran_order", what),
-                shape = dict_value(h, "shape", what);
-    descr = descr.substr(1, descr.size() - 2);
-    int size;
-    DType dtype = DType::f32;
-    if (descr == "<f4") size = 4;
-    else if (descr == "|u1" || descr == "<u1") size = 1, dtype = DType::u8;
-    else if (descr == "<f8" || descr == "<i8") size = 8;
-    else if (descr == "<i4") size = 4;
-    else
-        throw Error(what + ": element type '" + descr +
-                    "' is not one vela reads (float32 '<f4', uint8 '|u1', or '<f8', '<i4', '<i8' as float32)");
-    bool fortran = order == "True";
-    if (!fortran && order != "False") throw Error(what + ": fortran_order is '" + order + "'");
-    std::vector<int64_t> dims;
-    for (size_t i = 1; i < shape.size();) {
-        size_t j = shape.find_first_of(",)", i);
-        std::string d = shape.substr(i, j - i);
-        size_t b = d.find_first_not_of(' ');
-        if (b != std::string::npos) {
-            char* end = nullptr;
-            long long v = std::strtoll(d.c_str() + b, &end, 10);
-            if (v < 0 || v > (1ll << 31) - 1 || (*end && *end != ' ' && *end != 'L'))
-                throw Error(what + ": bad shape " + shape);
-            dims.push_back(v);
-        }
-        i = j + 1;
-    }
-    if (dims.size() > 2)
-        throw Error(what + ": a " + std::to_string(dims.size()) + "-D array " + shape +
-                    " (vela matrices are 2-D; reshape it in NumPy first)");
-    Array a;
-    a.dtype = dtype;
-    a.rows = dims.empty() ? 1 : dims[0];
-    a.cols = dims.size() == 2 ? dims[1] : 1;  // a 1-D array of n is an n×1 column, as from{1, 2, 3}
-    a.one_d = dims.size() == 1;
-    size_t n = size_t(a.rows) * size_t(a.cols);
-    size_t data = start + hlen;
-    if (s.size() - data < n * size_t(size))
-        throw Error(what + " is truncated: its header says " + std::to_string(a.rows) + "×" + std::to_string(a.cols) +
-                    " '" + descr + "' (" + std::to_string(n * size_t(size)) + " bytes) but " +
-                    std::to_string(s.size() - data) + " bytes follow");
-    if (s.size() - data > n * size_t(size)) throw Error(what + " has " + std::to_string(s.size() - data - n * size) +
-                                                        " bytes after its data");
-    // Element k of the file is (i, j) with k = i + j·rows (Fortran) or k = i·cols + j (C).
-    auto dst = [&](size_t k) -> size_t {
-        if (fortran || a.cols == 1 || a.rows == 1) return k;
-        size_t i = k / size_t(a.cols), j = k % size_t(a.cols);
-        return i + j * size_t(a.rows);
-    };
-    const unsigned char* q = p + data;
-    if (dtype == DType::u8) {
-        a.u8.resize(n);
-        for (size_t k = 0; k < n; ++k) a.u8[dst(k)] = q[k];
-    } else {
-        a.f32.resize(n);
-        for (size_t k = 0; k < n; ++k) {
-            uint64_t bits = le(q + k * size_t(size), size);
-            float v;
-            if (descr == "<f4") {
-                uint32_t b32 = uint32_t(bits);
-                std::memcpy(&v, &b32, 4);
-            } else if (descr == "<f8") {
-                double d;
-                std::memcpy(&d, &bits, 8);
-                v = float(d);
-            } else if (descr == "<i4") {
-                v = float(int32_t(uint32_t(bits)));
+void write_data(const Matrix& m, const WriteFn& write) {
+    if (m.empty()) return;
+    // Pieces: whole columns where a column is small, else parts of one column.
+    int64_t k = std::min(m.rows, kPiece), q = k == m.rows ? std::max<int64_t>(1, kPiece / m.rows) : 1;
+    std::vector<unsigned char> bytes;
+    for (int64_t j = 0; j < m.cols; j += q) {
+        int64_t qq = std::min(q, m.cols - j);
+        for (int64_t i = 0; i < m.rows; i += k) {
+            int64_t kk = std::min(k, m.rows - i);
+            std::vector<float> v = to_host(m.view(i, j, kk, qq));  // column-major; uint8 exact
+            if (m.dtype() == DType::u8) {
+                bytes.resize(v.size());
+                for (size_t x = 0; x < v.size(); ++x) bytes[x] = uint8_t(v[x]);
             } else {
-                v = float(int64_t(bits));
+                bytes.resize(4 * v.size());
+                for (size_t x = 0; x < v.size(); ++x) {  // little-endian on every host
+                    uint32_t b;
+                    std::memcpy(&b, &v[x], 4);
+                    for (int s = 0; s < 4; ++s) bytes[4 * x + size_t(s)] = (unsigned char)((b >> (8 * s)) & 0xff);
+                }
             }
-            a.f32[dst(k)] = v;
+            write(bytes.data(), bytes.size());
         }
     }
-    return a;
-}
-
-Array from_matrix(const Matrix& m) {
-    Array a;
-    a.dtype = m.dtype();
-    a.rows = m.rows;
-    a.cols = m.cols;
-    std::vector<float> v = to_host(m);  // column-major; uint8 converted exactly
-    if (a.dtype == DType::u8) {
-        a.u8.resize(v.size());
-        for (size_t k = 0; k < v.size(); ++k) a.u8[k] = uint8_t(v[k]);
-    } else {
-        a.f32 = std::move(v);
-    }
-    return a;
-}
-
-Matrix to_matrix(const Array& a, Device& dev) {
-    if (a.dtype == DType::u8) return from_host_u8(dev, a.rows, a.cols, a.u8.data());
-    return from_host(dev, a.rows, a.cols, a.f32.data());
-}
-
-/* ---------------------------------------------------------------------- */
-/* files: whole reads, writes through a temporary name                    */
-/* ---------------------------------------------------------------------- */
-
-std::string read_file(const std::string& path, const std::string& what) {
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) throw Error(what + ": cannot open: " + std::strerror(errno));
-    std::string s;
-    char buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-    bool bad = std::ferror(f);
-    std::fclose(f);
-    if (bad) throw Error(what + ": read failed");
-    return s;
-}
-
-static std::string temp_name(const std::string& path) { return path + ".tmp-" + std::to_string(getpid()); }
-
-static void commit(const std::string& tmp, const std::string& path, const std::string& what) {
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        int e = errno;
-        std::remove(tmp.c_str());
-        throw Error(what + ": cannot rename the finished file into place: " + std::strerror(e));
-    }
-}
-
-void write_file(const std::string& path, const std::string& bytes, const std::string& what) {
-    std::string tmp = temp_name(path);
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw Error(what + ": cannot create: " + std::strerror(errno));
-    bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-    ok = std::fflush(f) == 0 && ok;
-    ok = fsync(fileno(f)) == 0 && ok;
-    int e = errno;
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok) {
-        std::remove(tmp.c_str());
-        throw Error(what + ": write failed: " + std::strerror(e));
-    }
-    commit(tmp, path, what);
-}
-
-void write_npz(const std::string& path, const std::map<std::string, Entry>& entries, const std::string& what) {
-    std::string tmp = temp_name(path);
-    int err = 0;
-    zip_t* z = zip_open(tmp.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
-    if (!z) {
-        zip_error_t ze;
-        zip_error_init_with_code(&ze, err);
-        std::string msg = what + ": cannot create: " + zip_error_strerror(&ze);
-        zip_error_fini(&ze);
-        throw Error(msg);
-    }
-    // The bytes must outlive zip_close, which is when libzip reads them.
-    std::vector<std::string> blobs;
-    blobs.reserve(entries.size());
-    std::string failure;
-    for (const auto& [name, e] : entries) {
-        blobs.push_back(e.is_text ? e.text : npy_bytes(e.array));
-        const std::string& b = blobs.back();
-        zip_source_t* src = zip_source_buffer(z, b.data(), b.size(), 0);
-        std::string member = e.is_text ? name : name + ".npy";
-        if (!src || zip_file_add(z, member.c_str(), src, ZIP_FL_ENC_UTF_8) < 0) {
-            if (src) zip_source_free(src);
-            failure = what + ": cannot add '" + member + "': " + zip_strerror(z);
-            break;
-        }
-    }
-    if (failure.empty() && zip_close(z) != 0) failure = what + ": write failed: " + zip_strerror(z);
-    if (!failure.empty()) {
-        zip_discard(z);
-        std::remove(tmp.c_str());
-        throw Error(failure);
-    }
-    commit(tmp, path, what);
-}
-
-std::map<std::string, Entry> read_npz(const std::string& path, const std::string& what) {
-    int err = 0;
-    zip_t* z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &err);
-    if (!z) {
-        zip_error_t ze;
-        zip_error_init_with_code(&ze, err);
-        std::string msg = what + " is not a readable .npz (zip) file: " + zip_error_strerror(&ze);
-        zip_error_fini(&ze);
-        throw Error(msg);
-    }
-    std::map<std::string, Entry> out;
-    std::string failure;
-    zip_int64_t n = zip_get_num_entries(z, 0);
-    for (zip_int64_t i = 0; i < n && failure.empty(); ++i) {
-        zip_stat_t st;
-        if (zip_stat_index(z, zip_uint64_t(i), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) ||
-            !(st.valid & ZIP_STAT_NAME)) {
-            failure = what + ": cannot read member " + std::to_string(i + 1) + ": " + zip_strerror(z);
-            break;
-        }
-        std::string name = st.name;
-        std::string bytes(size_t(st.size), '\0');
-        zip_file_t* f = zip_fopen_index(z, zip_uint64_t(i), 0);
-        zip_int64_t got = f ? zip_fread(f, bytes.data(), st.size) : -1;
-        if (got != zip_int64_t(st.size)) {
-            failure = what + ": member '" + name + "' is damaged or truncated: " +
-                      (f ? zip_file_strerror(f) : zip_strerror(z));
-        }
-        if (f) zip_fclose(f);
-        if (!failure.empty()) break;
-        Entry e;
-        try {
-            if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) {
-                e.array = parse_npy(bytes, what + " member '" + name + "'");
-                name.resize(name.size() - 4);
-            } else {
-                e.is_text = true;
-                e.text = std::move(bytes);
-            }
-        } catch (const Error& ex) {
-            failure = ex.what();
-        }
-        out[name] = std::move(e);
-    }
-    zip_discard(z);
-    if (!failure.empty()) throw Error(failure);
-    return out;
 }
 
 }  // namespace vela::lua::npy

@@ -7,52 +7,56 @@
 //         a multiple of 64 bytes as NumPy pads it. It reads versions 1-3,
 //         either order, 0-, 1- and 2-D, and '<f4', '|u1', '<f8', '<i4', '<i8'
 //         (the last three converted to float32).
-//   .npz  a zip of .npy members, one per name (numpy.savez's layout), through
-//         libzip; stored (savez) or deflated (savez_compressed) both read.
-//         A string value is stored as a member of its own name (a text
-//         file), and comes back as a string: checkpoints keep their
-//         description that way.
-// Every file is written under a temporary name in the same directory and
-// renamed over the target only when complete, so a killed save never leaves
-// a torn file; every error names the file and what is wrong with it.
+//   .npz  a zip of .npy members, one per name (numpy.savez's layout): see
+//         npz.hpp.
+// Files are untrusted (DESIGN.md): the header is parsed with every index
+// checked, its claimed size is checked against the bytes the file (or zip
+// member) really holds before the matrix is allocated, and the elements go
+// between the file and the device in pieces of at most 4 MiB: neither a load
+// nor a save makes a host copy of the whole matrix.
 //
-// This file: those formats to and from bytes and files; the Lua functions save
-// and load are src/lua/io.cpp.
+// This file: the .npy format; files themselves are file_io.hpp, the Lua
+// functions save and load src/lua/io.cpp.
 #pragma once
 #include <cstdint>
-#include <map>
+#include <functional>
 #include <string>
-#include <vector>
 
 #include "core/device.hpp"
+#include "core/matrix.hpp"
 
 namespace vela::lua::npy {
 
-// One array as read from or written to a file: its element type, shape and
-// column-major host elements.
-struct Array {
-    DType dtype = DType::f32;
-    int64_t rows = 0, cols = 0;
-    bool one_d = false;  // a 1-D array of `rows` (read so, and written back so: shape (n,))
-    std::vector<float> f32;
-    std::vector<uint8_t> u8;
+// Exactly n bytes into dst, or an error (a truncated file).
+using ReadFn = std::function<void(void* dst, size_t n)>;
+using WriteFn = std::function<void(const void* src, size_t n)>;
+
+// What a .npy header declares.
+struct Header {
+    DType dtype = DType::f32;  // what vela makes of it
+    std::string descr;         // "<f4", "|u1", "<f8", "<i4", "<i8"
+    int elem = 4;              // bytes per element in the file
+    bool fortran = true;
+    int64_t rows = 1, cols = 1;  // 1-D n: n×1; 0-D: 1×1
+    uint64_t header_bytes = 0;   // magic, version, length and dict
+    uint64_t data_bytes = 0;     // rows·cols·elem (no wrap: each dimension < 2^31)
 };
 
-// An entry of a .npz: an array, or a string (a member that is not .npy).
-struct Entry {
-    bool is_text = false;
-    Array array;
-    std::string text;
-};
+// The header dict alone ("{'descr': '<f4', ...}"); `what` names the file in errors.
+Header parse_dict(const std::string& dict, const std::string& what);
+// Reads and parses a header from a file or member of `total` bytes, and
+// checks that exactly data_bytes follow it.
+Header read_header(const ReadFn& read, uint64_t total, const std::string& what);
+// The elements after the header, onto dev, in pieces.
+Matrix read_data(const Header& h, const ReadFn& read, Device& dev, const std::string& what);
 
-// `what` is how errors name the file ("vela.load: 'x.npy'").
-std::string npy_bytes(const Array& a);
-Array parse_npy(const std::string& s, const std::string& what);
-Array from_matrix(const Matrix& m);  // downloads
-Matrix to_matrix(const Array& a, Device& dev);
-std::string read_file(const std::string& path, const std::string& what);
-void write_file(const std::string& path, const std::string& bytes, const std::string& what);  // tmp, then rename
-void write_npz(const std::string& path, const std::map<std::string, Entry>& entries, const std::string& what);
-std::map<std::string, Entry> read_npz(const std::string& path, const std::string& what);
+// Writing: the header vela writes for m, the file's total size, and the
+// elements of m (a view, transposed or not), downloaded in pieces.
+std::string header_for(const Matrix& m);
+uint64_t file_bytes(const Matrix& m);
+void write_data(const Matrix& m, const WriteFn& write);
+
+// Pieces of at most this many elements go between the host and a device.
+constexpr int64_t kPiece = int64_t(1) << 20;
 
 }  // namespace vela::lua::npy

@@ -8,6 +8,7 @@
 // compilation and its caches are src/vulkan/user_kernel.cpp; the dispatch is
 // the device's (VulkanDevice::run_user, CpuDevice::run_user).
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -25,6 +26,37 @@ namespace vela::lua {
 namespace {
 
 using namespace user;
+
+// Bounds on text the GLSL compiler will see (DESIGN.md, "Untrusted input"):
+// glslang recurses once per operator of an expression and once per level of
+// nesting, so a 20,000-term map overflowed the stack (SIGSEGV) on every device.
+// Checked before anything is compiled, with the limits in the message.
+constexpr size_t kMaxText = 64 * 1024;  // bytes of the user's text
+constexpr int kMaxTerms = 4096;         // names and numbers in one expression (statement)
+constexpr int kMaxDepth = 256;          // nesting of ( [ {
+
+void check_bounds(const char* fn, const std::string& text, bool statements) {
+    if (text.size() > kMaxText)
+        fail("%s: the text is %zu bytes; at most %zu (split the work into several kernels)", fn, text.size(), kMaxText);
+    int terms = 0, depth = 0, most_terms = 0, most_depth = 0;
+    for (size_t i = 0; i < text.size();) {
+        unsigned char c = (unsigned char)text[i];
+        if (std::isalnum(c) || c == '_' || c == '.') {
+            ++terms;
+            while (i < text.size() && (std::isalnum((unsigned char)text[i]) || text[i] == '_' || text[i] == '.')) ++i;
+            most_terms = std::max(most_terms, terms);
+            continue;
+        }
+        if (c == '(' || c == '[' || c == '{') most_depth = std::max(most_depth, ++depth);
+        if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
+        if (statements && (c == ';' || c == '{' || c == '}')) terms = 0;
+        ++i;
+    }
+    if (most_terms > kMaxTerms)
+        fail("%s: an expression of %d terms; at most %d in one %s (split it into steps)", fn, most_terms, kMaxTerms,
+             statements ? "statement" : "map");
+    if (most_depth > kMaxDepth) fail("%s: brackets nested %d deep; at most %d", fn, most_depth, kMaxDepth);
+}
 
 // Compiles spec (on top of the stack, as userdata) and replaces it with the kernel function.
 // upvalue 2 (size) is pushed by the caller before the spec for general kernels.
@@ -120,6 +152,7 @@ int l_map(lua_State* L) {
         bool blank = true;
         for (char c : s.user_text) blank &= c == ' ' || c == '\t' || c == '\n' || c == '\r';
         if (blank) fail("map: the expression is empty (e.g. map\"x / (1.0 + exp(-x))\")");
+        check_bounds("map", s.user_text, false);
         s.named = name != nullptr;
         if (name) {
             s.name = name;
@@ -175,7 +208,16 @@ int l_map(lua_State* L) {
 int l_kernel(lua_State* L) {
     check_nargs(L, 1);
     luaL_checktype(L, 1, LUA_TTABLE);
-    check_option_keys(L, 1, "kernel", {"args", "size", "glsl", "name", "doc"});
+    // An unknown field (a misspelt "sizes", "body") would be ignored silently.
+    for (lua_pushnil(L); lua_next(L, 1); lua_pop(L, 1)) {
+        const char* k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : nullptr;
+        static const char* const known[] = {"args", "size", "glsl", "name", "doc"};
+        bool ok = false;
+        for (const char* kn : known) ok |= k && std::strcmp(k, kn) == 0;
+        if (!ok)
+            lfail(L, "kernel: unknown field %s (expected args, size, glsl, name, doc)",
+                  k ? lua_pushfstring(L, "'%s'", k) : luaL_typename(L, -2));
+    }
     const char *name, *doc_text;
     read_name_doc(L, 1, "kernel", &name, &doc_text);
     if (lua_getfield(L, 1, "glsl") != LUA_TSTRING)
@@ -221,6 +263,7 @@ int l_kernel(lua_State* L) {
         Spec& s = *sp;
         s.elementwise = false;
         s.user_text.assign(body, blen);
+        check_bounds("kernel", s.user_text, true);
         s.named = name != nullptr;
         s.name = name ? name : "kernel";
         std::vector<std::string> mats;

@@ -30,6 +30,18 @@ int l_timing(lua_State* L) {
 
 const char* const eofmark = "<eof>";
 
+// display(x): shows x as the prompt shows a value; in a notebook (src/jupyter)
+// the kernel replaces it by one that sends rich output.
+int l_display(lua_State* L) {
+    luaL_checkany(L, 1);
+    std::string s = show(L, 1) + "\n";
+    std::fwrite(s.data(), 1, s.size(), stdout);
+    std::fflush(stdout);
+    return 0;
+}
+
+}  // namespace
+
 bool incomplete(lua_State* L, int status) {
     if (status != LUA_ERRSYNTAX) return false;
     size_t n;
@@ -37,6 +49,8 @@ bool incomplete(lua_State* L, int status) {
     size_t m = std::strlen(eofmark);
     return n >= m && std::strcmp(msg + n - m, eofmark) == 0;
 }
+
+namespace {
 
 std::string rtrim(const std::string& s) {
     size_t e = s.find_last_not_of(" \t\r");
@@ -132,8 +146,8 @@ int read_command(lua_State* L, LineEditor& ed, Command& cmd) {
     }
 }
 
-// Starts queued device work without waiting, so the device runs while the
-// user types; with timing on, waits for it so the time printed is the work's.
+}  // namespace
+
 void after_command(bool wait) {
     InterruptScope scope;
     for (Device* d : open_devices()) {
@@ -145,6 +159,8 @@ void after_command(bool wait) {
         }
     }
 }
+
+namespace {
 
 // At Ctrl-D: waits for what the session left queued on each device, saying
 // so first, so a long queue is not a silent hang. Ctrl-C during the wait
@@ -178,6 +194,10 @@ void print_time(double s) {
 }  // namespace
 
 void open_shell_functions(lua_State* L) {
+    lua_register(L, "display", l_display);
+    vela::lua::doc("display", "display(x)",
+                   "Shows x as the prompt shows a value, and returns nothing. In a notebook it sends x as rich\n"
+                   "output: a matrix as a table (text/html), anything else as text. display(zeros(2, 3)).");
     lua_register(L, "timing", l_timing);
     vela::lua::doc("timing", "timing([on])",
                    "timing(true) prints the wall time of each command at the prompt after it runs,\n"

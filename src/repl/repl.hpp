@@ -72,6 +72,12 @@ Completion complete(lua_State* L, const std::string& line, int end);
 // still shows prompts and reads line by line (vela -i < file); main() runs
 // piped stdin as one script instead when -i was not given.
 void run_repl(lua_State* L);
+// Whether a load status is a syntax error at the end of input ("<eof>"):
+// the chunk is incomplete, and the prompt asks for another line.
+bool incomplete(lua_State* L, int status);
+// After a command: starts queued device work without waiting, so the device
+// runs while the user types; with wait, waits for it (timing(true)).
+void after_command(bool wait);
 void print_banner();
 // Defines timing() and registers the shell's own help entries.
 void open_shell_functions(lua_State* L);

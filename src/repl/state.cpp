@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 
 #include "bench/native.hpp"
+#include "dist/dist.hpp"
 #include "core/error.hpp"
+#include "core/exe_dir.hpp"
 #include "core/registry.hpp"
 #include "lua/vela.hpp"
 #include "repl/repl.hpp"
@@ -20,15 +22,6 @@ namespace vela::repl {
 static bool exists(const std::string& path) {
     struct stat st;
     return ::stat(path.c_str(), &st) == 0;
-}
-
-static std::string exe_dir() {
-    char buf[PATH_MAX];
-    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return ".";
-    std::string p(buf, size_t(n));
-    size_t slash = p.rfind('/');
-    return slash == std::string::npos ? "." : p.substr(0, slash);
 }
 
 // A binary in a CMake build directory (CMakeCache.txt beside it) uses the
@@ -55,6 +48,8 @@ static void set_package_path(lua_State* L) {
     lua_setfield(L, -2, "vela");
     lua_pushcfunction(L, luaopen_vela_bench_native);
     lua_setfield(L, -2, "vela.bench_native");
+    lua_pushcfunction(L, luaopen_vela_dist_native);
+    lua_setfield(L, -2, "vela.dist_native");
     lua_pop(L, 2);
 }
 
@@ -147,7 +142,7 @@ bool setup_state(lua_State* L) {
         return false;
     }
     open_shell_functions(L);
-    for (const char* m : {"nn", "optim", "data", "plot", "torch"}) load_module(L, m);
+    for (const char* m : {"nn", "optim", "data", "plot", "torch", "dist", "parallel"}) load_module(L, m);
     return true;
 }
 

@@ -11,7 +11,10 @@
 --     naming the function and the first bad position: at the call on cpu, at
 --     the next read or sync on a Vulkan device (docs/lua-api.md, "Edge inputs");
 --   * a matrix saved with vela.save and a net saved with nn.save load back
---     (onto any device) as they were; a truncated file is an error naming load.
+--     (onto any device) as they were; a truncated file is an error naming load;
+--   * a hostile file (bytes changed, header sizes and types rewritten, zip
+--     sizes made huge, a checkpoint's manifest replaced by code or garbage)
+--     loads or is an error naming vela.load / nn.load, and nothing in it runs.
 -- On a device that flushes denormals to zero (SwiftShader; seen at the start)
 -- the model flushes the inputs, scalars and results of arithmetic too.
 -- Crashes, sanitizer reports and hangs end the process (CTest sees them).
@@ -1022,6 +1025,69 @@ ops[#ops + 1] = function(dev)
   if p2[1][1]:device():name() ~= d2 then finding("nn.load: the net is on " .. p2[1][1]:device():name() .. ", not " .. d2) end
 end
 
+-- Hostile files (issue 24): a saved .npy, .npz or checkpoint with random
+-- bytes changed, its header's shape, type or length rewritten, its zip
+-- directory's sizes made huge, or its manifest replaced by damaged text.
+-- vela.load and nn.load either load it or give an error naming themselves:
+-- never a crash, a hang, a C++ exception's words, or Lua code run.
+local hostile_shapes = {"(2147483647, 2147483647)", "(2147352580, 1073807362)", "(0, 5)", "(-1, 2)", "(1, 2, 3)",
+  "(99999999999,)", "()", "(3", "(2, 2", "", "(18446744073709551617, 1)"}
+local hostile_descrs = {"'<f4'", "'<f8'", "'|u1'", "'>f4'", "'<c16'", "'<f4", "[('a', '<f4')]", "'<i8'"}
+local hostile_manifests = {"while true do end return {}", "return {format = 1, layers = (function() return {} end)()}",
+  string.rep("[", 100000), '{"format": 2, "layers": [{"kind": "linear", "inputs": 1e300, "outputs": 2}]}',
+  '{"format": 2, "layers": [{"kind": "linear", "inputs": 3000000000, "outputs": 3000000000, "activation": "relu"}]}',
+  '{"format": 2, "layers": []}', '{"format": 2', "", "\0\0\0", '{"format": 2, "layers": [{"kind": "nope"}]}',
+  '{"format": 2, "layers": [{"kind": "linear", "inputs": 2, "outputs": 2, "activation": "relu"}], ' ..
+  '"optimizer": {"name": "adam", "steps": 4}, "state": {"1.w": {}, "1.b": {}}}'}
+ops[#ops + 1] = function(dev)
+  local e = any_entry()
+  if not e or not live(e) then return end
+  stats.files = stats.files + 1
+  local kind = R(3)
+  local path = tmpdir .. "/h" .. R(1, 3) .. (kind == 1 and ".npy" or ".npz")
+  local saved
+  if kind == 1 then saved = pcall(vela.save, path, e.m)
+  elseif kind == 2 then saved = pcall(vela.save, path, {a = e.m, note = "text"})
+  else saved = pcall(nn.save, path, nn.sequential{nn.linear(2, 2, "relu", {device = dev, seed = 1})}) end
+  if not saved then return end
+  local d = read_file(path)
+  local how = R(4)
+  if how == 1 then
+    for _ = 1, R(1, 8) do
+      local k = R(1, #d)
+      d = d:sub(1, k - 1) .. string.char(R(0, 255)) .. d:sub(k + 1)
+    end
+  elseif how == 2 then
+    local shape, descr, len = pick(hostile_shapes), pick(hostile_descrs), string.pack("<I2", R(0, 65535))
+    d = d:gsub("'shape': %b()", function() return "'shape': " .. shape end, 1)
+    d = d:gsub("'descr': '[^']*'", function() return "'descr': " .. descr end, 1)
+    if R() < 0.3 then d = d:gsub("NUMPY\1\0..", function() return "NUMPY\1\0" .. len end, 1) end
+  elseif how == 3 then
+    -- the central directory's sizes (offsets 20 and 24 of each record) made huge
+    d = d:gsub("PK\1\2(" .. string.rep(".", 16) .. ")........", function(pre)
+      return "PK\1\2" .. pre .. string.pack("<I4I4", R(0, 0xffffffff), R(0, 0xffffffff))
+    end)
+  else
+    if kind == 3 then
+      local okl, files = pcall(vela.load, path)
+      if not okl then return end
+      files.vela_checkpoint = pick(hostile_manifests)
+      if not pcall(vela.save, path, files) then return end
+      d = read_file(path)
+    else
+      d = d:sub(1, R(0, #d))
+    end
+  end
+  write_file(path, d)
+  local d2 = other_dev(dev)
+  current_call = fmt("vela.load(%q, %q) of a hostile file (kind %d, change %d)", path, d2, kind, how)
+  local ok, v = attempt({"load"}, "either", function() return vela.load(path, d2) end)
+  if ok and type(v) == "table" then for _, m in pairs(v) do if type(m) ~= "string" then pcall(m.release, m) end end
+  elseif ok and v then pcall(v.release, v) end
+  current_call = fmt("nn.load(%q, %q) of a hostile file (kind %d, change %d)", path, d2, kind, how)
+  attempt({"nn.load"}, "either", function() return nn.load(path, d2) end)
+end
+
 -- ---------------------------------------------------------------------------
 -- The run
 -- ---------------------------------------------------------------------------
@@ -1037,8 +1103,8 @@ for _, dev in ipairs(ids) do
   end
   m:release()
 end
---               ctor view get fill 2op red move rel garbage xent gather save nnsave
-local weights = {6,   10,  10, 6,   12, 4,  8,   6,  10,     3,   3,     2,   1}
+--               ctor view get fill 2op red move rel garbage xent gather save nnsave hostile
+local weights = {6,   10,  10, 6,   12, 4,  8,   6,  10,     3,   3,     2,   1,     1}
 local total_w = 0
 for _, w in ipairs(weights) do total_w = total_w + w end
 

@@ -408,7 +408,7 @@ t.test("nn.load: a truncated file or a directory is an error and nothing is left
   local f = io.open(path, "rb"); local s = f:read("a"); f:close()
   f = io.open(path, "wb"); f:write(s:sub(1, #s - 12)); f:close()
   t.raises(function() nn.load(path) end, "nn.load:", "truncated")
-  t.raises(function() nn.load(".") end, "nn.load: cannot read '.'")
+  t.raises(function() nn.load(".") end, "nn.load: '.' is a directory, not a regular file")
   t.raises(function() nn.load(42) end, "nn.load: path must be a string")
   for _, id in ipairs(ids) do t.raises(function() nn.load(path, id) end, "nn.load:") end
 end)

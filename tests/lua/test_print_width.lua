@@ -79,8 +79,7 @@ t.test("the shell's own option tables", function()
   t.raises(function() compare(function() return ones(1, 1) end, {device = {"cpu"}}) end,
     "compare: unknown option 'device' (did you mean 'devices'?); options: inputs, devices")
   t.raises(function() map("x * 2", {nmae = "dbl"}) end, "map: unknown option 'nmae' (did you mean 'name'?); options: name, doc")
-  t.raises(function() kernel{glsl = "", arg = {}} end,
-    "kernel: unknown option 'arg' (did you mean 'args'?); options: args, size, glsl, name, doc")
+  t.raises(function() kernel{glsl = "", arg = {}} end, "kernel: unknown field 'arg' (expected args, size, glsl, name, doc)")
   -- the accepted forms still work
   assert(who{all = true} ~= nil)
   assert(bench(function() end, {n = 2, warmup = 0}).n == 2)

@@ -9,7 +9,7 @@ local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.d
 
 local opts = require("vela.options").parse(arg,
   "build/vela examples/compare_devices.lua [epochs=3] [devices=cpu,vulkan:0] [batch=128]", {
-  {"epochs", 3, "epochs to train on each device"},
+  {"epochs", 3, "epochs to train on each device", min = 1},
   {"devices", "cpu,vulkan:0", "the devices to compare, comma separated"},
   {"device", nil, "compare the cpu with this one device (devices=cpu,DEVICE)"},
   {"batch", 128, "batch size"},

@@ -14,7 +14,7 @@ local nn, optim, data, plot = require "vela.nn", require "vela.optim", require "
 local opts = require("vela.options").parse(arg,
   "build/vela examples/mnist.lua [device=cpu|vulkan:0] [epochs=10] [fashion] [cosine] [seed=1] [threads=N] [dist] [save=net.npz] [act=relu]", {
   {"device", nil, "the device to train on (default: the first GPU, else the cpu)"},
-  {"epochs", 10, "epochs to train"},
+  {"epochs", 10, "epochs to train", min = 1},
   {"fashion", false, "Fashion-MNIST instead of MNIST (with a cosine schedule)"},
   {"cosine", false, "the learning rate decays from 0.05 along a cosine"},
   {"seed", 1, "seed of the weights and the shuffle"},
@@ -48,7 +48,8 @@ local hist = nn.fit(net, sets.train, {
 
 plot(hist.batch_loss, {title = "training loss, every 20 batches", height = 8})
 print(nn.confusion(net, sets.test))
-local acc = nn.evaluate(net, sets.test)
+-- nn.fit evaluated the test set after the last epoch: its figure is the final one (no third pass).
+local acc = hist.test_accuracy[opts.epochs]
 local total = 0
 for _, s in ipairs(hist.seconds) do total = total + s end
 print(("final test accuracy %.2f%% after %d epochs (%.1f s training, %.0f examples/s)"):format(

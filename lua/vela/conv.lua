@@ -16,6 +16,7 @@
 --   z    = images(u) + b        (out·P × n), the image layout  to_images
 --   a    = act(z)
 local vela = require "vela"
+local options = require "vela.options"
 
 local conv = {}
 local fmt = string.format
@@ -146,8 +147,7 @@ function conv.conv2d(in_ch, out_ch, k, opts)
   if math.type(out_ch) ~= "integer" or out_ch < 1 then
     error(fmt("%s: out_ch must be a positive integer (output channels), got %s", fn, tostring(out_ch)), 2)
   end
-  if opts ~= nil and type(opts) ~= "table" then error(fmt("%s: opts must be a table, got %s", fn, type(opts)), 2) end
-  opts = opts or {}
+  opts = options.check(fn, opts, {"stride", "pad", "activation", "input", "seed", "init", "device"})
   local kh, kw = pair(k, fn, "k")
   local sh, sw = pair(opts.stride or 1, fn, "stride")
   local ph, pw = pad_pair(opts.pad, fn)
@@ -348,7 +348,7 @@ function Conv2d:backward(da, need_dx)
       vela.col2im(c, dx, self.g)
     end
   end
-  if need_dx == false then return nil end
+  if need_dx == false then return end
   return b.dx
 end
 
@@ -432,11 +432,10 @@ conv.Pool = Pool
 
 local function pool(kind, k, stride, opts)
   local fn = "nn." .. kind
-  if type(stride) == "table" and opts == nil and (stride.pad ~= nil or stride.input ~= nil or next(stride) == nil) then
+  if type(stride) == "table" and opts == nil and #stride ~= 2 then  -- not {height, width}: the options
     stride, opts = nil, stride
   end
-  if opts ~= nil and type(opts) ~= "table" then error(fmt("%s: opts must be a table, got %s", fn, type(opts)), 3) end
-  opts = opts or {}
+  opts = options.check(fn, opts, {"pad", "input", "device"}, 4)
   local kh, kw = pair(k, fn, "k")
   local sh, sw = kh, kw
   if stride ~= nil then sh, sw = pair(stride, fn, "stride") end
@@ -502,7 +501,7 @@ end
 --   average: dx = Σ over the windows holding each pixel of dy/(kh·kw)   avgpool_backward
 function Pool:backward(dy, need_dx)
   check_grad(self, dy, self.outputs, self.kind)
-  if need_dx == false then return nil end
+  if need_dx == false then return end
   local b = self.buf:get(self.n)
   if self.max then vela.maxpool_backward(dy, b.idx, b.dx, self.g) else vela.avgpool_backward(dy, b.dx, self.g) end
   return b.dx
@@ -570,8 +569,7 @@ Flatten.__index = Flatten
 conv.Flatten = Flatten
 
 function conv.flatten(opts)
-  if opts ~= nil and type(opts) ~= "table" then error(fmt("nn.flatten: opts must be a table, got %s", type(opts)), 2) end
-  opts = opts or {}
+  opts = options.check("nn.flatten", opts, {"device"})
   local dev = opts.device and resolve(opts.device, "nn.flatten") or vela.device()
   return setmetatable({dev = dev, _params = {}}, Flatten)
 end
@@ -606,7 +604,7 @@ function Flatten:forward(x, index)
 end
 
 function Flatten:backward(dy, need_dx)
-  if need_dx == false then return nil end
+  if need_dx == false then return end
   return dy
 end
 

@@ -8,9 +8,37 @@
 -- data.show and data.show_weights draw digits and learned templates in the
 -- terminal.
 local vela = require "vela"
+local options = require "vela.options"
 
 local data = {}
 local fmt = string.format
+
+-- A set's methods: set:to(dev). Every set data's functions make has them.
+local Set = {}
+Set.__index = Set
+data.Set = Set
+
+local function new_set(t) return setmetatable(t, Set) end
+
+-- set:to(dev) -> a copy of the set on dev (images and labels; the original
+-- stays where it was), as m:to(dev) for a matrix.
+function Set:to(dev)
+  if type(self) ~= "table" or not self.images then
+    error("set:to: call it on a set, with a colon: set:to('vulkan:0')", 2)
+  end
+  if dev == nil then error("set:to: expected a device or a device name ('cpu', 'vulkan:0'), got nothing", 2) end
+  local ok, images = pcall(self.images.to, self.images, dev)
+  if not ok then error("set:to: " .. tostring(images):gsub("^[^:]*:%d+: ", ""), 2) end
+  local labels
+  if self.labels then
+    ok, labels = pcall(self.labels.to, self.labels, dev)
+    if not ok then images:release(); error("set:to: " .. tostring(labels):gsub("^[^:]*:%d+: ", ""), 2) end
+  end
+  local out = {}
+  for k, v in pairs(self) do out[k] = v end
+  out.images, out.labels = images, labels
+  return new_set(out)
+end
 
 data.mnist_classes = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 data.fashion_classes = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
@@ -48,7 +76,7 @@ function data.read_set(images_path, labels_path, classes, dev)
     error(fmt("data: '%s' holds %d images but '%s' holds %d labels", images_path, images.cols,
       labels_path, labels.cols), 0)
   end
-  return {images = images, labels = labels, n = images.cols, classes = classes}
+  return new_set{images = images, labels = labels, n = images.cols, classes = classes}
 end
 
 -- Both sets, all or nothing: the images must be 28×28 (MNIST's layout, read
@@ -116,16 +144,23 @@ function data.subset(set, first, n)
   if first < 1 or n < 0 or first + n - 1 > set.n then
     error(fmt("data.subset: samples %d..%d are outside the set of %d", first, first + n - 1, set.n), 2)
   end
-  return {images = set.images:columns(first, n), labels = set.labels:columns(first, n), n = n, classes = set.classes}
+  return new_set{images = set.images:columns(first, n), labels = set.labels:columns(first, n), n = n, classes = set.classes}
 end
 
--- Both sets of a data set moved to dev.
+-- Both sets of a data set moved to dev (each by set:to).
 function data.to(sets, dev)
-  local function mv(s)
-    return {images = s.images:to(dev), labels = s.labels:to(dev), n = s.n, classes = s.classes}
-  end
+  if type(sets) ~= "table" then error(fmt("data.to: expected a data set {train =, test =} or a set, got %s", type(sets)), 2) end
+  if sets.images then return Set.to(sets, dev) end
   local out = {}
-  for k, s in pairs(sets) do out[k] = s.images and mv(s) or s end
+  for k, s in pairs(sets) do
+    if type(s) == "table" and s.images then
+      local ok, c = pcall(Set.to, s, dev)
+      if not ok then error((tostring(c):gsub("^[^:]*:%d+: ", ""):gsub("^set:to", "data.to")), 2) end
+      out[k] = c
+    else
+      out[k] = s
+    end
+  end
   return out
 end
 
@@ -144,8 +179,10 @@ Loader.__index = Loader
 -- default, channel-major when there are several channels per column).
 -- loader:epoch(e) iterates over (x, y, b, n): x the float (pixels)×n batch,
 -- y its 1×n labels, b the batch number; the last batch may be smaller.
+local loader_options = {"seed", "shuffle", "scale", "shift", "height", "width"}
+
 function data.loader(set, batch, opts)
-  opts = opts or {}
+  opts = options.check("data.loader", opts, loader_options)
   if type(set) ~= "table" or not set.images then
     error("data.loader: expected a set {images =, labels =, n =}", 2)
   end
@@ -239,8 +276,10 @@ end
 
 -- data.batches(set, batch [, opts]): one epoch's batches (opts.epoch picks the shuffle).
 function data.batches(set, batch, opts)
-  opts = opts or {}
-  return data.loader(set, batch, opts):epoch(opts.epoch or 1)
+  opts = options.check("data.batches", opts, {"epoch", table.unpack(loader_options)})
+  local lopts = {}
+  for k, v in pairs(opts) do if k ~= "epoch" then lopts[k] = v end end
+  return data.loader(set, batch, lopts):epoch(opts.epoch or 1)
 end
 
 -- ---------------------------------------------------------------------------
@@ -376,7 +415,9 @@ if vela.doc then
   vela.doc("data.read_set", "data.read_set(images_path, labels_path, classes [, dev]) -> set",
     "A set from one IDX images file and one IDX labels file (raw or .gz), their counts checked against each other.", data.read_set)
   vela.doc("data.to", "data.to(sets, dev) -> sets",
-    "Copies of the sets of a data set ({train =, test =}) on dev: data.to(mnist, 'vulkan:0'). The originals stay where they were.", data.to)
+    "Copies of the sets of a data set ({train =, test =}) on dev: data.to(mnist, 'vulkan:0'). The originals stay where they were. One set: set:to(dev).", data.to)
+  vela.doc("set:to", "set:to(dev) -> set",
+    "A copy of one set (images and labels) on dev, as m:to(dev): test = mnist.test:to('vulkan:0'). The original stays where it was; data.to moves a whole data set.", Set.to)
   vela.doc("loader:epoch", "loader:epoch(e) -> iterator of x, y, b, n",
     "for x, y, b, n in loader:epoch(e) do ... end: the batches of epoch e (x pixels×n floats in [0, 1], y 1×n labels, b the batch number, n its size), gathered on the device in an order fixed by (seed, e).", Loader.epoch)
   vela.doc("loader:order", "loader:order(e) -> 1×n",

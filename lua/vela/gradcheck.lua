@@ -119,10 +119,7 @@ function gradcheck.check(net, x, opts)
   if getmetatable(x) ~= getmetatable(vela.zeros(0, 0, "float32", "cpu")) then
     error(fmt("nn.gradcheck: input must be a matrix (rows × samples), got %s", type(x)), 2)
   end
-  if opts ~= nil and type(opts) ~= "table" then
-    error(fmt("nn.gradcheck: opts must be a table, got %s", type(opts)), 2)
-  end
-  opts = opts or {}
+  opts = require("vela.options").check("nn.gradcheck", opts, {"h", "entries", "seed", "tol", "input"})
   local h, limit, seed, tol = opts.h or 1e-6, opts.entries or 64, opts.seed or 1, opts.tol or 1e-3
   if type(h) ~= "number" or not (h > 0) then error(fmt("nn.gradcheck: h must be a positive number, got %s", tostring(h)), 2) end
   if limit ~= math.huge and (math.type(limit) ~= "integer" or limit < 1) then

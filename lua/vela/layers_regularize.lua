@@ -35,8 +35,7 @@ function layers.dropout(p, opts)
   if type(p) ~= "number" or not (p >= 0 and p < 1) then
     error(fmt("nn.dropout: p must be a number in [0, 1) (the probability of dropping a unit), got %s", tostring(p)), 2)
   end
-  if opts ~= nil and type(opts) ~= "table" then error(fmt("nn.dropout: opts must be a table, got %s", type(opts)), 2) end
-  opts = opts or {}
+  opts = require("vela.options").check("nn.dropout", opts, {"seed", "device"})
   if opts.seed ~= nil and (math.type(opts.seed) ~= "integer" or opts.seed < 0) then
     error(fmt("nn.dropout: seed must be a non-negative integer, got %s", tostring(opts.seed)), 2)
   end
@@ -86,7 +85,7 @@ end
 -- backward: dy → dx = dy ∘ mask (the forward's mask; the same scaling), or dy in evaluation.
 function Dropout:backward(dy, need_dx)
   assert(self.n, "nn.dropout: backward before forward")
-  if need_dx == false then return nil end
+  if need_dx == false then return end
   if not self.used_mask then return dy end
   local b = self.buf:get(self.n)
   vela.mul(dy, self.used_mask, b.dx)
@@ -144,8 +143,7 @@ function layers.batchnorm(features, opts)
   if math.type(features) ~= "integer" or features < 1 then
     error(fmt("nn.batchnorm: features must be a positive integer (the input's rows), got %s", tostring(features)), 2)
   end
-  if opts ~= nil and type(opts) ~= "table" then error(fmt("nn.batchnorm: opts must be a table, got %s", type(opts)), 2) end
-  opts = opts or {}
+  opts = require("vela.options").check("nn.batchnorm", opts, {"channels", "momentum", "eps", "device"})
   local channels = opts.channels or features
   if math.type(channels) ~= "integer" or channels < 1 or features % channels ~= 0 then
     error(fmt("nn.batchnorm: channels must be a positive integer dividing features (%d), got %s", features,
@@ -225,12 +223,12 @@ function BatchNorm:backward(dy, need_dx)
   if self.used_batch then
     vela.batchnorm_backward(dy, self.x, self.mean, self.var, self.gamma, self.dgamma, self.dbeta,
       need_dx ~= false and b.dx or nil, self.eps, self.group)
-    if need_dx == false then return nil end
+    if need_dx == false then return end
     return b.dx
   end
   vela.batchnorm_backward(dy, self.x, self.running_mean, self.running_var, self.gamma, self.dgamma, self.dbeta, nil,
     self.eps, self.group)
-  if need_dx == false then return nil end
+  if need_dx == false then return end
   self.zero = self.zero or alloc(self.dev, self.channels, 1)
   vela.batchnorm(dy, self.zero, self.running_var, self.gamma, self.zero, b.dx, self.eps, self.group)
   return b.dx

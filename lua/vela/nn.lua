@@ -10,6 +10,7 @@
 -- allocates no device memory. The losses keep their per-sample values on the
 -- device; reading them (a host wait) is left to the caller.
 local vela = require "vela"
+local options = require "vela.options"
 
 local nn = {}
 
@@ -117,7 +118,7 @@ nn.Linear = Linear
 -- f(z, a) writes a ← f(z) and df(z, d) writes d ← f′(z); the layer keeps z.
 function nn.linear(inputs, outputs, activation, opts)
   if type(activation) == "table" then activation, opts = nil, activation end
-  opts = opts or {}
+  opts = options.check("nn.linear", opts, {"seed", "init", "device", "f", "df", "name"})
   local custom
   if opts.f ~= nil or opts.df ~= nil then
     if activation ~= nil then
@@ -257,7 +258,7 @@ function Linear:backward(da, need_dx)
   end
   mm(1, delta, self.xt, 0, self.dw)
   mv(1, delta, ones_on(self.dev, n), 0, self.db)
-  if need_dx == false then return nil end
+  if need_dx == false then return end  -- no value: the prompt prints nothing
   mm(1, self.wt, delta, 0, buf.dx)
   return buf.dx
 end
@@ -374,6 +375,10 @@ end
 
 function Sequential:device() return self.layers[1].dev end
 
+-- net(x) is net:forward(x), as PyTorch's net(x); layer(x) likewise.
+function Sequential:__call(x) return self:forward(x) end
+function Linear:__call(x) return self:forward(x) end
+
 -- forward: x (inputs×n) → output (outputs×n), layer by layer.
 function Sequential:forward(x)
   for i, l in ipairs(self.layers) do
@@ -469,7 +474,10 @@ function Xent:forward(z, labels)
   return b.loss
 end
 
-function Xent:backward() return self.dz end
+function Xent:backward()
+  if not self.dz then error("nn.softmax_xent: backward before forward (loss:forward(z, labels) first)", 2) end
+  return self.dz
+end
 
 -- nn.quadratic(): half the squared error against one-hot targets.
 --   forward: a (k×n), labels (1×n) → loss (1×n), lossᵢ = ½‖aᵢ − yᵢ‖², y = onehot(labels)
@@ -500,7 +508,10 @@ function Quad:forward(a, labels)
   return b.loss
 end
 
-function Quad:backward() return self.da end
+function Quad:backward()
+  if not self.da then error("nn.quadratic: backward before forward (loss:forward(a, labels) first)", 2) end
+  return self.da
+end
 
 nn.losses = {softmax_xent = nn.softmax_xent, quadratic = nn.quadratic}
 
@@ -539,6 +550,9 @@ nn._helpers = layer_helpers
 require("vela.gradcheck").attach(nn)
 require("vela.layers_regularize").attach(nn, layer_helpers)
 require("vela.conv").attach(nn, layer_helpers)
+require("vela.summary").attach(nn, Sequential)
+-- layer(x) is layer:forward(x) for every kind of layer, as net(x) is.
+for _, class in ipairs{nn.Conv2d, nn.Pool, nn.Flatten, nn.Dropout, nn.BatchNorm} do class.__call = Linear.__call end
 
 -- ---------------------------------------------------------------------------
 -- Torch7 and PyTorch names: one clear error naming vela's spelling, instead

@@ -3,6 +3,7 @@
 -- vela.nn attaches these to its own table, so scripts call them as nn.fit etc.;
 -- the layers and losses they drive stay in lua/vela/nn.lua.
 local vela = require "vela"
+local options = require "vela.options"
 
 local training = {}
 
@@ -23,17 +24,33 @@ end
 
 local clock = vela.clock or os.clock
 
--- The arguments every entry point shares, checked before anything runs.
+local matrix_mt = getmetatable(vela.zeros(0, 0, "float32", "cpu"))
+
+-- The arguments every entry point shares, checked before anything runs: a
+-- net, a set (or for nn.predict a matrix of images) on the net's device.
 local function check_net_set(fn, net, set, what)
   if type(net) ~= "table" or type(net.forward) ~= "function" then
     error(fmt("%s: net must be a net (nn.sequential{...}), got %s", fn, type(net)), 3)
   end
+  local images
   if what == "images" then
-    if type(set) ~= "table" or not (set.images or getmetatable(set) == getmetatable(vela.zeros(0, 0, "float32", "cpu"))) then
-      error(fmt("%s: images must be a matrix or a set {images =, n =}, got %s", fn, type(set)), 3)
+    if getmetatable(set) == matrix_mt then images = set
+    elseif type(set) == "table" and getmetatable(set.images) == matrix_mt then images = set.images
+    else
+      error(fmt("%s: images must be a matrix (one sample per column) or a set {images =, n =}, got %s", fn,
+        type(set) == "table" and "a table without images" or type(set)), 3)
     end
   elseif type(set) ~= "table" or set.images == nil or set.labels == nil then
     error(fmt("%s: expected a set {images =, labels =, n =}, got %s", fn, type(set)), 3)
+  else
+    images = set.images
+  end
+  local ok, dev = pcall(net.device, net)
+  if ok and dev and not same_device(images:device(), dev) then
+    local d, nd = images:device():name(), dev:name()
+    error(fmt("%s: the %s on %s but the net is on %s (move one: %s, data.to(sets, '%s') for a whole data set, "
+      .. "or net:to('%s'))", fn, getmetatable(set) == matrix_mt and "images are" or "set is", d, nd,
+      getmetatable(set) == matrix_mt and fmt("x:to('%s')", nd) or fmt("set:to('%s')", nd), nd, d), 3)
   end
 end
 
@@ -147,6 +164,7 @@ end
 -- accuracy in [0, 1], and the mean loss when a loss is given.
 function training.evaluate(net, set, opts)
   check_net_set("nn.evaluate", net, set)
+  options.check("nn.evaluate", opts, {"batch", "loss"})
   host_labels("nn.evaluate", set.labels, net.outputs)
   return in_eval(net, training._evaluate, net, set, opts)
 end
@@ -162,18 +180,24 @@ function training._evaluate(net, set, opts)
   end
   local correct, loss = t.counter:read()
   local n = t.loader.set.n
-  return correct / n, lossfn and loss / t.loader.nbatches or nil
+  if not lossfn then return correct / n end  -- one value: the prompt prints no trailing nil
+  return correct / n, loss / t.loader.nbatches
 end
 
--- nn.predict(net, images [, batch]) → float 1×n of predicted class indices
--- on the device (images: a matrix or a set).
+-- nn.predict(net, images [, batch]) → float 1×n of predicted class indices,
+-- 1-based as the labels and nn.confusion, on the device (images: a matrix of
+-- one sample per column, or a set).
 function training.predict(net, images, batch)
   check_net_set("nn.predict", net, images, "images")
   return in_eval(net, training._predict, net, images, batch)
 end
 
 function training._predict(net, images, batch)
-  local set = images.images and images or {images = images, n = images.cols}
+  local set = getmetatable(images) == matrix_mt and {images = images, n = images.cols} or images
+  set.n = set.n or set.images.cols
+  if batch ~= nil and (math.type(batch) ~= "integer" or batch < 1) then
+    error(fmt("nn.predict: batch must be a positive integer, got %s", tostring(batch)), 3)
+  end
   local data = require "vela.data"
   batch = math.min(batch or 1000, set.n)
   local loader = data.loader({images = set.images, n = set.n}, batch, {shuffle = false})
@@ -202,16 +226,23 @@ function training.confusion(net, set)
   end
   do
     local names = set.classes or {}
-    local function name(i) return (names[i] or tostring(i)):sub(1, 6) end
+    local function name(i) return (names[i] or tostring(i)):sub(1, 5) end
+    -- Cells as wide as the largest count or a (cut) class name, plus a space:
+    -- ten classes fit 80 columns (Fashion-MNIST's names cut to 5 letters).
+    local most = 0
+    for i = 1, k do for j = 1, k do most = math.max(most, counts[i][j]) end end
+    local cw = math.max(#tostring(most), 1) + 1
+    for j = 1, k do cw = math.max(cw, #name(j) + 1) end
+    local cell, label = "%" .. cw .. "s", "%" .. cw .. "d"
     local lines = {"confusion: rows are the true class, columns the predicted one"}
     local head = {fmt("%-7s", "")}
-    for j = 1, k do head[#head + 1] = fmt("%7s", name(j)) end
+    for j = 1, k do head[#head + 1] = fmt(cell, name(j)) end
     head[#head + 1] = "  accuracy"
     lines[#lines + 1] = table.concat(head)
     local right, total = 0, 0
     for i = 1, k do
       local row, n = {fmt("%-7s", name(i))}, 0
-      for j = 1, k do row[#row + 1] = fmt("%7d", counts[i][j]); n = n + counts[i][j] end
+      for j = 1, k do row[#row + 1] = fmt(label, counts[i][j]); n = n + counts[i][j] end
       row[#row + 1] = n > 0 and fmt("  %6.1f%%", 100 * counts[i][i] / n) or "       -"
       lines[#lines + 1] = table.concat(row)
       right, total = right + counts[i][i], total + n
@@ -250,13 +281,22 @@ end
 --   seconds = {…}, cpu_seconds = {…} (processor time of this process, all
 --   threads), examples_per_s = {…}, batch_loss = {…}} per epoch
 --   (batch_loss: the mean loss of each stretch of `every` batches).
+-- The keys nn.fit takes (a key of another module's hook is added here).
+training.fit_options = {"epochs", "batch", "optimizer", "loss", "test", "seed", "schedule", "every", "start",
+  "progress", "output", "shift", "devices", "dist"}
+
 function training.fit(net, train, opts)
   check_net_set("nn.fit", net, train)
-  if opts ~= nil and type(opts) ~= "table" then error(fmt("nn.fit: opts must be a table, got %s", type(opts)), 2) end
-  opts = opts or {}
+  opts = options.check("nn.fit", opts, training.fit_options)
+  if opts.test ~= nil then check_net_set("nn.fit", net, opts.test) end
   local optim = require "vela.optim"
   local data = require "vela.data"
   local epochs, batch, every = opts.epochs or 10, opts.batch or 128, opts.every or 20
+  for name, v in pairs{epochs = epochs, batch = batch, every = every} do
+    if math.type(v) ~= "integer" or v < 1 then
+      error(fmt("nn.fit: %s must be a positive integer, got %s", name, tostring(v)), 2)
+    end
+  end
   local opt = opts.optimizer or optim.sgd{lr = 0.05, momentum = 0.9}
   local lossfn = opts.loss or nn.softmax_xent()
   if type(lossfn) == "string" then
@@ -409,7 +449,8 @@ training.History = {__tostring = function(h)
   if h.test_accuracy[e] then s = s .. fmt(", test %.2f%%", 100 * h.test_accuracy[e]) end
   local total = 0
   for _, t in pairs(h.seconds) do total = total + t end
-  return s .. fmt(", %.2f s (fields loss, train_accuracy, test_accuracy, seconds, batch_loss, lr)", total)
+  -- two lines, each within 80 columns
+  return s .. fmt(", %.2f s\n(fields loss, train_accuracy, test_accuracy, seconds, batch_loss, lr)", total)
 end}
 
 -- help(nn.fit), ?nn.evaluate: documentation for the shell's help.
@@ -418,8 +459,8 @@ if vela.doc then
     "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line. start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run). shift = 2: on-device augmentation (see data.loader). Trains in training mode (net:train(): nn.dropout drops, nn.batchnorm uses batch statistics); the test set is evaluated in evaluation mode. devices = {'cpu', 'vulkan:0'} trains data parallel over those devices (parallel.replicate); dist = true under mpirun shards each batch by rank and averages the gradients (vela.dist), printing from rank 0 only (the train loss and accuracy shown are rank 0's share). A label that is not a class index stops it naming the epoch, the batch and the position (on Vulkan at the next read of the loss: no host wait per batch); so does a loss that is not finite.", training.fit)
   vela.doc("nn.evaluate", "nn.evaluate(net, set [, {batch =, loss =}]) -> accuracy [, mean loss]",
     "The fraction of a set classified right, counted on the device. Every label must be a class index 1..outputs (checked: an error names the first bad position).", training.evaluate)
-  vela.doc("nn.predict", "nn.predict(net, images [, batch]) -> 1×n",
-    "Predicted class indices (1-based) on the device.", training.predict)
+  vela.doc("nn.predict", "nn.predict(net, images [, batch = 1000]) -> 1×n",
+    "Predicted class indices, 1-based as the labels and nn.confusion (argmax of the net's output), in a 1×n matrix on the device; images a matrix (one sample per column) or a set. nn.predict(net, mnist.test.images:columns(1, 5)) -> 1×5. Runs in evaluation mode. PyTorch's net(x).argmax(0) + 1.", training.predict)
   vela.doc("nn.confusion", "nn.confusion(net, set) -> counts",
     "counts[true][predicted], which prints as the confusion table (rows the true class, columns the predicted one) with each class's accuracy. In a script: print(nn.confusion(net, set)).", training.confusion)
 end

@@ -2,6 +2,8 @@
 // sizes, 1-based indices and seeds, each with a message naming the function
 // and the argument.
 #include <cmath>
+#include <cstring>
+#include <string>
 
 #include "lua/check.hpp"
 
@@ -45,6 +47,38 @@ uint64_t check_seed(lua_State* L, int arg, const char* fn) {
     if (!(x >= 0) || x != std::floor(x) || x >= 18446744073709551616.0)
         luaL_error(L, "%s: seed must be a non-negative integer, got %s", fn, luaL_tolstring(L, arg, nullptr));
     return lua_isinteger(L, arg) ? uint64_t(lua_tointeger(L, arg)) : uint64_t(x);
+}
+
+void check_option_keys(lua_State* L, int idx, const char* fn, std::initializer_list<const char*> keys) {
+    idx = lua_absindex(L, idx);
+    bool unknown = false;
+    lua_pushnil(L);
+    while (!unknown && lua_next(L, idx)) {
+        lua_pop(L, 1);
+        bool known = false;
+        if (lua_type(L, -1) == LUA_TSTRING)
+            for (const char* k : keys) known = known || std::strcmp(k, lua_tostring(L, -1)) == 0;
+        if (!known) {
+            unknown = true;
+            lua_pop(L, 1);
+        }
+    }
+    if (!unknown) return;
+    // One wording for Lua's and C's option tables: options.check says it.
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "vela.options");
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1) && lua_getfield(L, -1, "check") == LUA_TFUNCTION) {
+        lua_pushstring(L, fn);
+        lua_pushvalue(L, idx);
+        lua_createtable(L, int(keys.size()), 0);
+        int i = 0;
+        for (const char* k : keys) lua_pushstring(L, k), lua_rawseti(L, -2, ++i);
+        lua_pushinteger(L, 3);  // options.check, this C function, then its Lua caller
+        lua_call(L, 4, 0);      // raises
+    }
+    std::string list;
+    for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+    luaL_error(L, "%s: unknown option in the options table; options: %s", fn, list.c_str());
 }
 
 }  // namespace vela::lua

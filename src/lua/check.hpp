@@ -5,6 +5,7 @@
 // allocation-free: a kernel call is a few pointer checks and one core call.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <lua.hpp>
 
 #include "core/device.hpp"
@@ -60,6 +61,12 @@ int64_t check_size(lua_State* L, int arg, const char* fn, const char* what);
 // A 1-based index into a dimension of extent n, returned 0-based:
 // "get: row 4 is out of range 1..3".
 int64_t check_index(lua_State* L, int arg, const char* fn, const char* what, int64_t n);
+
+// An option table (at idx, a table) whose every key is one of `keys`: an
+// unknown key is the error of lua/vela/options.lua's options.check ("bench:
+// unknown option 'runs' (did you mean 'n'?); options: n, warmup"), raised at
+// the Lua caller. The known-keys path calls no Lua.
+void check_option_keys(lua_State* L, int idx, const char* fn, std::initializer_list<const char*> keys);
 
 // A seed: a non-negative integer.
 uint64_t check_seed(lua_State* L, int arg, const char* fn);

@@ -107,6 +107,14 @@ static int l_compare(lua_State* L) {
     lua_settop(L, 2);
     bool has_inputs = false;
     if (lua_istable(L, 2)) {
+        // A list of devices, or the options form: any named key makes it the options.
+        bool named = false;
+        lua_pushnil(L);
+        while (!named && lua_next(L, 2)) {
+            lua_pop(L, 1);
+            if (lua_type(L, -1) == LUA_TSTRING) named = true, lua_pop(L, 1);
+        }
+        if (named) check_option_keys(L, 2, "compare", {"inputs", "devices"});
         int ti = lua_getfield(L, 2, "inputs");   // 3
         int td = lua_getfield(L, 2, "devices");  // 4
         if (ti != LUA_TNIL || td != LUA_TNIL) {  // the options form

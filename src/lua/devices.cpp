@@ -3,6 +3,7 @@
 // memory.cpp; the timing tools (time, bench, profile, compare) in measure.cpp.
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/ops.hpp"
@@ -140,18 +141,29 @@ static int l_devices(lua_State* L) {
     check_nargs(L, 0);
     // One guarded call: no C++ object may be alive when a later one raises.
     auto [list, current] = guarded(L, [] { return std::make_pair(list_devices(), current_device().name()); });
-    std::vector<std::vector<std::string>> rows = {{"", "id", "name", "type", "driver", "memory", "subgroup", "status"}};
+    // One row per device, within 80 columns; the driver (and why a device is
+    // unusable) on an indented line under it, cut at 80.
+    std::vector<std::vector<std::string>> rows = {{"", "id", "name", "type", "memory", "subgroup", "status"}};
+    std::vector<std::string> details;
     for (const DeviceInfo& i : list) {
         char mem[32];
         // The version often repeats the driver's name ("OpenBLAS 0.3.21 ..."): show it once.
         std::string driver = i.driver_version.rfind(i.driver, 0) == 0
                                  ? i.driver_version
                                  : i.driver + (i.driver_version.empty() ? "" : " " + i.driver_version);
-        rows.push_back({i.id == current ? "*" : "", i.id, clip(i.name, 40), i.type, clip(driver, 32),
+        rows.push_back({i.id == current ? "*" : "", i.id, clip(i.name, 26), i.type,
                         i.memory ? format_bytes(mem, sizeof mem, i.memory) : "-",
-                        i.subgroup ? std::to_string(i.subgroup) : "-", i.usable ? "usable" : "unusable: " + i.reason});
+                        i.subgroup ? std::to_string(i.subgroup) : "-", i.usable ? "usable" : "unusable"});
+        details.push_back(clip("   driver: " + driver + (i.usable ? "" : "; unusable: " + i.reason), 80));
     }
-    std::string report = table_text(rows, {false, false, false, false, false, true, true, false});
+    std::string table = table_text(rows, {false, false, false, false, true, true, false}), report;
+    size_t pos = 0;
+    for (size_t r = 0; pos < table.size(); r++) {
+        size_t nl = table.find('\n', pos);
+        report += table.substr(pos, nl - pos + 1);
+        if (r >= 1 && r - 1 < details.size()) report += details[r - 1] + "\n";
+        pos = nl + 1;
+    }
     lua_createtable(L, int(list.size()), 0);
     std::string ids;
     for (size_t k = 0; k < list.size(); k++) {
@@ -184,13 +196,25 @@ static int l_sync(lua_State* L) {
     return 0;
 }
 
-// threads() -> n; threads(n) sets the cpu device's option "threads" (OpenBLAS and own loops).
+// The machine's cores, as the cpu device counts them for its default thread count.
+static int64_t usable_cores() {
+    unsigned n = std::thread::hardware_concurrency();
+    return n ? int64_t(n) : 1;
+}
+
+// threads() -> n; threads(n) sets the cpu device's option "threads" (OpenBLAS
+// and own loops). More threads than cores is refused, naming the count: the
+// extra threads only wait on each other (threads(1000) ran 4.5x slower).
 static int l_threads(lua_State* L) {
     check_nargs(L, 1);
     int64_t n = 0;
     if (!lua_isnoneornil(L, 1)) {
         n = check_size(L, 1, "threads", "n");
         if (n < 1) luaL_error(L, "threads: n must be at least 1, got 0");
+        int64_t cores = usable_cores();
+        if (n > cores)
+            luaL_error(L, "threads: n is %I but this machine has %I core%s (threads(%I) uses them all)",
+                       lua_Integer(n), lua_Integer(cores), cores == 1 ? "" : "s", lua_Integer(cores));
     }
     lua_pushinteger(L, guarded(L, [&] {
                         Device& cpu = get_device("cpu");
@@ -258,7 +282,8 @@ static void document() {
         "Only timing needs it: reads wait by themselves. cutorch.synchronize / torch.cuda.synchronize.");
     doc("threads", "threads([n]) -> n",
         "Sets (with n) and returns the number of CPU threads used by the cpu "
-        "device, for OpenBLAS and its own loops. torch.setnumthreads.");
+        "device, for OpenBLAS and its own loops. n above the cores this process may use is an error that "
+        "names the count (more threads than cores only wait on each other). torch.setnumthreads.");
     doc("seed", "seed(n)",
         "Sets the default seed: rand/randn without a seed then draw seeds from a sequence "
         "started at n, so a script is reproducible. torch.manualSeed.");

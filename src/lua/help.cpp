@@ -96,67 +96,108 @@ std::string synonyms_of(const std::string& name) {
     return out;
 }
 
+// The width help's lines fit (the terminal's, $COLUMNS, or 80), less one
+// column: a line that fills the last column makes some terminals wrap.
+size_t help_width() { return std::max<size_t>(screen_width(), 40) - 1; }
+
+// One paragraph (no newlines) broken between words into lines of at most
+// `width` columns: the first line starts after `first` columns already
+// used, the others after `indent` spaces (which the lines include). A word
+// longer than a line is cut, so no line is wider.
+std::vector<std::string> wrap(const std::string& para, size_t width, size_t first, size_t indent) {
+    std::vector<std::string> lines;
+    std::string line;
+    size_t used = first, p = 0;
+    auto flush = [&] {
+        lines.push_back(line);
+        line.assign(indent, ' ');
+        used = indent;
+    };
+    while (p < para.size()) {
+        size_t sp = para.find(' ', p);
+        if (sp == std::string::npos) sp = para.size();
+        std::string word = para.substr(p, sp - p);
+        p = sp + 1;
+        if (word.empty()) continue;
+        bool fresh = used == (lines.empty() ? first : indent);
+        if (!fresh && used + 1 + width_of(word) > width) flush(), fresh = true;
+        if (used + width_of(word) > width) word = clip(word, width > used + 1 ? width - used : 2);
+        if (!fresh) line += ' ', used++;
+        line += word;
+        used += width_of(word);
+    }
+    lines.push_back(line);
+    return lines;
+}
+
 // Prints text indented by two spaces, each paragraph (line of the source
-// text) wrapped at 78 columns between words.
+// text) wrapped to the screen between words.
 void print_wrapped(const std::string& text) {
-    const size_t width = 78, indent = 2;
     size_t pos = 0;
     while (pos <= text.size() && !text.empty()) {
         size_t nl = text.find('\n', pos);
         if (nl == std::string::npos) nl = text.size();
-        std::string para = text.substr(pos, nl - pos), line;
-        size_t p = 0;
-        while (p < para.size()) {
-            size_t sp = para.find(' ', p);
-            if (sp == std::string::npos) sp = para.size();
-            std::string word = para.substr(p, sp - p);
-            p = sp + 1;
-            if (!line.empty() && indent + width_of(line) + 1 + width_of(word) > width) {
-                std::printf("  %s\n", line.c_str());
-                line.clear();
-            }
-            if (!line.empty()) line += ' ';
-            line += word;
-        }
-        std::printf("  %s\n", line.c_str());
+        for (const std::string& l : wrap(text.substr(pos, nl - pos), help_width(), 2, 2))
+            std::printf("%s%s\n", l.compare(0, 2, "  ") == 0 ? "" : "  ", l.c_str());
         pos = nl + 1;
     }
 }
 
 void print_entry(const std::string& name, const Entry& e) {
-    std::printf("%s\n", e.signature.empty() ? name.c_str() : e.signature.c_str());
+    for (const std::string& l : wrap(e.signature.empty() ? name : e.signature, help_width(), 0, 4))
+        std::printf("%s\n", l.c_str());
     print_wrapped(e.text);
     // The synonyms, unless the text already names its Torch7/PyTorch twin.
     std::string syn = synonyms_of(name);
     if (!syn.empty() && e.text.find("orch") == std::string::npos) std::printf("  Torch7/PyTorch: %s\n", syn.c_str());
 }
 
-// Wraps `names` after a title column, 78 columns wide.
-void print_group(const std::string& title, const std::vector<std::string>& names) {
+// Wraps `names` after a title column `col` wide, to the screen's width; a
+// title as wide as the column goes on a line of its own (never cut).
+void print_group(const std::string& title, const std::vector<std::string>& names, size_t col) {
     if (names.empty()) return;
-    const size_t col = 14, width = 78;
-    std::string line = title;
-    line.resize(col - 1, ' ');
-    size_t start = line.size();
-    for (const std::string& n : names) {
-        if (line.size() > start && line.size() + 1 + n.size() > width) {
-            std::printf("%s\n", line.c_str());
-            line.assign(col - 1, ' ');
-        }
-        line.append(1, ' ').append(n);
+    std::string joined;
+    for (const std::string& n : names) joined.append(joined.empty() ? "" : " ").append(n);
+    std::string head = title;
+    if (width_of(title) + 1 > col) {
+        std::printf("%s\n", title.c_str());
+        head.clear();
     }
-    std::printf("%s\n", line.c_str());
+    head.resize(col, ' ');
+    std::vector<std::string> lines = wrap(joined, help_width(), col, col);
+    std::printf("%s%s\n", head.c_str(), lines[0].c_str());
+    for (size_t i = 1; i < lines.size(); i++) std::printf("%s\n", lines[i].c_str());
+}
+
+using Group = std::pair<std::string, std::vector<std::string>>;
+
+// Groups under one title each: a module's entries join an area of the same
+// name (the area "data" and data.mnist's module) instead of a second section.
+void add_group(std::vector<Group>& groups, const std::string& title, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    for (Group& g : groups)
+        if (g.first == title) {
+            g.second.insert(g.second.end(), names.begin(), names.end());
+            return;
+        }
+    groups.emplace_back(title, names);
 }
 
 void list_topics() {
     const auto& docs = registry();
     std::set<std::string> listed;
-    std::printf("vela %s: help(f), help \"name\" or ?name shows one entry; help(nn) a module.\n\n", VELA_VERSION);
+    std::vector<Group> groups;
+    for (const std::string& l : wrap(std::string("vela ") + VELA_VERSION +
+                                          ": help(f), help \"name\" or ?name shows one entry; ??name a Lua "
+                                          "function's source; help(nn) a module.",
+                                      help_width(), 0, 0))
+        std::printf("%s\n", l.c_str());
+    std::printf("\n");
     for (const Area& a : areas()) {
         std::vector<std::string> names;
         for (const char* n : a.names)
             if (docs.count(n) && listed.insert(n).second) names.push_back(n);
-        print_group(a.title, names);
+        add_group(groups, a.title, names);
     }
     // Prefixed names group by their owner: Matrix methods, then each module.
     std::map<std::string, std::vector<std::string>> owners;
@@ -173,10 +214,14 @@ void list_topics() {
             other.push_back(name);
         }
     }
-    if (owners.count("Matrix")) print_group("Matrix", owners["Matrix"]);
+    if (owners.count("Matrix")) add_group(groups, "Matrix", owners["Matrix"]);
     for (const auto& [owner, names] : owners)
-        if (owner != "Matrix") print_group(owner, names);
-    print_group("other", other);
+        if (owner != "Matrix") add_group(groups, owner, names);
+    add_group(groups, "other", other);
+    // The title column fits the longest title up to 18; a longer one takes its own line.
+    size_t col = 10;
+    for (const Group& g : groups) col = std::max(col, std::min<size_t>(width_of(g.first) + 2, 18));
+    for (const Group& g : groups) print_group(g.first, g.second, col);
 }
 
 // Entries under a module or class name: "nn" lists nn.*, "Matrix" Matrix:*.
@@ -190,10 +235,23 @@ bool list_owner(const std::string& owner) {
     for (const std::string& n : names) {
         const Entry& e = registry().at(n);
         std::string first = e.text.substr(0, e.text.find('\n'));
-        // Pad by display width, not bytes: signatures hold × and other multi-byte characters.
+        // Pad by display width, not bytes: signatures hold × and other multi-byte
+        // characters. The text wraps under its column; after a signature too long
+        // for the column (or on a narrow screen) it starts on the next line.
         const std::string& sig = e.signature.empty() ? n : e.signature;
-        size_t w = width_of(sig);
-        std::printf("%s%s %s\n", sig.c_str(), std::string(w < 34 ? 34 - w : 0, ' ').c_str(), first.c_str());
+        size_t w = width_of(sig), col = help_width() >= 70 ? 35 : 4;
+        std::vector<std::string> sig_lines = wrap(sig, help_width(), 0, 4);
+        for (size_t i = 0; i + 1 < sig_lines.size(); i++) std::printf("%s\n", sig_lines[i].c_str());
+        w = width_of(sig_lines.back());
+        std::vector<std::string> text = wrap(first, help_width(), w + 1 <= col ? col : help_width(), col);
+        if (w + 1 <= col) {
+            std::printf("%s%s%s\n", sig_lines.back().c_str(), std::string(col - w, ' ').c_str(), text[0].c_str());
+        } else {
+            std::printf("%s\n", sig_lines.back().c_str());
+            text = wrap(first, help_width(), col, col);
+            std::printf("%s%s\n", std::string(col, ' ').c_str(), text[0].c_str());
+        }
+        for (size_t i = 1; i < text.size(); i++) std::printf("%s\n", text[i].c_str());
     }
     return true;
 }
@@ -244,7 +302,50 @@ std::string global_name_of(lua_State* L, int idx) {
     return found;
 }
 
+// ??name (help(name, "source")): the Lua source of a Lua function, read from
+// its file between the lines the debug info gives; a built-in says so.
+void show_source(lua_State* L) {
+    std::string name = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : name_of(L, 1);
+    if (lua_type(L, 1) == LUA_TSTRING) help::push_named(L, name);
+    else lua_pushvalue(L, 1);
+    if (name.empty()) name = "this function";
+    if (!lua_isfunction(L, -1)) {
+        std::printf("??%s: %s\n", name.c_str(),
+                    lua_isnil(L, -1) ? "no function of that name (help() lists every topic)" : "not a function");
+        lua_pop(L, 1);
+        return;
+    }
+    lua_Debug ar;
+    lua_getinfo(L, ">S", &ar);
+    if (ar.what[0] == 'C') {
+        std::printf("%s is built in (C++): no Lua source to show; its documentation:\n", name.c_str());
+        if (registry().count(name)) print_entry(name, registry().at(name));
+        return;
+    }
+    FILE* f = ar.source[0] == '@' ? std::fopen(ar.source + 1, "r") : nullptr;
+    if (!f) {
+        std::printf("%s was defined at %s:%d; its source is not kept (typed at the prompt or loaded from a string)\n",
+                    name.c_str(), ar.short_src, ar.linedefined);
+        return;
+    }
+    std::printf("-- %s, %s:%d-%d\n", name.c_str(), ar.source + 1, ar.linedefined, ar.lastlinedefined);
+    char buf[4096];
+    int line = 0;
+    bool at_start = true;
+    while (std::fgets(buf, sizeof buf, f)) {
+        if (at_start) line++;
+        at_start = std::strchr(buf, '\n') != nullptr;
+        if (line >= ar.linedefined && line <= ar.lastlinedefined) std::fputs(buf, stdout);
+        if (line > ar.lastlinedefined) break;
+    }
+    std::fclose(f);
+}
+
 int l_help(lua_State* L) {
+    if (lua_type(L, 2) == LUA_TSTRING && std::strcmp(lua_tostring(L, 2), "source") == 0) {
+        show_source(L);
+        return 0;
+    }
     int t = lua_type(L, 1);
     if (t == LUA_TNONE) {
         list_topics();
@@ -322,9 +423,11 @@ const luaL_Reg help_funcs[] = {
 
 void open_help(lua_State* L) {
     luaL_setfuncs(L, help_funcs, 0);
-    doc("help", "help([f | \"name\" | module])",
+    doc("help", "help([f | \"name\" | module] [, \"source\"])",
         "Prints the signature and documentation of f, or of the entry called name\n"
-        "(?name at the prompt does the same); help(nn) lists a module, help() every topic.");
+        "(?name at the prompt does the same); help(nn) lists a module, help() every topic, each wrapped to the\n"
+        "terminal's width. help(f, \"source\") (??name at the prompt) prints the Lua source of a Lua function,\n"
+        "e.g. ??nn.linear.");
     doc("doc", "vela.doc(name, signature, text [, fn])  |  vela.doc(fn) -> name  |  vela.doc(name) -> signature, text",
         "Registers documentation for Lua code, so help(fn) and ?name find it. With one argument it asks: the\n"
         "name a function is documented under, or a name's signature and text (nil when undocumented).");

@@ -124,6 +124,25 @@ std::string name_of(lua_State* L, int idx) {
     return found;
 }
 
+void push_named(lua_State* L, const std::string& name) {
+    resolve(L, name);
+    if (!lua_isnil(L, -1)) return;
+    lua_pop(L, 1);
+    name_of(L, LUA_REGISTRYINDEX);  // a value no entry names: the miss fills the cache with every documented function
+    push_cache(L);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        if (lua_type(L, -1) == LUA_TSTRING && name == lua_tostring(L, -1)) {
+            lua_pop(L, 1);
+            lua_remove(L, -2);
+            return;  // the key: the function
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    lua_pushnil(L);
+}
+
 // vela.doc(name, signature, text [, fn]): documents Lua code the way the
 // C++ bindings document theirs; fn, when given, is tied to the entry at once.
 // vela.doc(fn) -> the name fn is documented under, or nil; vela.doc(name) ->

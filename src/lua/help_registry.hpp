@@ -23,6 +23,11 @@ bool split_name(const std::string& name, std::string& owner, std::string& field,
 // The documented name of the value at idx, or "".
 std::string name_of(lua_State* L, int idx);
 
+// Pushes the function or value a name refers to now ("nn.linear",
+// "net:forward", "myfn"), or nil: the globals and modules, then the functions
+// vela.doc tied to a name.
+void push_named(lua_State* L, const std::string& name);
+
 // vela.doc(name, signature, text [, fn]), vela.doc(fn), vela.doc(name) (help_registry.cpp).
 int l_doc(lua_State* L);
 

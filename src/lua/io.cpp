@@ -54,6 +54,11 @@ void save_value(lua_State* L) {
         if (ends_with(path, ".npz"))
             throw Error(what + " ends in .npz but the value is one matrix (give a table of named matrices, or "
                                "name the file .npy)");
+        // An extension other than .npy (x.txt, x.csv) would hold NumPy bytes by surprise; none is left as given.
+        std::string base = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+        if (base.find('.') != std::string::npos && base.find_last_of('.') > 0 && !ends_with(path, ".npy"))
+            throw Error(what + ": a matrix is written as NumPy .npy; name the file ….npy (a table of named "
+                               "matrices: .npz)");
         check_live("save", "m", *m);
         files::Writer w(path, what);
         std::string header = npy::header_for(*m);
@@ -66,6 +71,9 @@ void save_value(lua_State* L) {
     if (!lua_istable(L, 2))
         throw Error(std::string("save: the value must be a matrix (.npy) or a table of named matrices (.npz), got ") +
                     luaL_typename(L, 2));
+    lua_pushnil(L);
+    if (!lua_next(L, 2)) throw Error(what + ": the table is empty, nothing to write (give {name = m, ...})");
+    lua_pop(L, 2);
     std::map<std::string, npz::Member> entries;  // sorted by name: the file does not depend on table order
     lua_pushnil(L);
     while (lua_next(L, 2)) {

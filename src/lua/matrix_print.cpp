@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/ops.hpp"
 #include "lua/check.hpp"
+#include "lua/text.hpp"
 #include "lua/vela.hpp"
 
 namespace vela::lua {
@@ -23,9 +24,11 @@ namespace vela::lua {
 // are not all integers and their magnitudes differ widely (the largest at
 // least 10⁵ times the smallest, or ≥ 10⁵, or < 10⁻³), a scale line such as
 // "1e+06 *" comes first and the values are printed divided by it, as Torch7
-// prints them.
+// prints them. No line is wider than `linewidth` (0: the screen's width,
+// text.hpp's screen_width): wider rows print in blocks of columns, each
+// under a "Columns 3 to 5" line, as Torch7 prints them.
 struct PrintOptions {
-    int64_t rows = 6, cols = 6, threshold = 1000, precision = 6;
+    int64_t rows = 6, cols = 6, threshold = 1000, precision = 6, linewidth = 0;
     bool full = false;
 };
 static PrintOptions opts;
@@ -141,20 +144,38 @@ int matrix_tostring(lua_State* L) {
         luaL_addstring(&b, cells->scale);
     }
     auto cell = [&](int64_t i, int64_t j) { return text + size_t(i * nc_shown + j) * kCell; };
-    for (int64_t i = 0; i < nr_shown; i++) {
-        if (rs.elided() && i == rs.a) {
-            luaL_addchar(&b, '\n');
-            for (int64_t j = 0; j < nc_shown; j++) {
-                if (cs.elided() && j == cs.a) luaL_addstring(&b, "  ⋱");
-                luaL_addstring(&b, "  ");
-                add_padded(&b, "⋮", width, 1);
-            }
+    // Blocks of shown columns [j0, j1), each as wide as the line allows: a
+    // column takes 2 + width cells, the ⋯ before the elided tail 3 more.
+    size_t line = opts.linewidth > 0 ? size_t(opts.linewidth) : screen_width();
+    std::vector<int64_t> starts{0};
+    for (int64_t j = 0, used = 0; j < nc_shown; j++) {
+        int64_t need = int64_t(width) + 2 + (cs.elided() && j == cs.a ? 3 : 0);
+        if (used > 0 && size_t(used + need) > line) starts.push_back(j), used = need - (cs.elided() && j == cs.a ? 3 : 0);
+        else used += need;
+    }
+    starts.push_back(nc_shown);
+    auto real = [&](int64_t j) { return lua_Integer(j < cs.a ? j + 1 : cs.b + (j - cs.a) + 1); };
+    for (size_t blk = 0; blk + 1 < starts.size(); blk++) {
+        int64_t j0 = starts[blk], j1 = starts[blk + 1];
+        if (starts.size() > 2) {
+            lua_pushfstring(L, "%s\nColumns %I to %I", blk ? "\n" : "", real(j0), real(j1 - 1));
+            luaL_addvalue(&b);
         }
-        luaL_addchar(&b, '\n');
-        for (int64_t j = 0; j < nc_shown; j++) {
-            if (cs.elided() && j == cs.a) luaL_addstring(&b, "  ⋯");
-            luaL_addstring(&b, "  ");
-            add_padded(&b, cell(i, j), width, std::strlen(cell(i, j)));
+        for (int64_t i = 0; i < nr_shown; i++) {
+            if (rs.elided() && i == rs.a) {
+                luaL_addchar(&b, '\n');
+                for (int64_t j = j0; j < j1; j++) {
+                    if (cs.elided() && j == cs.a && j > j0) luaL_addstring(&b, "  ⋱");
+                    luaL_addstring(&b, "  ");
+                    add_padded(&b, "⋮", width, 1);
+                }
+            }
+            luaL_addchar(&b, '\n');
+            for (int64_t j = j0; j < j1; j++) {
+                if (cs.elided() && j == cs.a && j > j0) luaL_addstring(&b, "  ⋯");
+                luaL_addstring(&b, "  ");
+                add_padded(&b, cell(i, j), width, std::strlen(cell(i, j)));
+            }
         }
     }
     luaL_pushresult(&b);
@@ -163,11 +184,12 @@ int matrix_tostring(lua_State* L) {
 }
 
 static void push_options(lua_State* L) {
-    lua_createtable(L, 0, 5);
+    lua_createtable(L, 0, 6);
     lua_pushinteger(L, opts.rows), lua_setfield(L, -2, "rows");
     lua_pushinteger(L, opts.cols), lua_setfield(L, -2, "cols");
     lua_pushinteger(L, opts.threshold), lua_setfield(L, -2, "threshold");
     lua_pushinteger(L, opts.precision), lua_setfield(L, -2, "precision");
+    lua_pushinteger(L, opts.linewidth), lua_setfield(L, -2, "linewidth");
     lua_pushboolean(L, opts.full), lua_setfield(L, -2, "full");
 }
 
@@ -180,6 +202,7 @@ static int l_printopts(lua_State* L) {
         opts = PrintOptions{};
     } else if (!lua_isnoneornil(L, 1)) {
         luaL_checktype(L, 1, LUA_TTABLE);
+        check_option_keys(L, 1, "printopts", {"rows", "cols", "threshold", "precision", "linewidth", "full"});
         PrintOptions o = opts;
         lua_pushnil(L);
         while (lua_next(L, 1)) {
@@ -188,10 +211,16 @@ static int l_printopts(lua_State* L) {
                              : std::strcmp(k, "cols") == 0      ? &o.cols
                              : std::strcmp(k, "threshold") == 0 ? &o.threshold
                              : std::strcmp(k, "precision") == 0 ? &o.precision
+                             : std::strcmp(k, "linewidth") == 0 ? &o.linewidth
                                                                 : nullptr;
             if (field) {
-                if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < (field == &o.threshold ? 0 : 1))
-                    return luaL_error(L, "printopts: %s must be a positive integer, got %s", k,
+                bool zero_ok = field == &o.threshold || field == &o.linewidth;
+                if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < (zero_ok ? 0 : 1) ||
+                    (field == &o.linewidth && lua_tointeger(L, -1) > 0 && lua_tointeger(L, -1) < 20))
+                    return luaL_error(L, "printopts: %s must be %s, got %s", k,
+                                      field == &o.linewidth ? "0 (the screen's width) or at least 20"
+                                      : zero_ok             ? "a non-negative integer"
+                                                            : "a positive integer",
                                       luaL_tolstring(L, -1, nullptr));
                 *field = lua_tointeger(L, -1);
                 if (field == &o.precision && *field > 17) *field = 17;
@@ -211,11 +240,13 @@ static int l_printopts(lua_State* L) {
 void open_print(lua_State* L) {
     lua_pushcfunction(L, l_printopts);
     lua_setfield(L, -2, "printopts");
-    doc("printopts", "printopts([{rows = 6, cols = 6, threshold = 1000, precision = 6, full = false}] | \"default\") -> options",
+    doc("printopts", "printopts([{rows = 6, cols = 6, threshold = 1000, precision = 6, linewidth = 0, full = false}] | \"default\") -> options",
         "How matrices print (torch.set_printoptions, numpy.set_printoptions): up to `threshold` elements print "
         "whole; a larger matrix shows its first and last rows/2 rows and cols/2 columns; full = true prints "
         "everything; precision is in significant digits. Values of widely different magnitudes print under a "
-        "scale line (\"1e+06 *\"), as Torch7 prints them. printopts(\"default\") restores these; printopts() "
+        "scale line (\"1e+06 *\"), as Torch7 prints them. No line is wider than linewidth (0: the "
+        "terminal's width, else $COLUMNS, else 80): wider rows print in blocks of columns under \"Columns 1 to 8\" "
+        "lines, as Torch7 prints them (numpy's linewidth). printopts(\"default\") restores these; printopts() "
         "returns the options now.");
 }
 

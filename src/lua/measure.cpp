@@ -66,6 +66,7 @@ static int l_bench(lua_State* L) {
     int64_t n = 0, warmup = 1;
     if (!lua_isnoneornil(L, 2)) {
         luaL_checktype(L, 2, LUA_TTABLE);
+        check_option_keys(L, 2, "bench", {"n", "warmup"});
         if (lua_getfield(L, 2, "n") != LUA_TNIL) {
             n = check_size(L, 3, "bench", "n");
             if (n < 1) luaL_error(L, "bench: n must be at least 1, got 0");
@@ -158,9 +159,13 @@ static void profile_report(lua_State* L, const std::map<Device*, DeviceStats>& b
         if (!r.bytes) total += r.ms, calls += r.calls;
     std::vector<std::vector<std::string>> table = {{"kernel", "device", "total ms", "calls", "share"}};
     char b[32];
+    // A transfer's row says its direction: host → device (upload), device → host (download).
+    auto direction = [](const ProfileRow& r) {
+        return r.kernel == "upload" ? "host → " + r.device : r.device + " → host";
+    };
     for (const ProfileRow& r : rows)
         if (r.bytes)
-            table.push_back({r.kernel, r.device, "", std::to_string(r.calls), format_bytes(b, sizeof b, r.bytes)});
+            table.push_back({r.kernel, direction(r), "", std::to_string(r.calls), format_bytes(b, sizeof b, r.bytes)});
         else
             table.push_back({r.kernel, r.device, format("%.3f", r.ms), std::to_string(r.calls),
                              format("%.1f%%", total > 0 ? 100.0 * r.ms / total : 0.0)});
@@ -175,6 +180,7 @@ static void profile_report(lua_State* L, const std::map<Device*, DeviceStats>& b
         lua_pushinteger(L, rows[k].calls), lua_setfield(L, -2, "calls");
         if (rows[k].bytes) {
             lua_pushinteger(L, lua_Integer(rows[k].bytes)), lua_setfield(L, -2, "bytes");
+            lua_pushstring(L, direction(rows[k]).c_str()), lua_setfield(L, -2, "direction");
         } else {
             lua_pushnumber(L, rows[k].ms), lua_setfield(L, -2, "ms");
             lua_pushnumber(L, total > 0 ? rows[k].ms / total : 0.0), lua_setfield(L, -2, "share");
@@ -260,7 +266,7 @@ static void document() {
     doc("profile", "profile(fn) -> {{kernel=, device=, ms=, calls=, share=}, ..., wall=, device_ms=}",
         "Runs fn with per-kernel device time on every open device (timestamp queries on Vulkan, wall time per "
         "kernel on the cpu), each kernel named after your call (axpy is axpy on every device) and counted once per "
-        "call; rows \"upload\"/\"download\" (calls, bytes) only where bytes moved. wall: seconds including the "
+        "call; rows \"upload\"/\"download\" (calls, bytes) only where bytes moved, each with its direction (host → vulkan:0, vulkan:0 → host; row.direction). wall: seconds including the "
         "device work fn queued (profile waits for it). Returns the rows, which print as a table. Example: "
         "x, w, c = rand(256, 128, 1), rand(64, 256, 2), zeros(64, 128); profile(function() for i = 1, 20 do "
         "mm(w, x, c) end end)");

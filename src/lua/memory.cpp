@@ -259,6 +259,7 @@ static int l_who(lua_State* L) {
     bool all = false;
     if (!lua_isnoneornil(L, 1)) {
         luaL_checktype(L, 1, LUA_TTABLE);
+        check_option_keys(L, 1, "who", {"all"});
         lua_getfield(L, 1, "all");
         all = lua_toboolean(L, -1);
         lua_pop(L, 1);

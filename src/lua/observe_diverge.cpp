@@ -213,6 +213,7 @@ int l_diverge(lua_State* L) {
     double rtol = 1e-4, atol = 0;
     if (!lua_isnoneornil(L, 2)) {
         luaL_checktype(L, 2, LUA_TTABLE);
+        check_option_keys(L, 2, "diverge", {"ref", "rtol", "atol"});
         if (lua_getfield(L, 2, "ref") == LUA_TSTRING) {
             std::string spec = lua_tostring(L, -1);
             ref = guarded(L, [&] {

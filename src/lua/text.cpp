@@ -1,9 +1,13 @@
 // The text helpers of lua/text.hpp.
 #include "lua/text.hpp"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 namespace vela::lua {
 
@@ -38,6 +42,17 @@ std::string format_seconds(double s, bool brief) {
 void out(const std::string& s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
+}
+
+size_t screen_width() {
+    winsize ws{};
+    if (isatty(1) && ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
+    if (const char* c = std::getenv("COLUMNS")) {
+        char* end = nullptr;
+        long n = std::strtol(c, &end, 10);
+        if (end != c && *end == '\0' && n >= 20 && n <= 10000) return size_t(n);
+    }
+    return 80;
 }
 
 // Display width of UTF-8 text (×, µ, … count as one column).

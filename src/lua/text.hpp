@@ -28,6 +28,10 @@ void out(const std::string& s);
 // error shows as "<__tostring failed: ...>".
 std::string safe_tostring(lua_State* L, int idx);
 
+// The width printed text must fit: the terminal's columns when stdout is a
+// terminal, else $COLUMNS when it is a number, else 80.
+size_t screen_width();
+
 // Display width of UTF-8 text (×, µ, … count as one column).
 size_t width_of(const std::string& s);
 

@@ -141,6 +141,7 @@ int l_map(lua_State* L) {
     size_t len = 0;
     const char* expr = luaL_checklstring(L, 1, &len);
     int o = lua_isnoneornil(L, 2) ? 0 : (luaL_checktype(L, 2, LUA_TTABLE), 2);
+    if (o) check_option_keys(L, o, "map", {"name", "doc"});
     const char *name, *doc_text;
     read_name_doc(L, o, "map", &name, &doc_text);
     Spec* sp = new_spec(L);

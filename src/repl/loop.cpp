@@ -92,8 +92,11 @@ int read_command(lua_State* L, LineEditor& ed, Command& cmd) {
         std::string name = rtrim(code.substr(1));
         size_t b = name.find_first_not_of(" \t");
         cmd.print = false;
+        // ??name: the Lua source of a Lua function.
+        bool source = b != std::string::npos && name[b] == '?';
+        if (source) b = name.find_first_not_of(" \t", b + 1);
         if (b != std::string::npos) cmd.arg = name.substr(b);
-        const char* call = b == std::string::npos ? "help()" : "help(...)";
+        const char* call = b == std::string::npos ? "help()" : source ? "help(..., 'source')" : "help(...)";
         return luaL_loadbuffer(L, call, std::strlen(call), "=stdin");
     }
     if (code[0] == '=') code = code.substr(1);  // lua 5.2 habit: =expr

@@ -55,6 +55,7 @@ double VulkanDevice::reduce(Reduce op, const Matrix& x, const Matrix* y) {
     uint32_t groups = record_reduce(*this, uint32_t(op), x, op == Reduce::dot ? y : nullptr, out);
     stream_.before_host_read(buffer(out));
     stream_.report_checks();  // a bad index that finished kernels found (vulkan/stream.hpp)
+    stream_.count_transfer(false, uint64_t(groups) * sizeof(float));  // the partials read: trace and stats count it
     const float* part = reinterpret_cast<const float*>(buffer(out).alloc.mapped);
     double s = 0;
     for (uint32_t g = 0; g < groups; ++g) s += part[g];
@@ -94,6 +95,7 @@ int64_t VulkanDevice::imax(const Matrix& x) {
     uint32_t groups = record_reduce(*this, 4, x, nullptr, out);
     stream_.before_host_read(buffer(out));
     stream_.report_checks();
+    stream_.count_transfer(false, uint64_t(groups) * (sizeof(float) + sizeof(uint32_t)));  // values and indices read
     const float* val = reinterpret_cast<const float*>(buffer(out).alloc.mapped);
     const uint32_t* idx = reinterpret_cast<const uint32_t*>(val + groups);
     // Partials come from disjoint strided shares: take the largest, the lowest index on ties.

@@ -47,6 +47,7 @@ for _, id in ipairs(ids) do
   end)
 
   t.test(D .. "up to 1,000 elements print whole; printopts changes it", function()
+    printopts{linewidth = 400}  -- rows of 100 columns on one line (test_print_width.lua checks the blocks)
     local _, lines = tostring(ones(7, 2)):gsub("\n", "")
     assert(lines == 7, "ones(7, 2) prints whole")
     _, lines = tostring(ones(10, 100)):gsub("\n", "")

@@ -140,14 +140,14 @@ Result run_program(const std::string& program, const std::vector<std::string>& a
     return r;
 }
 
-Pty::Pty(const std::vector<std::string>& args, const std::map<std::string, std::string>& env)
+Pty::Pty(const std::vector<std::string>& args, const std::map<std::string, std::string>& env, int columns)
     : history_(scratch_history()) {
     std::map<std::string, std::string> e = env;
     if (!e.count("VELA_HISTORY")) e["VELA_HISTORY"] = history_;
     if (!e.count("TERM")) e["TERM"] = "xterm";
     winsize ws{};
     ws.ws_row = 40;
-    ws.ws_col = 100;
+    ws.ws_col = static_cast<unsigned short>(columns);
     pid_ = forkpty(&master_, nullptr, nullptr, &ws);
     if (pid_ < 0) throw std::runtime_error("forkpty failed");
     if (pid_ == 0) exec_vela(args, e);

@@ -31,7 +31,9 @@ struct TempFile {
 
 class Pty {
 public:
-    explicit Pty(const std::vector<std::string>& args = {}, const std::map<std::string, std::string>& env = {});
+    // A terminal of `columns` columns (and 40 rows).
+    explicit Pty(const std::vector<std::string>& args = {}, const std::map<std::string, std::string>& env = {},
+                 int columns = 100);
     ~Pty();
     Pty(const Pty&) = delete;
     Pty& operator=(const Pty&) = delete;

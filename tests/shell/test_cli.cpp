@@ -314,7 +314,7 @@ TEST_CASE("cli: nn.fit redirected writes one line per epoch, no bar, no escapes"
     CHECK(r.out.find("ETA") == std::string::npos);
     size_t lines = 0;
     for (char c : r.out) lines += c == '\n';
-    CHECK(lines == 4);  // three epochs and the history's line
+    CHECK(lines == 5);  // three epochs and the history's two lines
     CHECK(r.out.find("history of 3 epochs (1..3)") != std::string::npos);
 }
 

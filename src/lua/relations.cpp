@@ -4,7 +4,7 @@
 // 1×1 matrix on the first one's device, broadcast by the kernel (no matrix of
 // copies); a row or column vector broadcasts the same way (NumPy's rule in 2-D).
 //   gt(a, b [, c]) -> c | a new matrix     (torch.gt; c given: written into c)
-//   a:gt(b) -> a new matrix                 (torch x:gt(y))
+//   a:gt(b [, c]) -> the same as a method    (torch x:gt(y))
 //   pow(x, p [, y]) -> y | x                (a kernel: into y, or x itself when y is absent)
 //   x:pow(p) -> x (in place, Torch7), x ^ p and p ^ x -> a new matrix
 // `==` on two matrices stays Lua's identity test (the same userdata), as ?eq says.
@@ -49,7 +49,7 @@ Matrix apply_new(Binary op, const char* fn, const Matrix& a, const Matrix& b) {
     return c;
 }
 
-// gt(a, b [, c]) and the others: into c when given, else a new matrix.
+// gt(a, b [, c]) and the others, also as methods a:gt(b [, c]): into c when given, else a new matrix.
 template <Binary op>
 int l_compare(lua_State* L) {
     const char* fn = binary_name(op);
@@ -62,17 +62,6 @@ int l_compare(lua_State* L) {
         lua_settop(L, 3);
         return 1;
     }
-    push_matrix(L, guarded(L, fn, [&] { return apply_new(op, fn, a, as_matrix(b, fn, a)); }));
-    return 1;
-}
-
-// a:gt(b): a new matrix.
-template <Binary op>
-int m_compare(lua_State* L) {
-    const char* fn = binary_name(op);
-    check_method_nargs(L, 1);
-    Matrix& a = check_matrix(L, 1);
-    Operand b = operand(L, 2, fn);
     push_matrix(L, guarded(L, fn, [&] { return apply_new(op, fn, a, as_matrix(b, fn, a)); }));
     return 1;
 }
@@ -131,8 +120,8 @@ void document() {
         if (ops[k] == Binary::eq)
             text[k] += ". `a == b` is not eq: on two matrices it is Lua's identity test (the same matrix object), "
                        "true or false; eq compares values";
-        msig[k] = "a:" + n + "(b) -> matrix of 0/1";
-        mtext[k] = n + "(a, b) as a method: a new matrix (a is not changed).";
+        msig[k] = "a:" + n + "(b [, c]) -> matrix of 0/1";
+        mtext[k] = n + "(a, b [, c]) as a method: a new matrix, or c (a is not changed).";
         doc(binary_name(ops[k]), sig[k].c_str(), text[k].c_str());
         doc(("Matrix:" + n).c_str(), msig[k].c_str(), mtext[k].c_str());
     }
@@ -152,9 +141,9 @@ void open_relations(lua_State* L) {
                                          {"eq", l_compare<Binary::eq>}, {"ne", l_compare<Binary::ne>},
                                          {"pow", l_pow},                {nullptr, nullptr}};
     luaL_setfuncs(L, functions, 0);
-    static const luaL_Reg methods[] = {{"gt", m_compare<Binary::gt>}, {"lt", m_compare<Binary::lt>},
-                                       {"ge", m_compare<Binary::ge>}, {"le", m_compare<Binary::le>},
-                                       {"eq", m_compare<Binary::eq>}, {"ne", m_compare<Binary::ne>},
+    static const luaL_Reg methods[] = {{"gt", l_compare<Binary::gt>}, {"lt", l_compare<Binary::lt>},
+                                       {"ge", l_compare<Binary::ge>}, {"le", l_compare<Binary::le>},
+                                       {"eq", l_compare<Binary::eq>}, {"ne", l_compare<Binary::ne>},
                                        {"pow", m_pow},                {"__pow", m_pow_operator},
                                        {nullptr, nullptr}};
     luaL_getmetatable(L, kMatrixType);

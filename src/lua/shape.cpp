@@ -81,15 +81,11 @@ int l_reshape(lua_State* L) {
     return 1;
 }
 
-// x:view(r, c) (a reshaped view, never a copy) or x:view(i, j, rows, cols) (the
-// block view of matrix.cpp, upvalue 1).
-int m_view(lua_State* L) {
-    if (lua_gettop(L) != 3) {
-        lua_pushvalue(L, lua_upvalueindex(1));
-        lua_insert(L, 1);
-        lua_call(L, lua_gettop(L) - 1, 1);
-        return 1;
-    }
+}  // namespace
+
+// x:view(r, c): the reshaped view, never a copy (matrix.cpp's m:view calls it
+// for two numbers; four are its block view).
+int view_reshaped(lua_State* L) {
     Matrix& x = check_matrix(L, 1);
     int64_t r, c;
     new_shape(L, 2, "m:view", x, r, c);
@@ -102,6 +98,8 @@ int m_view(lua_State* L) {
     push_matrix(L, reshaped(x, r, c));
     return 1;
 }
+
+namespace {
 
 int l_transpose(lua_State* L) {
     check_nargs(L, 3);
@@ -281,9 +279,6 @@ void open_shape(lua_State* L) {
                                        {"sub", m_sub},       {nullptr, nullptr}};
     luaL_getmetatable(L, kMatrixType);
     luaL_setfuncs(L, methods, 0);
-    lua_getfield(L, -1, "view");  // the block view of matrix.cpp
-    lua_pushcclosure(L, m_view, 1);
-    lua_setfield(L, -2, "view");
     lua_pop(L, 1);
     document();
 }

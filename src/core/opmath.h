@@ -355,7 +355,7 @@ VELA_INLINE float pow_f(float x, float y) {
     float g = exp_f(y * log_f(ax));
     g = ax == 1.0f ? 1.0f : g;
     g = x < 0.0f && integral && !big && (yi & 1) != 0 ? -g : g;  // an odd power keeps the sign
-    g = x < 0.0f && !integral ? as_float(2143289344) : g;      // NaN
+    g = x < 0.0f && !integral ? as_float(2143289344) : g;        // NaN
     g = isnan_f(x) || ynan ? x + y : g;
     return by_products ? rs : g;
 }

@@ -42,9 +42,10 @@ void broadcast_shape(const char* fn, const Matrix& a, const Matrix& b, int64_t& 
         return false;
     };
     if (!dim(a.rows, b.rows, rows) || !dim(a.cols, b.cols, cols))
-        fail("%s: a is %s but b is %s (shapes must match, or broadcast: a dimension of 1 in one operand "
-             "stretches to the other's, as in NumPy, e.g. m×n with m×1, 1×n or 1×1)",
-             fn, describe(a).c_str(), describe(b).c_str());
+        fail(
+            "%s: a is %s but b is %s (shapes must match, or broadcast: a dimension of 1 in one operand "
+            "stretches to the other's, as in NumPy, e.g. m×n with m×1, 1×n or 1×1)",
+            fn, describe(a).c_str(), describe(b).c_str());
 }
 
 void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
@@ -57,7 +58,9 @@ void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
     broadcast_shape(fn, a, b, rows, cols);
     if (rows == a.rows && cols == a.cols) {  // no broadcast of a: b and c may be vectors in any orientation
         Matrix tb, tc;
-        const Matrix& bb = b.rows == rows && b.cols == cols ? b : b.is_vector() && b.size() == a.size() ? tb = b.t() : b;
+        const Matrix& bb = b.rows == rows && b.cols == cols        ? b
+                           : b.is_vector() && b.size() == a.size() ? tb = b.t()
+                                                                   : b;
         if (&bb == &b && (b.rows != rows || b.cols != cols) && (c.rows != rows || c.cols != cols))
             fail("%s: c is %s but a (%s) with b (%s) broadcasts to %lld×%lld", fn, describe(c).c_str(),
                  describe(a).c_str(), describe(b).c_str(), (long long)rows, (long long)cols);
@@ -66,8 +69,8 @@ void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
         return a.device().binary(op, a, bb, cc);
     }
     if (c.rows != rows || c.cols != cols)
-        fail("%s: c is %s but a (%s) with b (%s) broadcasts to %lld×%lld", fn, describe(c).c_str(),
-             describe(a).c_str(), describe(b).c_str(), (long long)rows, (long long)cols);
+        fail("%s: c is %s but a (%s) with b (%s) broadcasts to %lld×%lld", fn, describe(c).c_str(), describe(a).c_str(),
+             describe(b).c_str(), (long long)rows, (long long)cols);
     no_partial_overlap(fn, "c", c, "a", a), no_partial_overlap(fn, "c", c, "b", b);
     a.device().binary(op, a, b, c);
 }

@@ -182,9 +182,9 @@ void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
     using namespace opmath;
     const bool same = a.rows == c.rows && a.cols == c.cols && b.rows == c.rows && b.cols == c.cols;
     switch (op) {
-#define VELA_BIN(name, fx, what)                                   \
-    case Binary::name: {                                           \
-        auto f = [](float x, float y) { return (fx); };            \
+#define VELA_BIN(name, fx, what)                                     \
+    case Binary::name: {                                             \
+        auto f = [](float x, float y) { return (fx); };              \
         return same ? map2(a, b, c, f) : map2_broadcast(a, b, c, f); \
     }
 #include "core/binary.def"

@@ -81,7 +81,8 @@ int l_arange(lua_State* L) {
 
 int l_randperm(lua_State* L) {
     int64_t n = check_size(L, 1, "randperm", "n");
-    if (n > kMaxHost) luaL_error(L, "randperm: n is %I (at most 2^24: larger indices are not exact in float32)", lua_Integer(n));
+    if (n > kMaxHost)
+        luaL_error(L, "randperm: n is %I (at most 2^24: larger indices are not exact in float32)", lua_Integer(n));
     bool has_seed = lua_type(L, 2) == LUA_TNUMBER;
     uint64_t seed = has_seed ? check_seed(L, 2, "randperm") : 0;
     Device& dev = device_at(L, has_seed ? 3 : 2, "randperm");
@@ -100,7 +101,8 @@ int l_randperm(lua_State* L) {
 
 void document() {
     doc("eye", "eye(n [, m] [, dev]) -> n×m",
-        "The identity: ones on the diagonal, zeros elsewhere (n×n, or n×m). torch.eye. Example: eye(3) * from{1, 2, 3}  -- the same 3×1");
+        "The identity: ones on the diagonal, zeros elsewhere (n×n, or n×m). torch.eye. Example: eye(3) * from{1, 2, 3} "
+        " -- the same 3×1");
     doc("linspace", "linspace(a, b, n [, dev]) -> n×1",
         "n evenly spaced values from a to b, both included (computed in float64, rounded once), as a column "
         "vector (vela's vectors are columns). torch.linspace. Example: linspace(0, 1, 5)  -- 0, 0.25, 0.5, 0.75, 1");
@@ -117,11 +119,8 @@ void document() {
 }  // namespace
 
 void open_ranges(lua_State* L) {
-    static const luaL_Reg functions[] = {{"eye", l_eye},
-                                         {"linspace", l_linspace},
-                                         {"arange", l_arange},
-                                         {"randperm", l_randperm},
-                                         {nullptr, nullptr}};
+    static const luaL_Reg functions[] = {
+        {"eye", l_eye}, {"linspace", l_linspace}, {"arange", l_arange}, {"randperm", l_randperm}, {nullptr, nullptr}};
     luaL_setfuncs(L, functions, 0);
     document();
 }

@@ -116,10 +116,12 @@ void document() {
         text[k] = std::string(binary_formula(ops[k])) +
                   ", elementwise, as a float matrix, computed on the device. b: a matrix of a's shape, a row or "
                   "column vector or a 1×1 that broadcasts (NumPy's rule in 2-D), or a number. Into c when given, "
-                  "else a new matrix. Also a:" + n + "(b). torch." + n + ". Example: " + examples[k];
+                  "else a new matrix. Also a:" +
+                  n + "(b). torch." + n + ". Example: " + examples[k];
         if (ops[k] == Binary::eq)
-            text[k] += ". `a == b` is not eq: on two matrices it is Lua's identity test (the same matrix object), "
-                       "true or false; eq compares values";
+            text[k] +=
+                ". `a == b` is not eq: on two matrices it is Lua's identity test (the same matrix object), "
+                "true or false; eq compares values";
         msig[k] = "a:" + n + "(b [, c]) -> matrix of 0/1";
         mtext[k] = n + "(a, b [, c]) as a method: a new matrix, or c (a is not changed).";
         doc(binary_name(ops[k]), sig[k].c_str(), text[k].c_str());
@@ -136,15 +138,23 @@ void document() {
 }  // namespace
 
 void open_relations(lua_State* L) {
-    static const luaL_Reg functions[] = {{"gt", l_compare<Binary::gt>}, {"lt", l_compare<Binary::lt>},
-                                         {"ge", l_compare<Binary::ge>}, {"le", l_compare<Binary::le>},
-                                         {"eq", l_compare<Binary::eq>}, {"ne", l_compare<Binary::ne>},
-                                         {"pow", l_pow},                {nullptr, nullptr}};
+    static const luaL_Reg functions[] = {{"gt", l_compare<Binary::gt>},
+                                         {"lt", l_compare<Binary::lt>},
+                                         {"ge", l_compare<Binary::ge>},
+                                         {"le", l_compare<Binary::le>},
+                                         {"eq", l_compare<Binary::eq>},
+                                         {"ne", l_compare<Binary::ne>},
+                                         {"pow", l_pow},
+                                         {nullptr, nullptr}};
     luaL_setfuncs(L, functions, 0);
-    static const luaL_Reg methods[] = {{"gt", l_compare<Binary::gt>}, {"lt", l_compare<Binary::lt>},
-                                       {"ge", l_compare<Binary::ge>}, {"le", l_compare<Binary::le>},
-                                       {"eq", l_compare<Binary::eq>}, {"ne", l_compare<Binary::ne>},
-                                       {"pow", m_pow},                {"__pow", m_pow_operator},
+    static const luaL_Reg methods[] = {{"gt", l_compare<Binary::gt>},
+                                       {"lt", l_compare<Binary::lt>},
+                                       {"ge", l_compare<Binary::ge>},
+                                       {"le", l_compare<Binary::le>},
+                                       {"eq", l_compare<Binary::eq>},
+                                       {"ne", l_compare<Binary::ne>},
+                                       {"pow", m_pow},
+                                       {"__pow", m_pow_operator},
                                        {nullptr, nullptr}};
     luaL_getmetatable(L, kMatrixType);
     luaL_setfuncs(L, methods, 0);

@@ -91,7 +91,8 @@ int view_reshaped(lua_State* L) {
     new_shape(L, 2, "m:view", x, r, c);
     guarded(L, "m:view", [&] { check_live("m:view", "x", x); });
     if (!x.contiguous())
-        luaL_error(L, "m:view: x (%I×%I) is not one dense column-major run (a transposed or strided view), so "
+        luaL_error(L,
+                   "m:view: x (%I×%I) is not one dense column-major run (a transposed or strided view), so "
                    "no %I×%I view of it exists; x:reshape(%I, %I) copies where it must",
                    lua_Integer(x.rows), lua_Integer(x.cols), lua_Integer(r), lua_Integer(c), lua_Integer(r),
                    lua_Integer(c));
@@ -183,7 +184,9 @@ int l_cat(lua_State* L) {
         for (size_t k = 0; k < n; k++) {
             lua_rawgeti(L, 1, lua_Integer(k + 1));
             Matrix* m = test_matrix(L, -1);
-            if (!m) luaL_error(L, "cat: element %I of the table is %s, not a matrix", lua_Integer(k + 1), luaL_typename(L, -1));
+            if (!m)
+                luaL_error(L, "cat: element %I of the table is %s, not a matrix", lua_Integer(k + 1),
+                           luaL_typename(L, -1));
             parts[k] = m;
             lua_pop(L, 1);
         }
@@ -215,7 +218,8 @@ int l_cat(lua_State* L) {
                     int64_t at = 0;
                     for (size_t k = 0; k < n; k++) {
                         const Matrix& p = *parts[k];
-                        if (!p.empty()) copy(p, dim == 2 ? out.view(0, at, p.rows, p.cols) : out.view(at, 0, p.rows, p.cols));
+                        if (!p.empty())
+                            copy(p, dim == 2 ? out.view(0, at, p.rows, p.cols) : out.view(at, 0, p.rows, p.cols));
                         at += dim == 2 ? p.cols : p.rows;
                     }
                     return out;
@@ -271,12 +275,13 @@ void document() {
 }  // namespace
 
 void open_shape(lua_State* L) {
-    static const luaL_Reg functions[] = {{"clone", l_clone},   {"item", l_item},       {"reshape", l_reshape},
-                                         {"transpose", l_transpose}, {"narrow", l_narrow}, {"cat", l_cat},       {nullptr, nullptr}};
+    static const luaL_Reg functions[] = {{"clone", l_clone},         {"item", l_item},     {"reshape", l_reshape},
+                                         {"transpose", l_transpose}, {"narrow", l_narrow}, {"cat", l_cat},
+                                         {nullptr, nullptr}};
     luaL_setfuncs(L, functions, 0);
-    static const luaL_Reg methods[] = {{"clone", l_clone},   {"item", l_item},       {"reshape", l_reshape},
-                                       {"transpose", l_transpose}, {"narrow", l_narrow}, {"select", l_select},
-                                       {"sub", m_sub},       {nullptr, nullptr}};
+    static const luaL_Reg methods[] = {
+        {"clone", l_clone},   {"item", l_item},     {"reshape", l_reshape}, {"transpose", l_transpose},
+        {"narrow", l_narrow}, {"select", l_select}, {"sub", m_sub},         {nullptr, nullptr}};
     luaL_getmetatable(L, kMatrixType);
     luaL_setfuncs(L, methods, 0);
     lua_pop(L, 1);

@@ -393,7 +393,8 @@ void document() {
         "x:max([dim]). Example: local v, i = max(from{{1, 5}, {3, 2}}, 1)  -- v {{3, 5}}, i {{2, 1}}");
     doc("min", "min(x) -> number  |  min(x, dim) -> values, indices",
         "The smallest element, or along dim the values and their 1-based indices (1 → 1×cols, 2 → rows×1), as "
-        "max; NaN loses, as in max. Also x:min([dim]). torch.min. Example: local v, i = min(from{{1, 5}, {3, 2}}, 2)  -- v 1, 2; i 1, 2");
+        "max; NaN loses, as in max. Also x:min([dim]). torch.min. Example: local v, i = min(from{{1, 5}, {3, 2}}, 2)  "
+        "-- v 1, 2; i 1, 2");
     doc("Matrix:size", "m:size() -> rows, cols  |  m:size(d)", "The shape (d = 1 rows, 2 columns). torch x:size().");
     doc("Matrix:numel", "m:numel() -> rows·cols", "The number of elements. torch x:numel() / numpy size.");
     doc("Matrix:dim", "m:dim() -> 2", "The number of dimensions: a vela matrix always has 2. torch x:dim().");
@@ -405,12 +406,17 @@ void document() {
     doc("Matrix:cdiv", "m:cdiv(y) -> m", "In place, elementwise: m ← m / y (the div kernel). torch x:cdiv(y).");
     doc("Matrix:fill", "m:fill(v) -> m", "In place: every element ← v (fill(m, v)). torch x:fill(v).");
     doc("Matrix:zero", "m:zero() -> m", "In place: every element ← 0. torch x:zero().");
-    doc("Matrix:tanh", "m:tanh() -> m", "In place: m ← tanh(m) (tanh(m)). torch x:tanh() / x.tanh_(). Rewrites m: clone(m):tanh() for a new matrix.");
-    doc("Matrix:sigmoid", "m:sigmoid() -> m", "In place: m ← σ(m). torch x:sigmoid() / x.sigmoid_(). Rewrites m: clone(m):sigmoid() for a new matrix.");
-    doc("Matrix:relu", "m:relu() -> m", "In place: m ← max(m, 0). PyTorch x.relu_(). Rewrites m: clone(m):relu() for a new matrix.");
+    doc("Matrix:tanh", "m:tanh() -> m",
+        "In place: m ← tanh(m) (tanh(m)). torch x:tanh() / x.tanh_(). Rewrites m: clone(m):tanh() for a new matrix.");
+    doc("Matrix:sigmoid", "m:sigmoid() -> m",
+        "In place: m ← σ(m). torch x:sigmoid() / x.sigmoid_(). Rewrites m: clone(m):sigmoid() for a new matrix.");
+    doc("Matrix:relu", "m:relu() -> m",
+        "In place: m ← max(m, 0). PyTorch x.relu_(). Rewrites m: clone(m):relu() for a new matrix.");
     doc("Matrix:exp", "m:exp() -> m", "In place: m ← eᵐ. torch x:exp(). Rewrites m: clone(m):exp() for a new matrix.");
-    doc("Matrix:log", "m:log() -> m", "In place: m ← log m. torch x:log(). Rewrites m: clone(m):log() for a new matrix.");
-    doc("Matrix:sqrt", "m:sqrt() -> m", "In place: m ← √m. torch x:sqrt(). Rewrites m: clone(m):sqrt() for a new matrix.");
+    doc("Matrix:log", "m:log() -> m",
+        "In place: m ← log m. torch x:log(). Rewrites m: clone(m):log() for a new matrix.");
+    doc("Matrix:sqrt", "m:sqrt() -> m",
+        "In place: m ← √m. torch x:sqrt(). Rewrites m: clone(m):sqrt() for a new matrix.");
     doc("Matrix:abs", "m:abs() -> m",
         "In place: m ← |m|, and m is returned, so x:abs():exp() rewrites x twice. For a new matrix leaving x "
         "alone: clone(x):abs() (or abs(x, y) into y). torch x:abs().");

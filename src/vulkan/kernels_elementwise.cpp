@@ -41,8 +41,7 @@ void record_xyz(VulkanDevice& dev, const char* shader, const char* label, uint32
     p.z = dev.view(z);
     p.n = uint32_t(z.size());
     // binary: the four-lane path for the arithmetic rows only (elementwise.glsl's binary_f)
-    bool vec4 = dense16({&x, &y, &z}, {&p.x, &p.y, &p.z}) &&
-                (kind != step::binary || op <= uint32_t(Binary::sub));
+    bool vec4 = dense16({&x, &y, &z}, {&p.x, &p.y, &p.z}) && (kind != step::binary || op <= uint32_t(Binary::sub));
     uint32_t spec[3] = {dev.wg(), op, vec4};
     record(dev, shader, label, p, spec, 3, {&x, &y}, {&z}, vec4, kind | op | (vec4 ? step::vec4 : 0));
 }

@@ -43,9 +43,9 @@ int main(int argc, char** argv) {
                      unsigned(Level1::axpby));
         static_assert(int(Level1::count_) == 5, "a new level-1 kernel needs its L1_ constant here");
         using vela::Binary;
-        static_assert(int(Binary::count_) == 4, "a new binary op needs its BINARY_ constant here");
-        std::fprintf(f, "const uint BINARY_MUL = %du, BINARY_DIV = %du, BINARY_ADD = %du, BINARY_SUB = %du;\n",
-                     int(Binary::mul), int(Binary::div), int(Binary::add), int(Binary::sub));
+#define VELA_BIN(name, fx, what) std::fprintf(f, "const uint BINARY_%s = %du;\n", #name, int(Binary::name));
+#include "core/binary.def"
+#undef VELA_BIN
         std::fprintf(f, "const uint STEP_FAMILY_SHIFT = %uu, STEP_FAMILY_MASK = %uu, STEP_OP_MASK = %uu;\n",
                      step::family_shift, step::family_mask, step::op_mask);
         std::fprintf(f,
@@ -68,6 +68,14 @@ int main(int argc, char** argv) {
 #include "core/ops.def"
 #undef VELA_ACT
 #undef VELA_FN
+    std::fprintf(f, "    }\n    return uintBitsToFloat(0x7fc00000u);\n}\n\n");
+
+    std::fprintf(f, "// c = f(a, b) for vela::Binary op (core/binary.def).\n"
+                    "float binary_s(uint op, float x, float y) {\n    switch (op) {\n");
+#define VELA_BIN(name, fx, what) \
+    std::fprintf(f, "    case %du: return %s;  // %s\n", int(vela::Binary::name), #fx, #name);
+#include "core/binary.def"
+#undef VELA_BIN
     std::fprintf(f, "    }\n    return uintBitsToFloat(0x7fc00000u);\n}\n\n");
 
     std::fprintf(f, "// a = act(x) for vela::Act act (dense's epilogue).\n"

@@ -1,11 +1,13 @@
-// c ← a ∘ b elementwise for ∘ in mul, div, add, sub (vela::Binary, a
-// specialization constant). The operation is in elementwise.glsl.
+// c ← a ∘ b elementwise for ∘ a row of src/core/binary.def (vela::Binary, a
+// specialization constant). The operation is in elementwise.glsl. A broadcast
+// operand (an m×1, 1×n or 1×1 against c's m×n) arrives as a View with c's rows
+// and a step of 0 along the dimension it spans once: never VEC4.
 #version 450
 #include "common.glsl"
 #include "elementwise.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
-layout(constant_id = 1) const uint OP = 0;  // vela::Binary: 0 mul, 1 div, 2 add, 3 sub
+layout(constant_id = 1) const uint OP = 0;  // vela::Binary (core/binary.def)
 layout(constant_id = 2) const uint VEC4 = 0;  // dense 16-byte aligned views: four elements per invocation
 layout(local_size_x_id = 0) in;
 

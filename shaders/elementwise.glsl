@@ -15,12 +15,14 @@ layout(buffer_reference, buffer_reference_align = 16) buffer V4 { vec4 v; };
 // from src/core/ops.def (cmake/opgen.cpp).
 #include "ops.glsl"
 
-// vela::Binary (BINARY_* in ops.glsl); an unknown number gives NaN, never another op's value.
+// The four-lane form, for the arithmetic rows only (mul, div, add, sub: the host
+// takes the vec4 path for no other op); an other number gives NaN. Every row
+// of core/binary.def is binary_s of ops.glsl, one element at a time.
 vec4 binary_f(uint op, vec4 x, vec4 y) {
-    return op == BINARY_MUL ? x * y
-         : op == BINARY_DIV ? x / y
-         : op == BINARY_ADD ? x + y
-         : op == BINARY_SUB ? x - y
+    return op == BINARY_mul ? x * y
+         : op == BINARY_div ? x / y
+         : op == BINARY_add ? x + y
+         : op == BINARY_sub ? x - y
                             : vec4(uintBitsToFloat(0x7fc00000u));
 }
 
@@ -38,7 +40,7 @@ void unary_vec4(uint op, View x, View y, uint k, uint n, vec4 q) {
 
 // c ← a ∘ b
 void binary_element(uint op, View a, View b, View c, uint k) {
-    st(c, k, binary_f(op, vec4(ld(a, k)), vec4(ld(b, k))).x);
+    st(c, k, binary_s(op, ld(a, k), ld(b, k)));
 }
 void binary_vec4(uint op, View a, View b, View c, uint k, uint n) {
     if (n - k >= 4u) {

@@ -108,6 +108,26 @@ inline double sum(const Mat& x) {
     for (double e : x.v) s += e;
     return s;
 }
+// The binary ops of core/binary.def in float64, from their definitions (a switch
+// without default: a new row without its reference fails the build under -Werror=switch).
+inline double binary(Binary op, double a, double b) {
+    switch (op) {
+        case Binary::mul: return a * b;
+        case Binary::div: return a / b;
+        case Binary::add: return a + b;
+        case Binary::sub: return a - b;
+        case Binary::gt: return a > b ? 1 : 0;
+        case Binary::lt: return a < b ? 1 : 0;
+        case Binary::ge: return a >= b ? 1 : 0;
+        case Binary::le: return a <= b ? 1 : 0;
+        case Binary::eq: return a == b ? 1 : 0;
+        case Binary::ne: return a != b ? 1 : 0;
+        case Binary::pow: return std::pow(a, b);
+        case Binary::count_: break;
+    }
+    return NAN;
+}
+
 // First index (column-major) of the largest magnitude.
 inline int64_t imax(const Mat& x) {
     int64_t best = 0;

@@ -322,7 +322,11 @@ TEST_CASE("ops: level-1 and elementwise shapes", "[ops]") {
     CHECK_ERROR(swap(x, y), "swap: x is 3×1 but y is 4×1 (shapes must match)");
     CHECK_ERROR(dot(x, y), "dot: x is 3×1 but y is 4×1 (shapes must match)");
     CHECK_ERROR(binary(Binary::mul, m, m, m2), "mul: a is 3×3 but c is 3×2 (shapes must match)");
-    CHECK_ERROR(binary(Binary::add, m, x, m), "add: a is 3×3 but b is 3×1 (shapes must match)");
+    CHECK_ERROR(binary(Binary::add, m, y, m),
+                "add: a is 3×3 but b is 4×1 (shapes must match, or broadcast: a dimension of 1 in one operand "
+                "stretches to the other's, as in NumPy, e.g. m×n with m×1, 1×n or 1×1)");
+    CHECK_ERROR(binary(Binary::add, m, x, x), "add: c is 3×1 but a (3×3) with b (3×1) broadcasts to 3×3");
+    CHECK_ERROR(binary(Binary::add, x, zeros(d, 1, 2), m), "add: c is 3×3 but a (3×1) with b (1×2) broadcasts to 3×2");
     CHECK_ERROR(unary(Unary::sigmoid, m, m2), "sigmoid: x is 3×3 but y is 3×2 (shapes must match)");
     CHECK_ERROR(unary(Unary::linear_frac, m, m), "linear_frac: its 4 parameters are missing");
     CHECK_ERROR(imax(zeros(d, 0, 3)), "imax: x is 0×3 (an empty matrix has no largest element)");
@@ -415,7 +419,7 @@ TEST_CASE("ops: the remaining overlap, enum and released checks", "[ops]") {
     CHECK_ERROR(dense(w, x, wide.col(0), Act::relu, wide.view(0, 0, 4, 3)),
                 "dense: y aliases b (the output of dense must not overlap its inputs)");
     CHECK_ERROR(unary(Unary::count_, v, v), "unary: unknown operation " + std::to_string(int(Unary::count_)));
-    CHECK_ERROR(binary(Binary::count_, v, v, v), "binary: unknown operation 4");
+    CHECK_ERROR(binary(Binary::count_, v, v, v), "binary: unknown operation " + std::to_string(int(Binary::count_)));
     Matrix r = zeros(d, 2, 2);
     r.buf->release();
     CHECK_ERROR(to_device(r, d), "to: m is a released matrix");

@@ -524,6 +524,73 @@ TEST_CASE("kernels: mul, div, add, sub", "[kernels][elementwise]") {
     });
 }
 
+// Every op of core/binary.def with a broadcast operand (a column m×1, a row 1×n,
+// a 1×1, in every layout, as a or as b, and a column with a row: the outer
+// form), read by the kernel with a step of 0, against the float64 reference.
+TEST_CASE("kernels: binary ops with broadcasting of a row, a column or a 1×1", "[kernels][elementwise][broadcast]") {
+    struct Case {
+        int64_t ar, ac, br, bc;
+    };
+    const Case cases[] = {{7, 33, 7, 1}, {7, 33, 1, 33}, {7, 33, 1, 1}, {7, 1, 7, 33}, {1, 33, 7, 33},
+                          {1, 1, 257, 5}, {257, 1, 1, 5}, {1, 5, 257, 1}, {0, 3, 0, 1}};
+    on_each_device([&](Device& d) {
+        for (int op = 0; op < int(Binary::count_); op++) {
+            const Binary b = Binary(op);
+            const float lo = b == Binary::pow ? 0.25f : -2, hi = 2;  // pow: a positive base
+            for (const Case& cs : cases)
+                for (Layout la : kLayouts) {
+                    Layout lb = kLayouts[(int(la) + 1) % 3], lc = kLayouts[(int(la) + 2) % 3];
+                    const int64_t rows = std::max(cs.ar, cs.br), cols = std::max(cs.ac, cs.bc);
+                    INFO(binary_name(b) << " a " << cs.ar << "×" << cs.ac << " " << layout_name(la) << ", b " << cs.br
+                                        << "×" << cs.bc << " " << layout_name(lb));
+                    Spec sa{cs.ar, cs.ac, la, 201, lo, hi}, sb{cs.br, cs.bc, lb, 202, -2, 2},
+                        sc{rows, cols, lc, 203};
+                    ref::Mat al = sa.logical(), bl = sb.logical();
+                    ref::Result want{ref::Mat(rows, cols), ref::Mat(rows, cols)};
+                    for (int64_t j = 0; j < cols; j++)
+                        for (int64_t i = 0; i < rows; i++) {
+                            double x = al(cs.ar == 1 ? 0 : i, cs.ac == 1 ? 0 : j);
+                            double y = bl(cs.br == 1 ? 0 : i, cs.bc == 1 ? 0 : j);
+                            double v = ref::binary(b, x, y);
+                            want.value(i, j) = v;
+                            want.scale(i, j) = b == Binary::add || b == Binary::sub ? std::fabs(x) + std::fabs(y)
+                                               : b == Binary::pow ? std::fabs(v) * (1 + std::fabs(y * std::log(x)))
+                                                                  : std::fabs(v);
+                        }
+                    Operand a = make(d, sa), bb = make(d, sb), c = make(d, sc);
+                    binary(b, a.m, bb.m, c.m);
+                    check_result(c, want, kTol);
+                }
+        }
+        // Ties and NaN, by hand: eq/ne/ge/le on equal values, NaN compares false (ne: true).
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        const float av[4] = {1, 2, nan, 3}, bv[1] = {2};
+        Matrix a = from_host(d, 4, 1, av), b1 = from_host(d, 1, 1, bv), c = zeros(d, 4, 1);
+        const struct {
+            Binary op;
+            std::vector<float> want;
+        } hand[] = {{Binary::gt, {0, 0, 0, 1}}, {Binary::lt, {1, 0, 0, 0}}, {Binary::ge, {0, 1, 0, 1}},
+                    {Binary::le, {1, 1, 0, 0}}, {Binary::eq, {0, 1, 0, 0}}, {Binary::ne, {1, 0, 1, 1}}};
+        for (const auto& h : hand) {
+            INFO(binary_name(h.op) << " against 2");
+            binary(h.op, a, b1, c);
+            CHECK(to_host(c) == h.want);
+        }
+        // pow by hand: integer powers exact, the sign of a negative base kept for odd ones.
+        const float xv[5] = {-2, 3, 0.5f, -1.5f, 0}, pv[5] = {3, 2, -2, 2, 0};
+        Matrix x = from_host(d, 5, 1, xv), p = from_host(d, 5, 1, pv), y = zeros(d, 5, 1);
+        binary(Binary::pow, x, p, y);
+        CHECK(to_host(y) == std::vector<float>{-8, 9, 4, 2.25f, 1});
+        const float frac[1] = {0.5f};
+        binary(Binary::pow, x, from_host(d, 1, 1, frac), y);
+        std::vector<float> r = to_host(y);
+        CHECK(std::isnan(r[0]));
+        CHECK(std::fabs(r[1] - 1.7320508f) <= 2e-7f);
+        CHECK(std::fabs(r[2] - 0.70710678f) <= 2e-7f);
+        CHECK(r[4] == 0.0f);
+    });
+}
+
 // ---- fused ------------------------------------------------------------------------------
 
 TEST_CASE("kernels: softmax per column, stable for large logits", "[kernels][fused]") {

@@ -63,9 +63,22 @@ int unary_params(Unary op) { return op < Unary::count_ ? kUnaryRows[size_t(op)].
 const char* unary_formula(Unary op) { return op < Unary::count_ ? kUnaryRows[size_t(op)].formula : ""; }
 
 const char* binary_name(Binary op) {
-    static const char* const names[] = {"mul", "div", "add", "sub"};
+    static const char* const names[] = {
+#define VELA_BIN(name, f, what) #name,
+#include "core/binary.def"
+#undef VELA_BIN
+    };
     static_assert(sizeof names / sizeof *names == size_t(Binary::count_));
     return op < Binary::count_ ? names[size_t(op)] : "binary";
+}
+
+const char* binary_formula(Binary op) {
+    static const char* const formulas[] = {
+#define VELA_BIN(name, f, what) what,
+#include "core/binary.def"
+#undef VELA_BIN
+    };
+    return op < Binary::count_ ? formulas[size_t(op)] : "";
 }
 
 const char* reduce_name(Reduce op) {

@@ -38,7 +38,13 @@ enum class Unary : uint8_t {
 #undef VELA_FN
     count_
 };
-enum class Binary : uint8_t { mul, div, add, sub, count_ };  // c ← a ∘ b
+// c ← a ∘ b: the rows of core/binary.def.
+enum class Binary : uint8_t {
+#define VELA_BIN(name, f, what) name,
+#include "core/binary.def"
+#undef VELA_BIN
+    count_
+};
 enum class Reduce : uint8_t { dot, nrm2, asum, sum, count_ };
 // Which end of a column arg_extreme finds: argmax's largest or argmin's smallest value.
 enum class Extreme : uint8_t { largest, smallest };
@@ -71,6 +77,7 @@ bool act_prime_from_z(Act);
 Unary act_unary(Act);
 Unary act_prime(Act);
 const char* unary_formula(Unary);
+const char* binary_formula(Binary);
 
 struct DeviceStats {
     uint64_t dispatches = 0;   // kernels recorded (or run, on the cpu)
@@ -138,7 +145,11 @@ public:
     virtual int64_t imax(const Matrix& x) = 0;  // 0-based index of max |x| (first on ties); waits
 
     virtual void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) = 0;  // y ← f(x)
-    virtual void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) = 0;    // c ← a ∘ b
+    // c ← a ∘ b. a and b are c's shape, or broadcast (NumPy's rule in 2-D): an
+    // operand with one row (one column) where c has more is read with a row
+    // (column) step of 0, so an m×1, 1×n or 1×1 operand serves every column,
+    // row or element of an m×n c without a copy.
+    virtual void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) = 0;
 
     // Fused.
     virtual void softmax(const Matrix& x, const Matrix& y) = 0;  // per column, stable

@@ -333,3 +333,32 @@ VELA_INLINE float softplus_prime_f(float x) {
     VELA_PRECISE vec2 q = div_df(neg ? vec2(e.x, e.y) : vec2(1.0f, 0.0f), d);
     return isnan_f(x) ? x : scale2_f(q.x, neg ? k : 0);
 }
+
+// ---- the binary ops (core/binary.def) -------------------------------------------------------
+
+// x^y. An integer |y| < 64 by repeated squaring (six bounded steps: x², x³ exact as a user
+// expects, the sign of x kept for odd y); otherwise |x|^y = e^(y·ln|x|) (error about
+// |y·ln x|·2^−24 relative), NaN for x < 0 with a fractional y, 1 for y = 0 or |x| = 1.
+VELA_INLINE float pow_f(float x, float y) {
+    bool ynan = isnan_f(y);
+    bool big = abs_f(y) >= 16777216.0f;  // every float this large is an even integer
+    int yi = int(ynan || big ? 0.0f : y);
+    bool integral = big || (!ynan && float(yi) == y);
+    int n = yi < 0 ? -yi : yi;
+    bool by_products = integral && !big && n < 64;
+    float r = 1.0f;
+    float b = x;
+    for (int i = 0; i < 6; i++) {
+        r = (n & 1) != 0 ? r * b : r;
+        b = b * b;
+        n = n >> 1;
+    }
+    float rs = yi < 0 ? 1.0f / r : r;
+    float ax = abs_f(x);
+    float g = exp_f(y * log_f(ax));
+    g = ax == 1.0f ? 1.0f : g;
+    g = x < 0.0f && integral && !big && (yi & 1) != 0 ? -g : g;  // an odd power keeps the sign
+    g = x < 0.0f && !integral ? as_float(2143289344) : g;        // NaN
+    g = isnan_f(x) || ynan ? x + y : g;
+    return by_products ? rs : g;
+}

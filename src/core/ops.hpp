@@ -54,7 +54,11 @@ double asum(const Matrix& x);
 double sum(const Matrix& x);
 int64_t imax(const Matrix& x);  // 0-based
 void unary(Unary op, const Matrix& x, const Matrix& y, const float* params = nullptr);
+// c ← a ∘ b; a and b may broadcast (device.hpp), c must have the broadcast shape.
 void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c);
+// The shape of a ∘ b: equal shapes, two vectors of one length (a's shape), or
+// NumPy's broadcast in 2-D; otherwise throws "fn: a is .. but b is ..".
+void broadcast_shape(const char* fn, const Matrix& a, const Matrix& b, int64_t& rows, int64_t& cols);
 void softmax(const Matrix& x, const Matrix& y);
 void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz);
 void argmax(const Matrix& x, const Matrix& idx);

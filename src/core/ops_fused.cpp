@@ -27,17 +27,52 @@ void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) {
     x.device().unary(op, x, yy, params);
 }
 
+void broadcast_shape(const char* fn, const Matrix& a, const Matrix& b, int64_t& rows, int64_t& cols) {
+    if (a.rows == b.rows && a.cols == b.cols) {
+        rows = a.rows, cols = a.cols;
+        return;
+    }
+    if (a.is_vector() && b.is_vector() && a.size() == b.size()) {  // vela's rule: any orientation, a's shape
+        rows = a.rows, cols = a.cols;
+        return;
+    }
+    auto dim = [](int64_t p, int64_t q, int64_t& out) {
+        if (p == q || q == 1) return out = p, true;
+        if (p == 1) return out = q, true;
+        return false;
+    };
+    if (!dim(a.rows, b.rows, rows) || !dim(a.cols, b.cols, cols))
+        fail(
+            "%s: a is %s but b is %s (shapes must match, or broadcast: a dimension of 1 in one operand "
+            "stretches to the other's, as in NumPy, e.g. m×n with m×1, 1×n or 1×1)",
+            fn, describe(a).c_str(), describe(b).c_str());
+}
+
 void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
     if (op >= Binary::count_) fail("binary: unknown operation %d", int(op));
     const char* fn = binary_name(op);
     check_live(fn, "a", a), check_live(fn, "b", b), check_live(fn, "c", c);
     same_device(fn, "a", a, "b", b), same_device(fn, "a", a, "c", c);
     need_f32(fn, "a", a), need_f32(fn, "b", b), need_f32(fn, "c", c);
-    Matrix tb, tc;
-    const Matrix& bb = like(fn, "a", a, "b", b, tb);
-    const Matrix& cc = like(fn, "a", a, "c", c, tc);
-    no_partial_overlap(fn, "c", cc, "a", a), no_partial_overlap(fn, "c", cc, "b", bb);
-    a.device().binary(op, a, bb, cc);
+    int64_t rows, cols;
+    broadcast_shape(fn, a, b, rows, cols);
+    if (rows == a.rows && cols == a.cols) {  // no broadcast of a: b and c may be vectors in any orientation
+        Matrix tb, tc;
+        const Matrix& bb = b.rows == rows && b.cols == cols        ? b
+                           : b.is_vector() && b.size() == a.size() ? tb = b.t()
+                                                                   : b;
+        if (&bb == &b && (b.rows != rows || b.cols != cols) && (c.rows != rows || c.cols != cols))
+            fail("%s: c is %s but a (%s) with b (%s) broadcasts to %lld×%lld", fn, describe(c).c_str(),
+                 describe(a).c_str(), describe(b).c_str(), (long long)rows, (long long)cols);
+        const Matrix& cc = like(fn, "a", a, "c", c, tc);
+        no_partial_overlap(fn, "c", cc, "a", a), no_partial_overlap(fn, "c", cc, "b", bb);
+        return a.device().binary(op, a, bb, cc);
+    }
+    if (c.rows != rows || c.cols != cols)
+        fail("%s: c is %s but a (%s) with b (%s) broadcasts to %lld×%lld", fn, describe(c).c_str(), describe(a).c_str(),
+             describe(b).c_str(), (long long)rows, (long long)cols);
+    no_partial_overlap(fn, "c", c, "a", a), no_partial_overlap(fn, "c", c, "b", b);
+    a.device().binary(op, a, b, c);
 }
 
 // ---- fused ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // Elementwise kernels of the CPU device: fill, the unary functions of the op
 // table (core/ops.def) and their derivatives, the fused backward activation, the
-// binary operations. Each is one loop over walk()'s runs,
+// binary operations of core/binary.def (with broadcasting). Each is one loop over walk()'s runs,
 // with a stride-1 version the compiler vectorises.
 // No errno and no FP traps are ever observed here; without them GCC vectorises
 // sqrt and if-converts the selects in vmath.hpp (4-5x faster tanh and exp).
@@ -150,12 +150,45 @@ void act_backward(Act act, const Matrix& da, const Matrix& xm, const Matrix& del
     }
 }
 
+namespace {
+
+// The steps of operand m read as c's shape: 0 along a dimension m spans once (broadcast).
+void bsteps(const Matrix& m, const Matrix& c, int64_t& rs, int64_t& cs) {
+    rs = m.rows == 1 && c.rows != 1 ? 0 : m.row_step();
+    cs = m.cols == 1 && c.cols != 1 ? 0 : m.col_step();
+}
+
+// c ← f(a, b) with a or b broadcast (device.hpp): one strided pass per column of c.
+template <class F>
+void map2_broadcast(const Matrix& a, const Matrix& b, const Matrix& c, F f) {
+    if (c.empty()) return;
+    int64_t ars, acs, brs, bcs;
+    bsteps(a, c, ars, acs), bsteps(b, c, brs, bcs);
+    const int64_t crs = c.row_step(), ccs = c.col_step(), rows = c.rows;
+    const float *pa = fptr(a), *pb = fptr(b);
+    float* pc = fptr(c);
+    parallel_for(c.cols, rows >= kGrain ? 1 : kGrain / rows, [&](int64_t jb, int64_t je) {
+        for (int64_t j = jb; j < je; j++) {
+            const float *x = pa + j * acs, *y = pb + j * bcs;
+            float* z = pc + j * ccs;
+            for (int64_t i = 0; i < rows; i++) z[i * crs] = f(x[i * ars], y[i * brs]);
+        }
+    });
+}
+
+}  // namespace
+
 void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
+    using namespace opmath;
+    const bool same = a.rows == c.rows && a.cols == c.cols && b.rows == c.rows && b.cols == c.cols;
     switch (op) {
-        case Binary::mul: return map2(a, b, c, [](float u, float v) { return u * v; });
-        case Binary::div: return map2(a, b, c, [](float u, float v) { return u / v; });
-        case Binary::add: return map2(a, b, c, [](float u, float v) { return u + v; });
-        case Binary::sub: return map2(a, b, c, [](float u, float v) { return u - v; });
+#define VELA_BIN(name, fx, what)                                     \
+    case Binary::name: {                                             \
+        auto f = [](float x, float y) { return (fx); };              \
+        return same ? map2(a, b, c, f) : map2_broadcast(a, b, c, f); \
+    }
+#include "core/binary.def"
+#undef VELA_BIN
         case Binary::count_: break;
     }
 }

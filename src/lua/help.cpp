@@ -71,6 +71,8 @@ const std::vector<Area>& areas() {
     }();
     static const std::vector<Area> a = {
         {"matrices", {"matrix", "zeros", "ones", "rand", "randn", "from"}},
+        {"shapes", {"clone", "item", "reshape", "transpose", "narrow", "cat", "eye", "linspace", "arange", "randperm"}},
+        {"comparisons", {"gt", "lt", "ge", "le", "eq", "ne", "pow"}},
         {"level 3, 2", {"mm", "mv", "rk"}},
         {"level 1", {"axpy", "axpby", "scal", "copy", "swap", "fill", "dot", "nrm2", "asum", "sum", "imax"}},
         {"elementwise", elementwise},

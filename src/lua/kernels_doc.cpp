@@ -56,7 +56,8 @@ void document_kernels() {
             Act act;
             bool is_act = parse_act(name, act);
             doc(name.c_str(), (name + "(x [, y]) -> y").c_str(),
-                ("y ← " + std::string(unary_formula(op)) + " elementwise; into x when y is absent. Same shape." +
+                ("y ← " + std::string(unary_formula(op)) + " elementwise; into x when y is absent: " + name +
+                 "(x) REWRITES x (clone(x) first, or " + name + "(x, y), keeps it). Same shape." +
                  (is_act ? " An activation: nn.linear(m, n, \"" + name + "\") and dense(w, x, b, y, \"" + name +
                                "\"); derivative " + name + "_prime, fused backward step " + name + "_backward."
                          : std::string()))
@@ -82,11 +83,20 @@ void document_kernels() {
                 .c_str());
     }
     doc("mul", "mul(a, b [, c]) -> c",
-        "c ← a ∘ b (elementwise product, Hadamard); into b when c is absent. "
-        "Same shapes. PyTorch torch.mul / cmul.");
-    doc("div", "div(a, b [, c]) -> c", "c ← a / b elementwise; into b when c is absent. PyTorch cdiv.");
-    doc("add", "add(a, b [, c]) -> c", "c ← a + b elementwise; into b when c is absent.");
-    doc("sub", "sub(a, b [, c]) -> c", "c ← a − b elementwise; into b when c is absent.");
+        "c ← a ∘ b (elementwise product, Hadamard); into b when c is absent. Same shapes, or a broadcast: a "
+        "row (1×n) or column (m×1) vector or a 1×1 against m×n, either operand, read in place by the kernel (no "
+        "copy), c of the broadcast shape (NumPy's rule in 2-D). PyTorch torch.mul / cmul. Example: "
+        "mul(ones(2, 3), from{{1, 2, 3}}, zeros(2, 3))  -- scales the columns by 1, 2, 3");
+    doc("div", "div(a, b [, c]) -> c",
+        "c ← a / b elementwise; into b when c is absent. Broadcasts a row or column vector or a 1×1 as "
+        "mul does. PyTorch cdiv. Example: div(ones(2, 2), from{{2, 4}}, zeros(2, 2))");
+    doc("add", "add(a, b [, c]) -> c",
+        "c ← a + b elementwise; into b when c is absent. Broadcasts a row or column vector or a 1×1 as "
+        "mul does (so does the operator: x + b with b m×1 adds b to every column). Example: "
+        "add(ones(2, 3), from{1, 2}, zeros(2, 3))  -- adds 1, 2 down every column");
+    doc("sub", "sub(a, b [, c]) -> c",
+        "c ← a − b elementwise; into b when c is absent. Broadcasts a row or column vector or a 1×1 as "
+        "mul does (x - mean(x, 2) centres each row). Example: sub(eye(2), from{1, 1}, zeros(2, 2))");
     doc("softmax", "softmax(x [, y]) -> y",
         "Per column, numerically stable (subtracts each column's maximum): "
         "y(:, j) ← e^x(:, j) / Σ e^x(:, j); into x when y is absent. k×n, one sample per column.");

@@ -82,12 +82,16 @@ static int m_t(lua_State* L) {
     return 1;
 }
 
-// m:view(i, j, rows, cols): the rows×cols block whose first element is (i, j).
+// m:view(i, j, rows, cols): the rows×cols block whose first element is (i, j);
+// m:view(rows, cols) is the reshaped view of shape.cpp.
 // The bounds are compared without arithmetic that could overflow on the
 // user's numbers (math.maxinteger is an integer like any other), and the
 // message shows the arguments as given.
+int view_reshaped(lua_State* L);  // shape.cpp: x:view(rows, cols)
+
 static int m_view(lua_State* L) {
     check_method_nargs(L, 4);
+    if (lua_gettop(L) == 3) return view_reshaped(L);
     Matrix& m = check_matrix(L, 1);
     lua_Integer i = luaL_checkinteger(L, 2), j = luaL_checkinteger(L, 3);
     int64_t r = check_size(L, 4, "m:view", "rows"), c = check_size(L, 5, "m:view", "cols");

@@ -17,14 +17,16 @@ static Matrix& operand(lua_State* L, int arg, const char* op) {
     return *m;
 }
 
-// a + b and a − b: the kernel `name` into a new matrix of a's shape.
+// a + b and a − b: the kernel `name` into a new matrix of the broadcast shape.
 static int elementwise(lua_State* L, Binary op, const char* symbol, const char* name) {
     Matrix& a = operand(L, 1, symbol);
     Matrix& b = operand(L, 2, symbol);
     push_matrix(L, guarded(L, name, [&] {
                     check_live(name, "a", a);
                     check_live(name, "b", b);
-                    Matrix c = empty(a.device(), a.rows, a.cols);
+                    int64_t rows, cols;  // a's shape, or the broadcast one (a row or column vector, a 1×1)
+                    broadcast_shape(name, a, b, rows, cols);
+                    Matrix c = empty(a.device(), rows, cols);
                     binary(op, a, b, c);
                     return c;
                 }));

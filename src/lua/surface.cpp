@@ -15,10 +15,11 @@
 //   Torch7's in-place methods, aliases of the kernels writing into m itself:
 //   m:add(s) / m:add(y) / m:add(alpha, y), m:mul(s), m:div(s), m:cmul(y),
 //   m:cdiv(y), m:fill(v), m:zero(), m:tanh(), m:sigmoid(), m:relu(), m:exp(),
-//   m:log(), m:sqrt(), m:abs(), m:sqr(): each returns m.
+//   m:log(), m:sqrt(), m:abs(), m:sqr(): each returns m (clone(m) first keeps m).
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ops.hpp"
@@ -51,11 +52,12 @@ Matrix sum_dim(const Matrix& x, int dim) {
 // max (min) over each column of a dense x: 1×cols, from a one-hot of argmax
 // (argmin), for columns longer than a float counts exactly, where a gather
 // cannot be told the row.
-Matrix extreme_columns_onehot(Extreme e, const Matrix& x) {
+Matrix extreme_columns_onehot(Extreme e, const Matrix& x, const Matrix* keep) {
     Device& dev = x.device();
     int64_t r = x.rows, n = x.cols;
     Matrix idx = empty(dev, 1, n);
     arg_extreme(x, idx, e);
+    if (keep) copy(idx, *keep);
     std::vector<float> rowno(static_cast<size_t>(r));
     for (int64_t i = 0; i < r; ++i) rowno[size_t(i)] = float(i + 1);
     Matrix d = zeros(dev, r, n);
@@ -77,15 +79,16 @@ constexpr int64_t kExactIndex = int64_t(1) << 24;
 // passes over x (the index, then one element per column), in chunks of
 // columns whose storage spans at most 2^24 elements so that each element's
 // place in the flat view is exact.
-void extreme_columns(Extreme e, const Matrix& x, const Matrix& out) {
+void extreme_columns(Extreme e, const Matrix& x, const Matrix& out, const Matrix* keep) {
     Device& dev = x.device();
     const int64_t r = x.rows, n = x.cols, rs = x.row_step(), cs = x.col_step();
     if (r * rs >= kExactIndex) {
-        if (rs != 1) return extreme_columns(e, clone(x), out);  // a dense copy spans r per column
-        return copy(extreme_columns_onehot(e, x), out);
+        if (rs != 1) return extreme_columns(e, clone(x), out, keep);  // a dense copy spans r per column
+        return copy(extreme_columns_onehot(e, x, keep), out);
     }
     Matrix idx = empty(dev, 1, n);
     arg_extreme(x, idx, e);
+    if (keep) copy(idx, *keep);
     const int64_t per = n == 1 ? 1 : std::max<int64_t>(1, (kExactIndex - r * rs) / std::max<int64_t>(cs, 1) + 1);
     std::vector<float> at;
     for (int64_t j0 = 0; j0 < n; j0 += per) {
@@ -102,14 +105,18 @@ void extreme_columns(Extreme e, const Matrix& x, const Matrix& out) {
     }
 }
 
-Matrix extreme_dim(Extreme e, const Matrix& x, int dim) {
+// The extremes along dim (1: 1×cols, 2: rows×1); with idx, their 1-based
+// indices (rows for dim 1, columns for dim 2) into *idx, a new matrix of that shape.
+Matrix extreme_dim(Extreme e, const Matrix& x, int dim, Matrix* idx = nullptr) {
+    const int64_t r = dim == 1 ? 1 : x.rows, c = dim == 1 ? x.cols : 1;
+    Matrix out = empty(x.device(), r, c);
+    if (idx) *idx = empty(x.device(), r, c);
     if (dim == 1) {
-        Matrix out = empty(x.device(), 1, x.cols);
-        extreme_columns(e, x, out);
-        return out;
+        extreme_columns(e, x, out, idx);
+    } else {
+        Matrix it = idx ? idx->t() : Matrix{};
+        extreme_columns(e, x.t(), out.t(), idx ? &it : nullptr);
     }
-    Matrix out = empty(x.device(), x.rows, 1);
-    extreme_columns(e, x.t(), out.t());
     return out;
 }
 
@@ -124,8 +131,9 @@ const char* red_name(Red r) {
     }
 }
 
-// The reduction along dim into a new matrix on x's device.
-Matrix reduce_dim(Red r, const Matrix& x, int dim) {
+// The reduction along dim into a new matrix on x's device; max and min also
+// give their indices in *idx when idx is not null.
+Matrix reduce_dim(Red r, const Matrix& x, int dim, Matrix* idx = nullptr) {
     const char* fn = red_name(r);
     check_live(fn, "x", x);
     if (x.dtype() != DType::f32) fail("%s: x is uint8; reductions take float32 (x:to(dev) after copy into a float matrix)", fn);
@@ -137,8 +145,8 @@ Matrix reduce_dim(Red r, const Matrix& x, int dim) {
             scal(1.0f / float(dim == 1 ? x.rows : x.cols), s);
             return s;
         }
-        case Red::max: return extreme_dim(Extreme::largest, x, dim);
-        default: return extreme_dim(Extreme::smallest, x, dim);
+        case Red::max: return extreme_dim(Extreme::largest, x, dim, idx);
+        default: return extreme_dim(Extreme::smallest, x, dim, idx);
     }
 }
 
@@ -176,6 +184,16 @@ int l_reduce(lua_State* L) {
         return 1;
     }
     int dim = check_dim(L, 2, red_name(R));
+    if (R == Red::max || R == Red::min) {  // values and indices, as Torch: local v, i = max(x, 1)
+        auto vi = guarded(L, [&] {
+            Matrix idx;
+            Matrix v = reduce_dim(R, x, dim, &idx);
+            return std::make_pair(std::move(v), std::move(idx));
+        });
+        push_matrix(L, std::move(vi.first));
+        push_matrix(L, std::move(vi.second));
+        return 2;
+    }
     push_matrix(L, guarded(L, [&] { return reduce_dim(R, x, dim); }));
     return 1;
 }
@@ -234,8 +252,10 @@ int op_scalar(lua_State* L) {
     if (a && b) {
         if (Op == '/') {
             push_matrix(L, guarded(L, [&] {
-                            check_live("div", "a", *a);
-                            Matrix c = empty(a->device(), a->rows, a->cols);
+                            check_live("div", "a", *a), check_live("div", "b", *b);
+                            int64_t rows, cols;
+                            broadcast_shape("div", *a, *b, rows, cols);
+                            Matrix c = empty(a->device(), rows, cols);
                             binary(Binary::div, *a, *b, c);
                             return c;
                         }));
@@ -364,13 +384,17 @@ void document() {
     doc("mean", "mean(x [, dim]) -> number | matrix",
         "The mean of every element, or along dim (1 → 1×cols, 2 → rows×1) as a matrix on the device. Also "
         "x:mean([dim]). torch.mean.");
-    doc("max", "max(x [, dim]) -> number | matrix",
-        "The largest element, or along dim (1 → 1×cols, 2 → rows×1) as a matrix on the device (from argmax: "
-        "see ?argmax for the indices). NaN loses to any number (a column of NaN gives NaN); torch.max and "
-        "numpy amax propagate it instead. Also x:max([dim]).");
-    doc("min", "min(x [, dim]) -> number | matrix",
-        "The smallest element, or along dim (1 → 1×cols, 2 → rows×1) on the device; NaN loses, as in max. Also "
-        "x:min([dim]). torch.min.");
+    doc("max", "max(x) -> number  |  max(x, dim) -> values, indices",
+        "The largest element (a number), or along dim, as Torch: two matrices on the device, the values and "
+        "their 1-based indices (dim 1: 1×cols, each column's largest and its row; dim 2: rows×1, each row's "
+        "largest and its column; the first on ties, as argmax). `local v = max(x, 1)` keeps the values only; "
+        "in an argument list both are passed, so write (max(x, 1)) for the values alone. NaN loses to any "
+        "number (a column of NaN gives NaN and index 1); torch.max and numpy amax propagate it instead. Also "
+        "x:max([dim]). Example: local v, i = max(from{{1, 5}, {3, 2}}, 1)  -- v {{3, 5}}, i {{2, 1}}");
+    doc("min", "min(x) -> number  |  min(x, dim) -> values, indices",
+        "The smallest element, or along dim the values and their 1-based indices (1 → 1×cols, 2 → rows×1), as "
+        "max; NaN loses, as in max. Also x:min([dim]). torch.min. Example: local v, i = min(from{{1, 5}, {3, 2}}, 2)  "
+        "-- v 1, 2; i 1, 2");
     doc("Matrix:size", "m:size() -> rows, cols  |  m:size(d)", "The shape (d = 1 rows, 2 columns). torch x:size().");
     doc("Matrix:numel", "m:numel() -> rows·cols", "The number of elements. torch x:numel() / numpy size.");
     doc("Matrix:dim", "m:dim() -> 2", "The number of dimensions: a vela matrix always has 2. torch x:dim().");
@@ -382,18 +406,25 @@ void document() {
     doc("Matrix:cdiv", "m:cdiv(y) -> m", "In place, elementwise: m ← m / y (the div kernel). torch x:cdiv(y).");
     doc("Matrix:fill", "m:fill(v) -> m", "In place: every element ← v (fill(m, v)). torch x:fill(v).");
     doc("Matrix:zero", "m:zero() -> m", "In place: every element ← 0. torch x:zero().");
-    doc("Matrix:tanh", "m:tanh() -> m", "In place: m ← tanh(m) (tanh(m)). torch x:tanh() / x.tanh_().");
-    doc("Matrix:sigmoid", "m:sigmoid() -> m", "In place: m ← σ(m). torch x:sigmoid() / x.sigmoid_().");
-    doc("Matrix:relu", "m:relu() -> m", "In place: m ← max(m, 0). PyTorch x.relu_().");
-    doc("Matrix:exp", "m:exp() -> m", "In place: m ← eᵐ. torch x:exp().");
-    doc("Matrix:log", "m:log() -> m", "In place: m ← log m. torch x:log().");
-    doc("Matrix:sqrt", "m:sqrt() -> m", "In place: m ← √m. torch x:sqrt().");
-    doc("Matrix:abs", "m:abs() -> m", "In place: m ← |m|. torch x:abs().");
-    doc("Matrix:sqr", "m:sqr() -> m", "In place: m ← m². numpy square.");
+    doc("Matrix:tanh", "m:tanh() -> m",
+        "In place: m ← tanh(m) (tanh(m)). torch x:tanh() / x.tanh_(). Rewrites m: clone(m):tanh() for a new matrix.");
+    doc("Matrix:sigmoid", "m:sigmoid() -> m",
+        "In place: m ← σ(m). torch x:sigmoid() / x.sigmoid_(). Rewrites m: clone(m):sigmoid() for a new matrix.");
+    doc("Matrix:relu", "m:relu() -> m",
+        "In place: m ← max(m, 0). PyTorch x.relu_(). Rewrites m: clone(m):relu() for a new matrix.");
+    doc("Matrix:exp", "m:exp() -> m", "In place: m ← eᵐ. torch x:exp(). Rewrites m: clone(m):exp() for a new matrix.");
+    doc("Matrix:log", "m:log() -> m",
+        "In place: m ← log m. torch x:log(). Rewrites m: clone(m):log() for a new matrix.");
+    doc("Matrix:sqrt", "m:sqrt() -> m",
+        "In place: m ← √m. torch x:sqrt(). Rewrites m: clone(m):sqrt() for a new matrix.");
+    doc("Matrix:abs", "m:abs() -> m",
+        "In place: m ← |m|, and m is returned, so x:abs():exp() rewrites x twice. For a new matrix leaving x "
+        "alone: clone(x):abs() (or abs(x, y) into y). torch x:abs().");
+    doc("Matrix:sqr", "m:sqr() -> m", "In place: m ← m². numpy square. Rewrites m: clone(m):sqr() for a new matrix.");
     doc("Matrix:sum", "m:sum([dim]) -> number | matrix", "sum(m [, dim]) as a method.");
     doc("Matrix:mean", "m:mean([dim]) -> number | matrix", "mean(m [, dim]) as a method.");
-    doc("Matrix:max", "m:max([dim]) -> number | matrix", "max(m [, dim]) as a method.");
-    doc("Matrix:min", "m:min([dim]) -> number | matrix", "min(m [, dim]) as a method.");
+    doc("Matrix:max", "m:max([dim]) -> number | values, indices", "max(m [, dim]) as a method.");
+    doc("Matrix:min", "m:min([dim]) -> number | values, indices", "min(m [, dim]) as a method.");
 }
 
 }  // namespace

@@ -18,6 +18,9 @@ extern "C" int luaopen_vela(lua_State* L) {
     vela::lua::open_io(L);
     vela::lua::open_print(L);
     vela::lua::open_surface(L);  // after the kernels: sum(x [, dim]) takes over sum(x)
+    vela::lua::open_relations(L);
+    vela::lua::open_shape(L);
+    vela::lua::open_ranges(L);
     vela::lua::open_user_kernels(L);
     vela::lua::open_regularize(L);
     vela::lua::open_optim_kernels(L);

@@ -24,6 +24,9 @@ void open_data(lua_State* L);     // data.cpp: read_idx and the data-set helpers
 void open_help(lua_State* L);     // help.cpp: help, doc
 void open_io(lua_State* L);       // io.cpp: save, load (.npy, .npz)
 void open_print(lua_State* L);    // matrix_print.cpp: printopts
+void open_relations(lua_State* L);  // relations.cpp: gt, lt, ge, le, eq, ne, pow, ^
+void open_shape(lua_State* L);  // shape.cpp: clone, item, reshape, view(r, c), transpose, narrow, select, sub, cat
+void open_ranges(lua_State* L);  // ranges.cpp: eye, linspace, arange, randperm
 void open_surface(lua_State* L);  // surface.cpp: size, numel, scalar operators, sum/mean/max/min by dim, Torch7 in-place methods
 void open_user_kernels(lua_State* L);  // user_kernels.cpp: map, kernel, kernel_info (GLSL written at the prompt)
 void open_regularize(lua_State* L);  // regularize.cpp: dropout, batchnorm_stats, batchnorm, batchnorm_backward, random_shift

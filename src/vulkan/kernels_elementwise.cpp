@@ -40,7 +40,8 @@ void record_xyz(VulkanDevice& dev, const char* shader, const char* label, uint32
     p.y = dev.view(y);
     p.z = dev.view(z);
     p.n = uint32_t(z.size());
-    bool vec4 = dense16({&x, &y, &z}, {&p.x, &p.y, &p.z});
+    // binary: the four-lane path for the arithmetic rows only (elementwise.glsl's binary_f)
+    bool vec4 = dense16({&x, &y, &z}, {&p.x, &p.y, &p.z}) && (kind != step::binary || op <= uint32_t(Binary::sub));
     uint32_t spec[3] = {dev.wg(), op, vec4};
     record(dev, shader, label, p, spec, 3, {&x, &y}, {&z}, vec4, kind | op | (vec4 ? step::vec4 : 0));
 }
@@ -65,7 +66,24 @@ void VulkanDevice::unary(Unary op, const Matrix& x, const Matrix& y, const float
 }
 
 void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
-    record_xyz(*this, "binary", binary_name(op), uint32_t(op), step::binary, a, b, c);
+    const bool same = a.rows == c.rows && a.cols == c.cols && b.rows == c.rows && b.cols == c.cols;
+    if (same) return record_xyz(*this, "binary", binary_name(op), uint32_t(op), step::binary, a, b, c);
+    // Broadcast (device.hpp): each operand indexed with c's rows and a step of
+    // 0 along a dimension it spans once; one element per invocation.
+    auto bview = [&](const Matrix& m) {
+        View v = view(m);
+        v.rows = uint32_t(c.rows);
+        v.rstep = m.rows == 1 && c.rows != 1 ? 0 : uint32_t(m.row_step());
+        v.cstep = m.cols == 1 && c.cols != 1 ? 0 : uint32_t(m.col_step());
+        return v;
+    };
+    ElementPush p;
+    p.x = bview(a);
+    p.y = bview(b);
+    p.z = view(c);
+    p.n = uint32_t(c.size());
+    uint32_t spec[3] = {wg(), uint32_t(op), 0};
+    record(*this, "binary", binary_name(op), p, spec, 3, {&a, &b}, {&c}, false, step::binary | uint32_t(op));
 }
 
 void VulkanDevice::act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) {

@@ -633,13 +633,26 @@ ops[#ops + 1] = function()
   else
     local b = any_entry()
     if not b then return end
-    local valid = live(e) and live(b) and e.base.dev == b.base.dev and compatible(e, b) and
+    -- NumPy's broadcast in 2-D: a dimension of 1 stretches to the other operand's
+    local function stretch(p, q) return p == q or p == 1 or q == 1 end
+    local bc = not compatible(e, b) and stretch(e.rows, b.rows) and stretch(e.cols, b.cols)
+    local valid = live(e) and live(b) and e.base.dev == b.base.dev and (compatible(e, b) or bc) and
       e.base.dtype == "float32" and b.base.dtype == "float32"
-    if valid and (e.rows ~= b.rows or e.cols ~= b.cols) then valid = "either" end  -- vectors in two orientations
-    if live(e) and live(b) and e.base.dev == b.base.dev and compatible(e, b) and (e.base.dtype ~= "float32" or b.base.dtype ~= "float32") then valid = "either" end
+    if valid and not bc and (e.rows ~= b.rows or e.cols ~= b.cols) then valid = "either" end  -- vectors in two orientations
+    if live(e) and live(b) and e.base.dev == b.base.dev and (compatible(e, b) or bc) and (e.base.dtype ~= "float32" or b.base.dtype ~= "float32") then valid = "either" end
     current_call = fmt("a + b, %d×%d and %d×%d", e.rows, e.cols, b.rows, b.cols)
     local ok, m = attempt({"matrix +"}, valid, function() return e.m + b.m end)
-    if ok and valid == true then
+    if ok and valid == true and bc then
+      local n = new_entry(m, e.base.dev, "float32")
+      for j = 0, n.cols - 1 do
+        for i = 0, n.rows - 1 do
+          local x = model_get(e, e.rows == 1 and 0 or i, e.cols == 1 and 0 or j)
+          local y = model_get(b, b.rows == 1 and 0 or i, b.cols == 1 and 0 or j)
+          model_set(n, i, j, arith(function(p, q) return f32(p + q) end, x, y))
+        end
+      end
+      check(n, "a + b, broadcast")
+    elseif ok and valid == true then
       check(adopt(m, function(i, j) return arith(function(x, y) return f32(x + y) end, model_get(e, i, j), model_get(b, i, j)) end, e.base.dev, "float32"), "a + b")
     elseif ok then
       pcall(m.release, m)

@@ -849,6 +849,7 @@ nn._helpers = layer_helpers
 require("vela.gradcheck").attach(nn)
 require("vela.layers_regularize").attach(nn, layer_helpers)
 require("vela.conv").attach(nn, layer_helpers)
+require("vela.sequence").attach(nn, layer_helpers)
 
 -- ---------------------------------------------------------------------------
 -- Torch7 and PyTorch names: one clear error naming vela's spelling, instead

@@ -21,6 +21,7 @@ extern "C" int luaopen_vela(lua_State* L) {
     vela::lua::open_user_kernels(L);
     vela::lua::open_regularize(L);
     vela::lua::open_conv(L);
+    vela::lua::open_sequence(L);
     lua_pushliteral(L, VELA_VERSION);
     lua_setfield(L, -2, "version");
     return 1;

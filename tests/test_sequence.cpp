@@ -264,6 +264,12 @@ TEST_CASE("kernels: sequence, softmax_causal and its backward on views against f
                 softmax_causal_backward(ym, dym, dym);  // dx = dy
                 CHECK(worst(to_host(dym), dx) < 1e-5);
             }
+        if (d.name() != "cpu") {  // one column per invocation: the loop bound is the context T
+            Matrix big = zeros(d, 4097, 4097);
+            CHECK(test::error_of([&] { softmax_causal(big, big); }) ==
+                  "softmax_causal: x has 4097 rows but " + d.name() +
+                      " takes at most 4096 (the context T; each column is one loop)");
+        }
         CHECK(test::error_of([&] { softmax_causal(zeros(d, 3, 4), zeros(d, 3, 4)); }) ==
               "softmax_causal: x is 3×4 but must be T×n with n a multiple of T (one column per query, T keys per "
               "column)");

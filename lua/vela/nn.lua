@@ -553,6 +553,7 @@ require("vela.conv").attach(nn, layer_helpers)
 require("vela.summary").attach(nn, Sequential)
 -- layer(x) is layer:forward(x) for every kind of layer, as net(x) is.
 for _, class in ipairs{nn.Conv2d, nn.Pool, nn.Flatten, nn.Dropout, nn.BatchNorm} do class.__call = Linear.__call end
+require("vela.sequence").attach(nn, layer_helpers)
 
 -- ---------------------------------------------------------------------------
 -- Torch7 and PyTorch names: one clear error naming vela's spelling, instead

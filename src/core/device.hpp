@@ -201,6 +201,27 @@ public:
     virtual void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width,
                               const Matrix& x, const Matrix& y);
 
+    // Sequence layers (core/ops_sequence.cpp; docs/sequence.md: one token per column).
+    // Layer norm of each column of x (m×n) over its m rows, mean(j) and rstd(j) saved:
+    //   y ← γ ∘ (x − mean(j))·rstd(j) + β,  rstd = 1/√(var + eps), var = Σ (x − mean)² / m
+    // Backward, x̂ = (x − mean)·rstd, g = dy ∘ γ (γ, β, dγ, dβ m-vectors):
+    //   dβ ← Σⱼ dy;  dγ ← Σⱼ dy ∘ x̂;  dx ← rstd·(g − Σᵢ g / m − x̂ · Σᵢ (g ∘ x̂) / m)
+    // The defaults compose the batch-normalization kernels on xᵀ (bounded on every device).
+    virtual void layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps,
+                                   const Matrix& mean, const Matrix& rstd, const Matrix& y);
+    virtual void layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
+                                    const Matrix& gamma, const Matrix& dgamma, const Matrix& dbeta,
+                                    const Matrix& dx);
+    // dE(:, idx[j]) += dy(:, j) for every j, idx holding 1-based column numbers of dE (checked
+    // as gather_cols checks them); the sum over repeated tokens is in a fixed order (same bits each run).
+    virtual void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE);
+    // Causal softmax of attention scores, x: T×n, column j the query at position p = j mod T
+    // (n/T sequences), row i the key at position i: rows i ≤ p take part, the others are 0:
+    //   y(i, j) = exp(x(i, j) − m) / Σ_{i' ≤ p} exp(x(i', j) − m)  (i ≤ p), m the max over i ≤ p
+    // backward: dx = y ∘ (dy − Σᵢ y ∘ dy) per column. The defaults throw.
+    virtual void softmax_causal(const Matrix& x, const Matrix& y);
+    virtual void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx);
+
     // A kernel written at the prompt (core/user_kernel.hpp), its operands
     // checked by the caller. Devices that cannot run SPIR-V throw, saying what to install.
     virtual void run_user(const UserCall& call);

@@ -106,6 +106,18 @@ void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx);
 void to_images(const Matrix& u, const Matrix& b, const Matrix& y);  // b: an empty Matrix for none
 void from_images(const Matrix& y, const Matrix& u);
 
+// Sequence layers (core/ops_sequence.cpp; Device for the equations). x: m×n, one token per column;
+// gamma, beta, dgamma, dbeta: m-vectors; mean, rstd: n-vectors; eps > 0; y may be x.
+void layernorm(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
+               const Matrix& rstd, const Matrix& y);
+void layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
+                        const Matrix& gamma, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx);
+// dE(:, idx[j]) += dy(:, j); idx: an n-vector of 1-based columns of dE (dim×vocab), dy: dim×n.
+void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE);
+// x, y, dy, dx: T×n with n a multiple of T (Device::softmax_causal); y may be x, dx may be dy.
+void softmax_causal(const Matrix& x, const Matrix& y);
+void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx);
+
 // The default seed used by rand/randn when none is given; seed(n) sets it.
 // Each call without a seed draws the next seed from a sequence started at it,
 // so two calls give different numbers but a script is reproducible.

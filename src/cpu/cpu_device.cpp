@@ -225,6 +225,28 @@ public:
         Timed t(this, "batchnorm_backward");
         cpu::bn_backward(dy, x, mean, var, gamma, eps, group, dgamma, dbeta, dx);
     }
+    void layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
+                           const Matrix& rstd, const Matrix& y) override {
+        Timed t(this, "layernorm");
+        cpu::layernorm_forward(x, gamma, beta, eps, mean, rstd, y);
+    }
+    void layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
+                            const Matrix& gamma, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) override {
+        Timed t(this, "layernorm_backward");
+        cpu::layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx);
+    }
+    void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE) override {
+        Timed t(this, "embedding_backward");
+        cpu::embedding_backward(dy, idx, dE);
+    }
+    void softmax_causal(const Matrix& x, const Matrix& y) override {
+        Timed t(this, "softmax_causal");
+        cpu::softmax_causal(x, y);
+    }
+    void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx) override {
+        Timed t(this, "softmax_causal_backward");
+        cpu::softmax_causal_backward(y, dy, dx);
+    }
     void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                       const Matrix& y) override {
         Timed t(this, "random_shift");

@@ -87,6 +87,15 @@ void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Ma
 void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                   const Matrix& y);
 
+// sequence.cpp
+void layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
+                       const Matrix& rstd, const Matrix& y);
+void layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
+                        const Matrix& gamma, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx);
+void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE);
+void softmax_causal(const Matrix& x, const Matrix& y);
+void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx);
+
 // optim.cpp
 void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const Matrix& s3,
                 const float* p);

@@ -25,6 +25,7 @@ extern "C" int luaopen_vela(lua_State* L) {
     vela::lua::open_regularize(L);
     vela::lua::open_optim_kernels(L);
     vela::lua::open_conv(L);
+    vela::lua::open_sequence(L);
     lua_pushliteral(L, VELA_VERSION);
     lua_setfield(L, -2, "version");
     return 1;

@@ -67,6 +67,9 @@ public:
                      float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) override;
     void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                       const Matrix& y) override;
+    void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE) override;  // kernels_sequence.cpp
+    void softmax_causal(const Matrix& x, const Matrix& y) override;
+    void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx) override;
     // kernels_conv.cpp
     void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) override;
     void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) override;

@@ -1,0 +1,195 @@
+// The checked kernel API of the sequence layers (docs/sequence.md): layer norm
+// per column (one token per column) forward and backward, and the embedding's
+// scatter-add backward (its forward is gather_cols). The rules and message
+// forms are those of ops.cpp (shared checks in ops_check.hpp). Also the Device
+// defaults: layer norm composed from the batch-normalization kernels on xᵀ
+// (bounded and deterministic wherever those are), and an embedding_backward
+// that says the device lacks it.
+#include <cfloat>
+#include <cmath>
+
+#include "core/ops.hpp"
+#include "core/ops_check.hpp"
+
+namespace vela {
+
+using namespace opcheck;
+
+namespace {
+
+Matrix vec_filled(Device& dev, int64_t n, float v) {
+    Matrix m = make(dev, n, 1, DType::f32);
+    dev.fill(m, v);
+    return m;
+}
+
+// An operand on x's device, float32.
+void operand(const char* fn, const char* name, const Matrix& m, const char* xn, const Matrix& x) {
+    check_live(fn, name, m);
+    same_device(fn, xn, x, name, m);
+    need_f32(fn, name, m);
+}
+
+}  // namespace
+
+// Column j of x is feature j of xᵀ: bn_stats gives mean(j) and var(j); bn_forward
+// with γ = 1, β = 0 gives x̂, and once more on x̂ with mean = var = 0, eps = 1
+// (1/√1 = 1 exactly) gives γ(i)·x̂ + β(i) per row.
+void Device::layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps,
+                               const Matrix& mean, const Matrix& rstd, const Matrix& y) {
+    const int64_t m = x.rows, n = x.cols;
+    if (n == 0) return;
+    Matrix var = make(*this, n, 1, DType::f32);
+    bn_stats(x.t(), 1, mean, var);
+    Matrix ones = vec_filled(*this, n, 1.0f), zeros_n = vec_filled(*this, n, 0.0f), zeros_m = vec_filled(*this, m, 0.0f);
+    bn_forward(x.t(), mean, var, ones, zeros_n, eps, 1, y.t());
+    bn_forward(y, zeros_m, zeros_m, gamma, beta, 1.0f, 1, y);
+    const float shift[4] = {1.0f, eps, 0.0f, 1.0f};  // var + eps
+    unary(Unary::linear_frac, var, rstd, shift);
+    unary(Unary::sqrt, rstd, rstd, nullptr);
+    unary(Unary::inv, rstd, rstd, nullptr);
+}
+
+// With g = dy ∘ γ, layer norm's dx is batch norm's dx of gᵀ with γ = 1 (the
+// variance recovered as 1/rstd², eps the smallest normal float); dβ and dγ are
+// row sums (mv with a ones vector) of dy and dy ∘ x̂.
+void Device::layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
+                                const Matrix& gamma, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) {
+    const int64_t m = x.rows, n = x.cols;
+    if (n == 0) {
+        fill(dgamma, 0.0f), fill(dbeta, 0.0f);
+        return;
+    }
+    Matrix var = make(*this, n, 1, DType::f32);
+    unary(Unary::sqr, rstd, var, nullptr);
+    unary(Unary::inv, var, var, nullptr);
+    Matrix ones = vec_filled(*this, n, 1.0f), zeros_n = vec_filled(*this, n, 0.0f), zeros_m = vec_filled(*this, m, 0.0f);
+    Matrix g = make(*this, m, n, DType::f32);
+    bn_forward(dy, zeros_m, zeros_m, gamma, zeros_m, 1.0f, 1, g);
+    Matrix s1 = make(*this, n, 1, DType::f32), s2 = make(*this, n, 1, DType::f32);
+    bn_backward(g.t(), x.t(), mean, var, ones, FLT_MIN, 1, s1, s2, dx.t());
+    Matrix xhat = g;  // g is no longer needed
+    bn_forward(x.t(), mean, var, ones, zeros_n, FLT_MIN, 1, xhat.t());
+    binary(Binary::mul, dy, xhat, xhat);
+    mv(1.0f, xhat, ones, 0.0f, dgamma);
+    mv(1.0f, dy, ones, 0.0f, dbeta);
+}
+
+void Device::embedding_backward(const Matrix&, const Matrix&, const Matrix&) {
+    fail("embedding_backward: %s has no embedding_backward kernel", name().c_str());
+}
+
+void Device::softmax_causal(const Matrix&, const Matrix&) {
+    fail("softmax_causal: %s has no softmax_causal kernel", name().c_str());
+}
+void Device::softmax_causal_backward(const Matrix&, const Matrix&, const Matrix&) {
+    fail("softmax_causal_backward: %s has no softmax_causal_backward kernel", name().c_str());
+}
+
+void layernorm(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
+               const Matrix& rstd, const Matrix& y) {
+    const char* fn = "layernorm";
+    check_live(fn, "x", x);
+    need_f32(fn, "x", x);
+    operand(fn, "gamma", gamma, "x", x), operand(fn, "beta", beta, "x", x);
+    operand(fn, "mean", mean, "x", x), operand(fn, "rstd", rstd, "x", x), operand(fn, "y", y, "x", x);
+    if (x.rows == 0) fail("%s: x is %s but needs at least one row (the values of a token)", fn, describe(x).c_str());
+    need_vector(fn, "gamma", gamma, x.rows, "one per row of x");
+    need_vector(fn, "beta", beta, x.rows, "one per row of x");
+    need_vector(fn, "mean", mean, x.cols, "one per column of x");
+    need_vector(fn, "rstd", rstd, x.cols, "one per column of x");
+    need_shape(fn, "y", y, x.rows, x.cols, "the shape of x");
+    if (!(eps > 0.0f) || !std::isfinite(eps)) fail("%s: eps is %g but must be a positive number", fn, double(eps));
+    no_partial_overlap(fn, "y", y, "x", x);
+    const Matrix* ins[] = {&gamma, &beta};
+    const char* in_names[] = {"gamma", "beta"};
+    for (int i = 0; i < 2; i++) {
+        no_overlap(fn, "y", y, in_names[i], *ins[i]);
+        no_overlap(fn, "mean", mean, in_names[i], *ins[i]), no_overlap(fn, "rstd", rstd, in_names[i], *ins[i]);
+    }
+    no_overlap(fn, "mean", mean, "x", x), no_overlap(fn, "rstd", rstd, "x", x);
+    no_overlap(fn, "mean", mean, "y", y), no_overlap(fn, "rstd", rstd, "y", y);
+    no_overlap(fn, "rstd", rstd, "mean", mean);
+    x.device().layernorm_forward(x, gamma, beta, eps, mean, rstd, y);
+}
+
+void layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
+                        const Matrix& gamma, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) {
+    const char* fn = "layernorm_backward";
+    check_live(fn, "x", x);
+    need_f32(fn, "x", x);
+    operand(fn, "dy", dy, "x", x), operand(fn, "mean", mean, "x", x), operand(fn, "rstd", rstd, "x", x);
+    operand(fn, "gamma", gamma, "x", x), operand(fn, "dgamma", dgamma, "x", x);
+    operand(fn, "dbeta", dbeta, "x", x), operand(fn, "dx", dx, "x", x);
+    if (x.rows == 0) fail("%s: x is %s but needs at least one row (the values of a token)", fn, describe(x).c_str());
+    need_shape(fn, "dy", dy, x.rows, x.cols, "the shape of x");
+    need_vector(fn, "mean", mean, x.cols, "one per column of x");
+    need_vector(fn, "rstd", rstd, x.cols, "one per column of x");
+    need_vector(fn, "gamma", gamma, x.rows, "one per row of x");
+    need_vector(fn, "dgamma", dgamma, x.rows, "one per row of x");
+    need_vector(fn, "dbeta", dbeta, x.rows, "one per row of x");
+    need_shape(fn, "dx", dx, x.rows, x.cols, "the shape of x");
+    const Matrix* ins[] = {&dy, &x, &mean, &rstd, &gamma};
+    const char* in_names[] = {"dy", "x", "mean", "rstd", "gamma"};
+    for (int i = 0; i < 5; i++) {
+        no_overlap(fn, "dgamma", dgamma, in_names[i], *ins[i]);
+        no_overlap(fn, "dbeta", dbeta, in_names[i], *ins[i]);
+        no_overlap(fn, "dx", dx, in_names[i], *ins[i]);
+    }
+    no_overlap(fn, "dbeta", dbeta, "dgamma", dgamma);
+    no_overlap(fn, "dx", dx, "dgamma", dgamma), no_overlap(fn, "dx", dx, "dbeta", dbeta);
+    x.device().layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx);
+}
+
+void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE) {
+    const char* fn = "embedding_backward";
+    check_live(fn, "dy", dy);
+    need_f32(fn, "dy", dy);
+    operand(fn, "idx", idx, "dy", dy), operand(fn, "dE", dE, "dy", dy);
+    if (!idx.is_vector() && !idx.empty())
+        fail("%s: idx is %s but must be a vector of column indices of dE", fn, describe(idx).c_str());
+    if (idx.size() != dy.cols)
+        fail("%s: idx has %lld indices but dy has %lld columns (one index per column of dy)", fn,
+             (long long)idx.size(), (long long)dy.cols);
+    if (dE.rows != dy.rows)
+        fail("%s: dE is %s but dy is %s (dE's rows must equal dy's rows)", fn, describe(dE).c_str(),
+             describe(dy).c_str());
+    no_overlap(fn, "dE", dE, "dy", dy), no_overlap(fn, "dE", dE, "idx", idx);
+    dy.device().embedding_backward(dy, idx, dE);
+}
+
+namespace {
+
+// T×n scores of n/T sequences: n a multiple of T.
+void causal_shape(const char* fn, const Matrix& x) {
+    if (x.rows == 0 || x.cols % x.rows != 0)
+        fail("%s: x is %s but must be T×n with n a multiple of T (one column per query, T keys per column)", fn,
+             describe(x).c_str());
+}
+
+}  // namespace
+
+void softmax_causal(const Matrix& x, const Matrix& y) {
+    const char* fn = "softmax_causal";
+    check_live(fn, "x", x);
+    need_f32(fn, "x", x);
+    operand(fn, "y", y, "x", x);
+    causal_shape(fn, x);
+    need_shape(fn, "y", y, x.rows, x.cols, "the shape of x");
+    no_partial_overlap(fn, "y", y, "x", x);
+    x.device().softmax_causal(x, y);
+}
+
+void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx) {
+    const char* fn = "softmax_causal_backward";
+    check_live(fn, "y", y);
+    need_f32(fn, "y", y);
+    operand(fn, "dy", dy, "y", y), operand(fn, "dx", dx, "y", y);
+    causal_shape(fn, y);
+    need_shape(fn, "dy", dy, y.rows, y.cols, "the shape of y");
+    need_shape(fn, "dx", dx, y.rows, y.cols, "the shape of y");
+    no_overlap(fn, "dx", dx, "y", y), no_partial_overlap(fn, "dx", dx, "dy", dy);
+    y.device().softmax_causal_backward(y, dy, dx);
+}
+
+}  // namespace vela

@@ -155,7 +155,7 @@ void VulkanDevice::random_shift(uint64_t seed, uint64_t step, int64_t shift, int
     dispatch(d);
 }
 
-void VulkanDevice::bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {
+void VulkanDevice::batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {
     const uint32_t fwg = std::min<uint32_t>(64, wg());
     const uint64_t feats = uint64_t(x.rows / group);
     const float count = float(double(group) * double(x.cols));
@@ -174,8 +174,8 @@ void VulkanDevice::bn_stats(const Matrix& x, int64_t group, const Matrix& mean, 
     }
 }
 
-void VulkanDevice::bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
-                              const Matrix& beta, float eps, int64_t group, const Matrix& y) {
+void VulkanDevice::batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
+                             const Matrix& beta, float eps, int64_t group, const Matrix& y) {
     const uint32_t fwg = std::min<uint32_t>(64, wg());
     const uint64_t feats = uint64_t(x.rows / group);
     if (feats == 0) return;
@@ -206,9 +206,9 @@ void VulkanDevice::bn_forward(const Matrix& x, const Matrix& mean, const Matrix&
     dispatch(d);
 }
 
-void VulkanDevice::bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var,
-                               const Matrix& gamma, float eps, int64_t group, const Matrix& dgamma,
-                               const Matrix& dbeta, const Matrix& dx) {
+void VulkanDevice::batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var,
+                                      const Matrix& gamma, float eps, int64_t group, const Matrix& dgamma,
+                                      const Matrix& dbeta, const Matrix& dx) {
     const uint32_t fwg = std::min<uint32_t>(64, wg());
     const uint64_t feats = uint64_t(x.rows / group);
     if (feats == 0) return;

@@ -88,7 +88,6 @@ local NOT_KERNELS = {name = true, alloc = true, upload = true, download = true, 
 local LUA_NAMES = {
   reduce = {"sum", "dot", "nrm2", "asum"}, unary = {}, binary = {"mul", "div", "add", "sub"},
   arg_extreme = {"argmax", "argmin"}, random = {"rand", "randn"}, act_backward = {},
-  bn_stats = {"batchnorm_stats"}, bn_forward = {"batchnorm"}, bn_backward = {"batchnorm_backward"},
   optim_step = {"sgd_step", "adam_step"}, run_user = {"map", "kernel"}, axpby = {"axpby", "axpy"},
 }
 local function device_kernels()

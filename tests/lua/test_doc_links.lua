@@ -6,13 +6,7 @@
 local t = dofile("tests/lua/t.lua")
 local function eq(a, b) assert(a == b, ("got %s, expected %s"):format(tostring(a), tostring(b))) end
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = t.read_file
 
 local function markdown_files()
   local files = {"README.md"}

@@ -14,13 +14,7 @@ local t = dofile("tests/lua/t.lua")
 -- reference (a helper's own file, where it exists).
 local REFERENCE = {"docs/lua-api.md", "docs/jupyter.md", "docs/dist.md", "docs/edge-contract.md"}
 
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = t.read_file
 
 -- The names a text documents: every code span's calls and bare names, with
 -- their owner ("nn.linear", "m:tanh", "vela.load") and without it.

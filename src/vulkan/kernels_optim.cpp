@@ -29,13 +29,12 @@ void VulkanDevice::optim_step(Optim kind, const Matrix& w, const Matrix& g, cons
     p.a = q[0], p.b = q[1], p.c = q[2], p.d = q[3];
     if (p.n == 0) return;
     // (Every operand is float32: core/ops_optim.cpp checks it.)
-    auto dense16 = [](const Matrix& m, const View& v) { return m.contiguous() && v.addr % 16 == 0; };
     const bool vec4 = dense16(w, p.w) && dense16(g, p.g) && dense16(s1, p.s1) && dense16(s2, p.s2);
-    uint32_t spec[3] = {wg(), uint32_t(kind), vec4};
+    const OpSpec spec{.wg = wg(), .op = uint32_t(kind), .vec4 = vec4};  // optim.comp: WG, KIND, VEC4
     const bool adam = kind == Optim::adam;
     const char* label = adam ? "adam_step" : "sgd_step";
-    Dispatch d{.shader = "optim", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
-               .reads = {&w, &g, &s1, &s2}, .writes = {&w, &s1, &s2}, .label = label};
+    Dispatch d{.shader = "optim", .push = &p, .push_size = sizeof p, .spec = spec, .reads = {&w, &g, &s1, &s2},
+               .writes = {&w, &s1, &s2}, .label = label};
     grid(vec4 ? (uint64_t(p.n) + 3) / 4 : p.n, wg(), d.groups);
     dispatch(d);
 }

@@ -24,19 +24,12 @@ using vela::test::on_every_device;
 
 namespace {
 
-// splitmix64 values in [-4, 4), rounded to multiples of 1/64 so that maxima
-// have ties now and then.
+// splitmix64 values in [-4, 4); with ties, rounded down to multiples of 1/2
+// so that maxima tie now and then.
 std::vector<float> data(size_t n, uint64_t seed, bool ties = false) {
-    std::vector<float> v(n);
-    uint64_t s = seed;
-    for (float& e : v) {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        z ^= z >> 31;
-        double u = double(z >> 40) / double(1 << 24) * 8.0 - 4.0;
-        e = float(ties ? std::floor(u * 2) / 2 : u);
-    }
+    std::vector<float> v = vela::test::splitmix_values(n, seed);
+    if (ties)
+        for (float& e : v) e = std::floor(e * 2) / 2;
     return v;
 }
 

@@ -23,18 +23,7 @@ using vela::test::on_every_device;
 namespace {
 
 // splitmix64 values in [-4, 4): independent of anything under test.
-std::vector<float> data(size_t n, uint64_t seed) {
-    std::vector<float> v(n);
-    uint64_t s = seed;
-    for (float& e : v) {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        z ^= z >> 31;
-        e = float(double(z >> 40) / double(1 << 24) * 8.0 - 4.0);
-    }
-    return v;
-}
+std::vector<float> data(size_t n, uint64_t seed) { return vela::test::splitmix_values(n, seed); }
 
 // Softmax of each column of a rows×cols column-major matrix, in float64.
 std::vector<double> softmax_ref(const std::vector<float>& x, int64_t rows, int64_t cols) {

@@ -13,18 +13,14 @@
 #include "core/error.hpp"
 #include "core/ops.hpp"
 #include "core/registry.hpp"
+#include "every_device.hpp"
 #include "kernel_reference.hpp"
 
 using namespace vela;
 
 namespace {
 
-std::vector<Device*> usable_devices() {
-    std::vector<Device*> out;
-    for (const DeviceInfo& info : list_devices())
-        if (info.usable) out.push_back(&get_device(info.id));
-    return out;
-}
+using vela::test::usable_devices;
 
 // Distance in float32 ulps between got and the float64 value want: |got − want|
 // over the spacing of floats at want (the smallest subnormal at 0).

@@ -23,16 +23,7 @@ namespace {
 
 // splitmix64 values in [lo, hi): independent of anything under test.
 std::vector<float> data(size_t n, uint64_t seed, double lo, double hi) {
-    std::vector<float> v(n);
-    uint64_t s = seed;
-    for (float& e : v) {
-        uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        z ^= z >> 31;
-        e = float(lo + (hi - lo) * double(z >> 40) / double(1 << 24));
-    }
-    return v;
+    return vela::test::splitmix_values(n, seed, lo, hi);
 }
 
 enum class Layout { dense, trans, strided };

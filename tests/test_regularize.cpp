@@ -155,7 +155,7 @@ TEST_CASE("kernels: regularize, batchnorm statistics, forward and backward on vi
                 Op x = make(d, cs.rows, cs.n, lx, 6, 1, 4), dy = make(d, cs.rows, cs.n, Layout::trans, 7);
                 Op g = make(d, F, 1, Layout::padded, 8), b = make(d, 1, F, Layout::trans, 9);
                 Op mean = make(d, F, 1, Layout::padded, 10), var = make(d, 1, F, Layout::padded, 11);
-                bn_stats(x.m, cs.group, mean.m, var.m);
+                batchnorm_stats(x.m, cs.group, mean.m, var.m);
                 const size_t nf = size_t(F);
                 std::vector<double> hm(nf), hv(nf), sd(nf), sdx(nf);
                 for (int64_t f = 0; f < F; f++) {
@@ -173,7 +173,7 @@ TEST_CASE("kernels: regularize, batchnorm statistics, forward and backward on vi
                 std::vector<float> dm = to_host(mean.m), dv = to_host(var.m);
                 auto inv = [&](int64_t f) { return 1.0 / std::sqrt(double(dv[size_t(f)]) + 1e-5); };
                 Op y = make(d, cs.rows, cs.n, Layout::padded, 12);
-                bn_forward(x.m, mean.m, var.m, g.m, b.m, 1e-5f, cs.group, y.m);
+                batchnorm(x.m, mean.m, var.m, g.m, b.m, 1e-5f, cs.group, y.m);
                 check(y,
                       [&](int64_t i, int64_t j) {
                           int64_t f = i / cs.group;
@@ -182,7 +182,7 @@ TEST_CASE("kernels: regularize, batchnorm statistics, forward and backward on vi
                       1e-5, 8, "y");
                 Op dg = make(d, F, 1, Layout::padded, 13), db = make(d, F, 1, Layout::trans, 14);
                 Op dx = make(d, cs.rows, cs.n, lx, 15);
-                bn_backward(dy.m, x.m, mean.m, var.m, g.m, 1e-5f, cs.group, dg.m, db.m, dx.m);
+                batchnorm_backward(dy.m, x.m, mean.m, var.m, g.m, 1e-5f, cs.group, dg.m, db.m, dx.m);
                 double scale_dg = 0, scale_db = 0;
                 for (int64_t f = 0; f < F; f++) {
                     double a = 0, c = 0;

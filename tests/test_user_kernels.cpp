@@ -14,18 +14,14 @@
 #include "core/map_expr.hpp"
 #include "core/registry.hpp"
 #include "core/user_kernel.hpp"
+#include "every_device.hpp"
 #include "vulkan/user_kernel.hpp"
 
 using namespace vela;
 
 namespace {
 
-std::vector<Device*> usable_devices() {
-    std::vector<Device*> out;
-    for (const DeviceInfo& info : list_devices())
-        if (info.usable) out.push_back(&get_device(info.id));
-    return out;
-}
+using vela::test::usable_devices;
 
 // y ← a·x + b·x² over n elements; the general (non-elementwise) layout: views carry rows and cols.
 const char* kAxpx2 = R"(#version 450

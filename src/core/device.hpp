@@ -186,15 +186,15 @@ public:
     // Batch normalization over features: x is (F·G)×n and feature f is rows f·G .. f·G+G−1 of
     // every column (G = 1: one feature per row; G = H·W: one per channel), N = G·n values each.
     //   mean(f) ← Σ x / N;  var(f) ← Σ (x − mean)² / N  (two passes)
-    virtual void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var);
+    virtual void batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var);
     //   y ← γ(f)·(x − mean(f))·inv(f) + β(f),  inv = 1/√(var + eps)
-    virtual void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
-                            const Matrix& beta, float eps, int64_t group, const Matrix& y);
+    virtual void batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
+                           const Matrix& beta, float eps, int64_t group, const Matrix& y);
     //   dβ(f) ← Σ dy;  dγ(f) ← Σ dy·x̂  (x̂ = (x − mean)·inv);
     //   dx ← γ·inv/N · (N·dy − dβ − x̂·dγ)   (skipped when dx.buf is null)
-    virtual void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var,
-                             const Matrix& gamma, float eps, int64_t group, const Matrix& dgamma,
-                             const Matrix& dbeta, const Matrix& dx);
+    virtual void batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var,
+                                    const Matrix& gamma, float eps, int64_t group, const Matrix& dgamma,
+                                    const Matrix& dbeta, const Matrix& dx);
     // Column j of x holds images of height×width pixels (row-major) in x.rows/(height·width) channels;
     // y(:, j) ← that image moved by (dr, dc) rows and columns, zero fill, with
     // dr = w0 mod (2s+1) − s, dc = w1 mod (2s+1) − s from the draw c = j.

@@ -1,6 +1,6 @@
 // The op table's math (core/opmath.h) as C++: the spellings that differ from
 // GLSL, then the shared text, in namespace vela::opmath. The same file is
-// compiled into every shader through the generated ops.glsl (src/core/opgen.cpp).
+// compiled into every shader through the generated ops.glsl (cmake/opgen.cpp).
 #pragma once
 #include <bit>
 #include <cmath>

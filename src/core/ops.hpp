@@ -89,11 +89,11 @@ void adagrad_step(const Matrix& w, const Matrix& g, const Matrix& sum, double lr
 // dropout: 0 ≤ p < 1; mask and y the shape of x; y may be x; mask overlaps neither.
 void dropout(uint64_t seed, uint64_t step, double p, const Matrix& x, const Matrix& mask, const Matrix& y);
 // group divides x.rows; mean, var, gamma, beta, dgamma, dbeta vectors of x.rows/group elements.
-void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var);
-void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
-                float eps, int64_t group, const Matrix& y);
-void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
-                 float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx);
+void batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var);
+void batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
+               float eps, int64_t group, const Matrix& y);
+void batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
+                        float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx);
 void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                   const Matrix& y);
 // Convolution and pooling (core/conv.hpp; errors name im2col, col2im, maxpool, ...).

@@ -1,5 +1,5 @@
 // The checked kernel API, regularization and augmentation: dropout, batch
-// normalization (bn_stats, bn_forward, bn_backward) and random_shift. The
+// normalization (batchnorm_stats, batchnorm, batchnorm_backward) and random_shift. The
 // rules and message forms are those of ops.cpp; the shared checks are in
 // ops_check.hpp. Also the Device defaults for these kernels, which say that
 // a device lacks them.
@@ -15,15 +15,15 @@ using namespace opcheck;
 void Device::dropout(uint64_t, uint64_t, float, float, const Matrix&, const Matrix&, const Matrix&) {
     fail("dropout: %s has no dropout kernel", name().c_str());
 }
-void Device::bn_stats(const Matrix&, int64_t, const Matrix&, const Matrix&) {
+void Device::batchnorm_stats(const Matrix&, int64_t, const Matrix&, const Matrix&) {
     fail("batchnorm_stats: %s has no batch-normalization kernels", name().c_str());
 }
-void Device::bn_forward(const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&, float, int64_t,
-                        const Matrix&) {
+void Device::batchnorm(const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&, float, int64_t,
+                       const Matrix&) {
     fail("batchnorm: %s has no batch-normalization kernels", name().c_str());
 }
-void Device::bn_backward(const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&, float, int64_t,
-                         const Matrix&, const Matrix&, const Matrix&) {
+void Device::batchnorm_backward(const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&, float,
+                                int64_t, const Matrix&, const Matrix&, const Matrix&) {
     fail("batchnorm_backward: %s has no batch-normalization kernels", name().c_str());
 }
 void Device::random_shift(uint64_t, uint64_t, int64_t, int64_t, int64_t, const Matrix&, const Matrix&) {
@@ -74,7 +74,7 @@ void dropout(uint64_t seed, uint64_t step, double p, const Matrix& x, const Matr
     x.device().dropout(seed, step, float(p), float(1.0 / (1.0 - p)), x, mask, y);
 }
 
-void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {
+void batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {
     const char* fn = "batchnorm_stats";
     check_live(fn, "x", x);
     need_f32(fn, "x", x);
@@ -85,11 +85,11 @@ void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& 
     if (x.cols == 0) fail("%s: x is %s, an empty batch (the statistics need at least one column)", fn, describe(x).c_str());
     no_overlap(fn, "mean", mean, "x", x), no_overlap(fn, "var", var, "x", x);
     no_overlap(fn, "var", var, "mean", mean);
-    x.device().bn_stats(x, group, mean, var);
+    x.device().batchnorm_stats(x, group, mean, var);
 }
 
-void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
-                float eps, int64_t group, const Matrix& y) {
+void batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
+               float eps, int64_t group, const Matrix& y) {
     const char* fn = "batchnorm";
     check_live(fn, "x", x);
     need_f32(fn, "x", x);
@@ -106,11 +106,11 @@ void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Ma
     no_partial_overlap(fn, "y", y, "x", x);
     no_overlap(fn, "y", y, "mean", mean), no_overlap(fn, "y", y, "var", var);
     no_overlap(fn, "y", y, "gamma", gamma), no_overlap(fn, "y", y, "beta", beta);
-    x.device().bn_forward(x, mean, var, gamma, beta, eps, group, y);
+    x.device().batchnorm(x, mean, var, gamma, beta, eps, group, y);
 }
 
-void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
-                 float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) {
+void batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
+                        float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) {
     const char* fn = "batchnorm_backward";
     check_live(fn, "x", x);
     need_f32(fn, "x", x);
@@ -139,7 +139,7 @@ void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Ma
         for (int i = 0; i < 5; i++) no_overlap(fn, "dx", dx, in_names[i], *ins[i]);
         no_overlap(fn, "dx", dx, "dgamma", dgamma), no_overlap(fn, "dx", dx, "dbeta", dbeta);
     }
-    x.device().bn_backward(dy, x, mean, var, gamma, eps, group, dgamma, dbeta, dx);
+    x.device().batchnorm_backward(dy, x, mean, var, gamma, eps, group, dgamma, dbeta, dx);
 }
 
 void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,

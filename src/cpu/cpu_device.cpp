@@ -211,19 +211,20 @@ public:
         Timed t(this, "dropout");
         cpu::dropout(seed, step, p, scale, x, mask, y);
     }
-    void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) override {
+    void batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) override {
         Timed t(this, "batchnorm_stats");
-        cpu::bn_stats(x, group, mean, var);
+        cpu::batchnorm_stats(x, group, mean, var);
     }
-    void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
-                    float eps, int64_t group, const Matrix& y) override {
+    void batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
+                   float eps, int64_t group, const Matrix& y) override {
         Timed t(this, "batchnorm");
-        cpu::bn_forward(x, mean, var, gamma, beta, eps, group, y);
+        cpu::batchnorm(x, mean, var, gamma, beta, eps, group, y);
     }
-    void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
-                     float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) override {
+    void batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var,
+                            const Matrix& gamma, float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta,
+                            const Matrix& dx) override {
         Timed t(this, "batchnorm_backward");
-        cpu::bn_backward(dy, x, mean, var, gamma, eps, group, dgamma, dbeta, dx);
+        cpu::batchnorm_backward(dy, x, mean, var, gamma, eps, group, dgamma, dbeta, dx);
     }
     void layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
                            const Matrix& rstd, const Matrix& y) override {

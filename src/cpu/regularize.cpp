@@ -53,7 +53,7 @@ static void each_feature(int64_t nf, int64_t group, int64_t n, F&& fn) {
     });
 }
 
-void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {
+void batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {
     const float* xb = fbase(x);
     float *mb = fbase(mean), *vb = fbase(var);
     const int64_t nf = x.rows / group, n = x.cols;
@@ -74,8 +74,8 @@ void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& 
     });
 }
 
-void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
-                float eps, int64_t group, const Matrix& y) {
+void batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
+               float eps, int64_t group, const Matrix& y) {
     if (x.empty()) return;
     const float *xb = fbase(x), *mb = fbase(mean), *vb = fbase(var), *gb = fbase(gamma), *bb = fbase(beta);
     float* yb = fbase(y);
@@ -89,8 +89,8 @@ void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Ma
     });
 }
 
-void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
-                 float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) {
+void batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
+                        float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) {
     const float *db = fbase(dy), *xb = fbase(x), *mb = fbase(mean), *vb = fbase(var), *gb = fbase(gamma);
     float *dgb = fbase(dgamma), *dbb = fbase(dbeta);
     float* dxb = dx.buf ? fbase(dx) : nullptr;

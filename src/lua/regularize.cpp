@@ -45,20 +45,20 @@ int k_dropout(lua_State* L) {
 }
 
 // batchnorm_stats(x, mean, var [, group]) -> mean, var
-int k_bn_stats(lua_State* L) {
+int k_batchnorm_stats(lua_State* L) {
     check_nargs(L, 4);
     Matrix& x = check_matrix(L, 1);
     Matrix& mean = check_matrix(L, 2);
     Matrix& var = check_matrix(L, 3);
     int64_t group = opt_group(L, 4, "batchnorm_stats");
-    guarded(L, [&] { bn_stats(x, group, mean, var); });
+    guarded(L, [&] { batchnorm_stats(x, group, mean, var); });
     lua_pushvalue(L, 2);
     lua_pushvalue(L, 3);
     return 2;
 }
 
 // batchnorm(x, mean, var, gamma, beta, y [, eps [, group]]) -> y
-int k_bn(lua_State* L) {
+int k_batchnorm(lua_State* L) {
     check_nargs(L, 8);
     Matrix& x = check_matrix(L, 1);
     Matrix& mean = check_matrix(L, 2);
@@ -68,13 +68,13 @@ int k_bn(lua_State* L) {
     Matrix& y = check_matrix(L, 6);
     float eps = opt_eps(L, 7);
     int64_t group = opt_group(L, 8, "batchnorm");
-    guarded(L, [&] { bn_forward(x, mean, var, gamma, beta, eps, group, y); });
+    guarded(L, [&] { batchnorm(x, mean, var, gamma, beta, eps, group, y); });
     lua_pushvalue(L, 6);
     return 1;
 }
 
 // batchnorm_backward(dy, x, mean, var, gamma, dgamma, dbeta [, dx [, eps [, group]]]) -> dx or dgamma, dbeta
-int k_bn_backward(lua_State* L) {
+int k_batchnorm_backward(lua_State* L) {
     check_nargs(L, 10);
     Matrix& dy = check_matrix(L, 1);
     Matrix& x = check_matrix(L, 2);
@@ -87,7 +87,7 @@ int k_bn_backward(lua_State* L) {
     Matrix& dx = lua_isnoneornil(L, 8) ? none : check_matrix(L, 8);
     float eps = opt_eps(L, 9);
     int64_t group = opt_group(L, 10, "batchnorm_backward");
-    guarded(L, [&] { bn_backward(dy, x, mean, var, gamma, eps, group, dgamma, dbeta, dx); });
+    guarded(L, [&] { batchnorm_backward(dy, x, mean, var, gamma, eps, group, dgamma, dbeta, dx); });
     if (dx.buf) {
         lua_pushvalue(L, 8);
         return 1;
@@ -113,9 +113,9 @@ int k_random_shift(lua_State* L) {
 
 const luaL_Reg kernels[] = {
     {"dropout", k_dropout},
-    {"batchnorm_stats", k_bn_stats},
-    {"batchnorm", k_bn},
-    {"batchnorm_backward", k_bn_backward},
+    {"batchnorm_stats", k_batchnorm_stats},
+    {"batchnorm", k_batchnorm},
+    {"batchnorm_backward", k_batchnorm_backward},
     {"random_shift", k_random_shift},
     {nullptr, nullptr}};
 

@@ -60,11 +60,12 @@ public:
     // kernels_regularize.cpp
     void dropout(uint64_t seed, uint64_t step, float p, float scale, const Matrix& x, const Matrix& mask,
                  const Matrix& y) override;
-    void bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) override;
-    void bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
-                    float eps, int64_t group, const Matrix& y) override;
-    void bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
-                     float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) override;
+    void batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) override;
+    void batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
+                   float eps, int64_t group, const Matrix& y) override;
+    void batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var,
+                            const Matrix& gamma, float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta,
+                            const Matrix& dx) override;
     void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                       const Matrix& y) override;
     void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE) override;  // kernels_sequence.cpp

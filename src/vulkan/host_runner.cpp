@@ -95,7 +95,7 @@ public:
             v.rstep = uint32_t(m.row_step());
             v.cstep = uint32_t(m.col_step());
             v.pad = k.elementwise ? 0 : uint32_t(m.cols);
-            vec4 = vec4 && m.contiguous() && v.addr % 16 == 0;
+            vec4 = vec4 && dense16(m, v);
             std::memcpy(push + i * kUserViewBytes, &v, sizeof v);
         }
         uint32_t n = uint32_t(call.invocations);
@@ -103,8 +103,10 @@ public:
         if (!call.scalars.empty()) std::memcpy(push + nm * kUserViewBytes + 4, call.scalars.data(), call.scalars.size() * 4);
 
         pipelines_.add_module(k.module, *k.spirv);
-        uint32_t spec[2] = {wg_, vec4};
-        VkPipeline pipeline = pipelines_.get(k.module, spec, k.elementwise ? 2 : 1);
+        const MapSpec map_spec{.wg = wg_, .vec4 = vec4};
+        const WgSpec general_spec{.wg = wg_};
+        const SpecConstants spec = k.elementwise ? SpecConstants(map_spec) : SpecConstants(general_spec);
+        VkPipeline pipeline = pipelines_.get(k.module, spec.data, spec.count);
         uint32_t groups[3];
         grid(vec4 ? (call.invocations + 3) / 4 : call.invocations, groups);
 

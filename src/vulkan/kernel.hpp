@@ -10,11 +10,14 @@
 // plus the view's offset, ld and trans flag (see shaders/common.glsl). No
 // descriptor sets, no per-call allocation, no maxStorageBufferRange limit.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <type_traits>
 
 #include "core/device.hpp"
+#include "core/error.hpp"
 #include "core/index_check.hpp"
 #include "core/matrix.hpp"
 
@@ -44,6 +47,10 @@ struct View {
     uint32_t pad = 0;
 };
 static_assert(sizeof(View) == 24);
+
+// True when m, seen through v, is one dense run starting on a 16-byte
+// boundary: the shaders' four-elements-per-invocation (VEC4) path applies.
+inline bool dense16(const Matrix& m, const View& v) { return m.contiguous() && v.addr % 16 == 0; }
 
 // The push block of the elementwise shaders (level1, unary, binary, backward,
 // add_bias, gather_cols), declared once on the GLSL side in
@@ -75,6 +82,65 @@ static_assert(uint32_t(Unary::count_) <= op_mask + 1 && uint32_t(Binary::count_)
               uint32_t(Act::count_) <= op_mask + 1);
 }  // namespace step
 
+// The matrices a dispatch reads or writes, copied into a fixed array (so a
+// Dispatch may be built in one statement and recorded in a later one). A null
+// entry, an absent optional operand, is left out.
+class Operands {
+public:
+    static constexpr size_t kMax = 6;  // the most any kernel has (user kernels: five)
+    Operands() = default;
+    Operands(std::initializer_list<const Matrix*> ms) {
+        for (const Matrix* m : ms) add(m);
+    }
+    void add(const Matrix* m) {
+        if (!m) return;
+        if (n_ == kMax) throw Error("vulkan: a dispatch with more than 6 operands");
+        m_[n_++] = m;
+    }
+    const Matrix* const* begin() const { return m_.data(); }
+    const Matrix* const* end() const { return m_.data() + n_; }
+
+private:
+    std::array<const Matrix*, kMax> m_{};
+    uint8_t n_ = 0;
+};
+
+// A shader's specialization constants, given as a struct of uint32_t fields
+// named after its constants, constant_id 0, 1, ... in field order (each
+// kernel's struct names the shader whose layout(constant_id) lines it
+// mirrors). The struct must outlive the dispatch call.
+struct SpecConstants {
+    const uint32_t* data = nullptr;
+    uint32_t count = 0;
+    SpecConstants() = default;
+    template <class S>
+    SpecConstants(const S& s) : data(reinterpret_cast<const uint32_t*>(&s)), count(sizeof(S) / sizeof(uint32_t)) {
+        static_assert(std::is_class_v<S> && std::is_standard_layout_v<S> && std::is_trivially_copyable_v<S> &&
+                          alignof(S) == alignof(uint32_t) && sizeof(S) % sizeof(uint32_t) == 0,
+                      "specialization constants: a struct of uint32_t fields, one per constant_id");
+    }
+};
+
+// The constants shared by several shaders: the workgroup size alone (add_bias,
+// dropout, random_shift, general kernels written at the prompt), and the
+// workgroup size, the operation and the four-element path (unary, binary,
+// backward, reduce: WG, OP, VEC4; optim: WG, KIND, VEC4).
+struct WgSpec {
+    uint32_t wg;
+};
+struct OpSpec {
+    uint32_t wg, op, vec4;
+};
+// The workgroup size and a mode: bn_finish, bn_apply, pool, pool_backward,
+// pool_scatter (MODE), images (DIR); im2col and col2im ignore the mode.
+struct ModeSpec {
+    uint32_t wg, mode;
+};
+// Kernels written at the prompt: map kernels have WG and VEC4, general ones WG alone.
+struct MapSpec {
+    uint32_t wg, vec4;
+};
+
 // One dispatch. `reads` and `writes` list the operands so the stream can put
 // a barrier exactly where a hazard exists (RAW, WAR, WAW on the same buffer)
 // and keep the buffers alive until the work completes.
@@ -83,10 +149,9 @@ struct Dispatch {
     const void* push = nullptr;               // push-constant block
     uint32_t push_size = 0;                   // ≤ Caps::max_push_constants
     uint32_t groups[3] = {1, 1, 1};           // workgroup counts, within Caps::max_workgroup_count
-    const uint32_t* spec = nullptr;           // specialization constants, constant_id 0..spec_count-1
-    uint32_t spec_count = 0;                  // (pipelines are cached per shader + spec values)
-    std::initializer_list<const Matrix*> reads;
-    std::initializer_list<const Matrix*> writes;
+    SpecConstants spec;                       // pipelines are cached per shader + spec values
+    Operands reads;
+    Operands writes;
     const char* label = nullptr;              // kernel name for profile(); defaults to shader
     // Nonzero: `push` is an ElementPush and the kernel may also run as one step
     // of a batch (shaders/batch.comp) with this step code; the stream decides.

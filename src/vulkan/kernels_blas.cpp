@@ -19,6 +19,27 @@ namespace {
 
 GemmVariant forced = GemmVariant::automatic;
 
+// The specialization constants of the GEMM shaders, in constant_id order.
+struct RegblockSpec {  // mm_regblock.glsl (mm_regblock.comp, mm_regblock_i64.comp)
+    uint32_t sg;       // lanes: the workgroup is one subgroup
+    uint32_t mr, nr;   // rows of c per lane, columns of c per workgroup
+    uint32_t ta, tb;   // op(a) = aᵀ, op(b) = bᵀ of the stored matrices
+    uint32_t pair;     // 1: load a in 8-byte pairs; 2: in 16 bytes
+    uint32_t epi, act;
+};
+struct TiledSpec {    // mm_tiled.comp
+    uint32_t tx, ty;  // the workgroup
+    uint32_t tt;      // register block tt×tt per invocation
+    uint32_t bk;      // values of k per shared-memory tile
+    uint32_t ta, tb, epi, act;
+};
+struct MvSpec {  // mv.comp
+    uint32_t wg, ta, mode;
+};
+struct RkSpec {  // rk.comp
+    uint32_t wg, cb;
+};
+
 // Layouts of the push-constant blocks in shaders/mm_common.glsl, mv.comp, rk.comp.
 struct GemmPush {
     uint64_t a, b, c, bias;
@@ -113,8 +134,9 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
     p.beta = beta;
     const uint32_t ta = a.trans, tb = b.trans;
 
-    uint32_t spec[8];
-    uint32_t spec_count, tile_m, tile_n;
+    RegblockSpec rspec{};
+    TiledSpec tspec{};
+    uint32_t tile_m, tile_n;
     const char* shader;
     const bool regblock = use_regblock(caps);
     if (regblock) {
@@ -129,21 +151,14 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // 8-byte loads of a need an even address and leading dimension; for
         // row pairs also an even row count, so a pair never leaves the column.
         bool pair = p.a % 8 == 0 && p.lda % 2 == 0 && sg % 2 == 0 && (ta || p.m % 2 == 0);
-        spec[0] = sg;
-        spec[1] = mr;
-        spec[2] = nr;
-        spec[3] = ta;
-        spec[4] = tb;
         // The portable kernel (no shaderInt64) loads 16 bytes where a's
         // address, ld and (untransposed) row count allow it: on SwiftShader
         // 12% faster than pairs (docs/gemm.md). The 64-bit kernel keeps pairs
         // (a 16-byte load is four per-lane loops on lavapipe, no gain).
         bool quad = !caps.int64 && p.a % 16 == 0 && p.lda % 4 == 0 && sg % 4 == 0 && mr % 4 == 0 &&
                     (ta || p.m % 4 == 0);
-        spec[5] = quad ? 2 : pair ? 1 : 0;
-        spec[6] = epi;
-        spec[7] = uint32_t(act);
-        spec_count = 8;
+        rspec = {.sg = sg, .mr = mr, .nr = nr, .ta = ta, .tb = tb, .pair = quad ? 2u : pair ? 1u : 0u, .epi = epi,
+                 .act = uint32_t(act)};
         tile_m = sg * mr;
         tile_n = nr;
         // 64-bit addresses stepped per load where the device has them (about
@@ -154,15 +169,8 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
                              caps.max_workgroup_size[1] >= 16
                          ? 16
                          : 8;
-        spec[0] = t;
-        spec[1] = t;
-        spec[2] = 4;   // 4×4 accumulators per invocation
-        spec[3] = 16;  // BK: (64+1 + 64+1)·16·4 bytes = 8.3 KiB of shared memory
-        spec[4] = ta;
-        spec[5] = tb;
-        spec[6] = epi;
-        spec[7] = uint32_t(act);
-        spec_count = 8;
+        // 4×4 accumulators per invocation; BK 16: (64+1 + 64+1)·16·4 bytes = 8.3 KiB of shared memory.
+        tspec = {.tx = t, .ty = t, .tt = 4, .bk = 16, .ta = ta, .tb = tb, .epi = epi, .act = uint32_t(act)};
         tile_m = t * 4;
         tile_n = t * 4;
         shader = "mm_tiled";
@@ -185,6 +193,7 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
     const uint64_t cols_per = uint64_t(caps.max_workgroup_count[1]) * tile_n;
     const uint64_t a_row_step = ta ? p.lda : 1, a_col_step = ta ? 1 : p.lda;
     const uint64_t b_row_step = tb ? p.ldb : 1, b_col_step = tb ? 1 : p.ldb;
+    const SpecConstants spec = regblock ? SpecConstants(rspec) : SpecConstants(tspec);
     for (uint64_t k0 = 0; k0 < std::max<uint64_t>(p.k, 1); k0 += k_chunk) {
         for (uint64_t j0 = 0; j0 < p.n; j0 += cols_per) {
             for (uint64_t i0 = 0; i0 < p.m; i0 += rows_per) {
@@ -197,26 +206,15 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
                 q.c += (i0 * p.crs + j0 * p.ccs) * sizeof(float);
                 if (k0 > 0) q.beta = 1.0f;
                 if (bias) q.bias += i0 * p.binc * sizeof(float);
-                if (bias)
-                    r.dispatch(Dispatch{.shader = shader,
-                                        .push = &q,
-                                        .push_size = sizeof q,
-                                        .groups = {ceil_div(q.m, tile_m), ceil_div(q.n, tile_n), 1},
-                                        .spec = spec,
-                                        .spec_count = spec_count,
-                                        .reads = {&a, &b, bias},
-                                        .writes = {&c},
-                                        .label = fn});
-                else
-                    r.dispatch(Dispatch{.shader = shader,
-                                        .push = &q,
-                                        .push_size = sizeof q,
-                                        .groups = {ceil_div(q.m, tile_m), ceil_div(q.n, tile_n), 1},
-                                        .spec = spec,
-                                        .spec_count = spec_count,
-                                        .reads = {&a, &b, &c},
-                                        .writes = {&c},
-                                        .label = fn});
+                // dense reads the bias instead of c.
+                r.dispatch(Dispatch{.shader = shader,
+                                    .push = &q,
+                                    .push_size = sizeof q,
+                                    .groups = {ceil_div(q.m, tile_m), ceil_div(q.n, tile_n), 1},
+                                    .spec = spec,
+                                    .reads = {&a, &b, bias ? bias : &c},
+                                    .writes = {&c},
+                                    .label = fn});
             }
         }
     }
@@ -274,7 +272,7 @@ void VulkanDevice::mv(float alpha, const Matrix& a, const Matrix& x, float beta,
     // CPU implementation, where barriers are costly) one invocation per row.
     bool reduce = forced == GemmVariant::automatic ? !caps.software && a.trans : forced == GemmVariant::tiled;
     const uint32_t wg = r.small_wg();
-    uint32_t spec[3] = {wg, uint32_t(a.trans), uint32_t(reduce)};
+    const MvSpec spec{.wg = wg, .ta = a.trans, .mode = reduce};
     uint32_t groups[3];
     grid_1d(caps, reduce ? uint64_t(p.m) : ceil_div(p.m, wg), groups);
     // Columns of op(a) in passes of kMvChunk, the later ones adding to y (β = 1).
@@ -289,7 +287,6 @@ void VulkanDevice::mv(float alpha, const Matrix& a, const Matrix& x, float beta,
                             .push_size = sizeof q,
                             .groups = {groups[0], groups[1], groups[2]},
                             .spec = spec,
-                            .spec_count = 3,
                             .reads = {&a, &x, &y},
                             .writes = {&y},
                             .label = "mv"});
@@ -313,7 +310,7 @@ void VulkanDevice::rk(float alpha, const Matrix& x, const Matrix& y, const Matri
     p.alpha = alpha;
     const uint32_t wg = r.small_wg();
     const uint32_t cb = 8;
-    uint32_t spec[2] = {wg, cb};
+    const RkSpec spec{.wg = wg, .cb = cb};
     const uint64_t rows_per = uint64_t(caps.max_workgroup_count[0]) * wg;
     const uint64_t cols_per = uint64_t(caps.max_workgroup_count[1]) * cb;
     for (uint64_t j0 = 0; j0 < p.n; j0 += cols_per) {
@@ -329,7 +326,6 @@ void VulkanDevice::rk(float alpha, const Matrix& x, const Matrix& y, const Matri
                                 .push_size = sizeof q,
                                 .groups = {ceil_div(q.m, wg), ceil_div(q.n, cb), 1},
                                 .spec = spec,
-                                .spec_count = 2,
                                 .reads = {&x, &y, &a},
                                 .writes = {&a},
                                 .label = "rk"});

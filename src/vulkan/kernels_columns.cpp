@@ -55,6 +55,20 @@ constexpr uint64_t kChunk = 4096;
 constexpr uint32_t kStatsSoftmax = 0, kStatsArgmax = 1, kStatsArgmin = 2;
 constexpr uint32_t kApplySoftmax = 0, kApplyXent = 1, kApplyArgmax = 2;
 
+// The specialization constants of the shaders, in constant_id order.
+struct SoftmaxSpec {
+    uint32_t wg, xent, labels_u8;  // softmax.comp: XENT 1 adds the cross-entropy
+};
+struct ArgmaxSpec {
+    uint32_t wg, negate;  // argmax.comp: NEGATE 1 is argmin
+};
+struct ColStatsSpec {
+    uint32_t wg, op, level0;  // colstats.comp: op kStats*, LEVEL0 1 reads x, 0 the partials
+};
+struct ColApplySpec {
+    uint32_t wg, op, u8;  // colapply.comp: op kApply*; U8: the labels (xent) or idx (argmax) are uint8
+};
+
 }  // namespace
 
 // Records the colstats levels of x for op and returns the matrix holding one
@@ -80,8 +94,8 @@ static Matrix column_stats(VulkanDevice& dev, uint32_t op, const Matrix& x) {
         p.cols = uint32_t(cols);
         p.chunk = uint32_t(kChunk);
         p.out_chunks = uint32_t(chunks);
-        uint32_t spec[3] = {wg, op, level0 ? 1u : 0u};
-        Dispatch d{.shader = "colstats", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
+        const ColStatsSpec spec{.wg = wg, .op = op, .level0 = level0};
+        Dispatch d{.shader = "colstats", .push = &p, .push_size = sizeof p, .spec = spec,
                    .reads = {level0 ? &x : &in}, .writes = {&out},
                    .label = op == kStatsSoftmax ? "softmax" : op == kStatsArgmax ? "argmax" : "argmin"};
         dev.grid(cols * chunks, wg, d.groups);
@@ -103,8 +117,8 @@ void VulkanDevice::softmax(const Matrix& x, const Matrix& y) {
         p.part = view(part).addr;
         p.rows = uint32_t(x.rows);
         p.cols = uint32_t(x.cols);
-        uint32_t spec[3] = {wg(), kApplySoftmax, 0};
-        Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
+        const ColApplySpec spec{.wg = wg(), .op = kApplySoftmax, .u8 = 0};
+        Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec,
                    .reads = {&x, &part}, .writes = {&y}, .label = "softmax"};
         grid(uint64_t(x.rows) * uint64_t(x.cols), wg(), d.groups);
         dispatch(d);
@@ -116,8 +130,8 @@ void VulkanDevice::softmax(const Matrix& x, const Matrix& y) {
     p.y = view(y);
     p.rows = uint32_t(x.rows);
     p.cols = uint32_t(x.cols);
-    uint32_t spec[3] = {cwg, 0, 0};
-    Dispatch d{.shader = "softmax", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
+    const SoftmaxSpec spec{.wg = cwg, .xent = 0, .labels_u8 = 0};
+    Dispatch d{.shader = "softmax", .push = &p, .push_size = sizeof p, .spec = spec,
                .reads = {&x}, .writes = {&y}, .label = "softmax"};
     grid(p.cols, cwg, d.groups);
     dispatch(d);
@@ -144,15 +158,12 @@ void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Mat
         p.rows = uint32_t(z.rows);
         p.cols = uint32_t(z.cols);
         p.scale = scale;
-        uint32_t spec[3] = {wg(), kApplyXent, labels.dtype() == DType::u8};
-        auto go = [&](std::initializer_list<const Matrix*> writes) {
-            Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
-                       .reads = {&z, &labels, &part}, .writes = writes, .label = "softmax_xent",
-                       .check = &check, .check_at = offsetof(ColApplyPush, status)};
-            grid(uint64_t(z.rows) * uint64_t(z.cols), wg(), d.groups);
-            dispatch(d);
-        };
-        with_loss ? go({&dz, &loss}) : go({&dz});
+        const ColApplySpec spec{.wg = wg(), .op = kApplyXent, .u8 = labels.dtype() == DType::u8};
+        Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec,
+                   .reads = {&z, &labels, &part}, .writes = {&dz, with_loss ? &loss : nullptr},
+                   .label = "softmax_xent", .check = &check, .check_at = offsetof(ColApplyPush, status)};
+        grid(uint64_t(z.rows) * uint64_t(z.cols), wg(), d.groups);
+        dispatch(d);
         return;
     }
     const uint32_t cwg = small_wg();
@@ -168,15 +179,12 @@ void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Mat
     p.rows = uint32_t(z.rows);
     p.cols = uint32_t(z.cols);
     p.scale = scale;
-    uint32_t spec[3] = {cwg, 1, labels.dtype() == DType::u8};
-    auto go = [&](std::initializer_list<const Matrix*> writes) {
-        Dispatch d{.shader = "softmax", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
-                   .reads = {&z, &labels}, .writes = writes, .label = "softmax_xent", .check = &check,
-                   .check_at = offsetof(SoftmaxPush, status)};
-        grid(p.cols, cwg, d.groups);
-        dispatch(d);
-    };
-    with_loss ? go({&dz, &loss}) : go({&dz});
+    const SoftmaxSpec spec{.wg = cwg, .xent = 1, .labels_u8 = labels.dtype() == DType::u8};
+    Dispatch d{.shader = "softmax", .push = &p, .push_size = sizeof p, .spec = spec, .reads = {&z, &labels},
+               .writes = {&dz, with_loss ? &loss : nullptr}, .label = "softmax_xent", .check = &check,
+               .check_at = offsetof(SoftmaxPush, status)};
+    grid(p.cols, cwg, d.groups);
+    dispatch(d);
 }
 
 void VulkanDevice::arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
@@ -191,8 +199,8 @@ void VulkanDevice::arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
         p.part = view(part).addr;
         p.rows = uint32_t(x.rows);
         p.cols = uint32_t(x.cols);
-        uint32_t spec[3] = {wg(), kApplyArgmax, idx.dtype() == DType::u8};
-        Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
+        const ColApplySpec spec{.wg = wg(), .op = kApplyArgmax, .u8 = idx.dtype() == DType::u8};
+        Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec,
                    .reads = {&part}, .writes = {&idx}, .label = label};
         grid(uint64_t(x.cols), wg(), d.groups);
         dispatch(d);
@@ -205,8 +213,8 @@ void VulkanDevice::arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
     p.idx.rstep = uint32_t(idx.inc());
     p.rows = uint32_t(x.rows);
     p.cols = uint32_t(x.cols);
-    uint32_t spec[2] = {cwg, lo ? 1u : 0u};
-    Dispatch d{.shader = "argmax", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2,
+    const ArgmaxSpec spec{.wg = cwg, .negate = lo};
+    Dispatch d{.shader = "argmax", .push = &p, .push_size = sizeof p, .spec = spec,
                .reads = {&x}, .writes = {&idx}, .label = label};
     grid(p.cols, cwg, d.groups);
     dispatch(d);

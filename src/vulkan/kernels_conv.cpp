@@ -47,12 +47,11 @@ ConvPush conv_push(const ConvGeom& g, int64_t n) {
 constexpr uint32_t kMax = 0, kAverage = 1;
 
 void go(VulkanDevice& dev, const char* shader, const char* label, const void* push, uint32_t push_size,
-        uint64_t invocations, uint32_t mode, std::initializer_list<const Matrix*> reads,
-        std::initializer_list<const Matrix*> writes) {
+        uint64_t invocations, uint32_t mode, Operands reads, Operands writes) {
     if (invocations == 0) return;
-    uint32_t spec[2] = {dev.wg(), mode};
-    Dispatch d{.shader = shader, .push = push, .push_size = push_size, .spec = spec, .spec_count = 2,
-               .reads = reads, .writes = writes, .label = label};
+    const ModeSpec spec{.wg = dev.wg(), .mode = mode};
+    Dispatch d{.shader = shader, .push = push, .push_size = push_size, .spec = spec, .reads = reads,
+               .writes = writes, .label = label};
     dev.grid(invocations, dev.wg(), d.groups);
     dev.dispatch(d);
 }
@@ -60,8 +59,7 @@ void go(VulkanDevice& dev, const char* shader, const char* label, const void* pu
 // Records one pass per block of an ey × ex range of offsets (window offsets,
 // or the outputs covering a pixel), blocks of at most kBlock positions.
 void passes(VulkanDevice& dev, ConvPush& p, uint64_t ey, uint64_t ex, const char* shader, const char* label,
-            uint64_t invocations, uint32_t mode, std::initializer_list<const Matrix*> reads,
-            std::initializer_list<const Matrix*> writes) {
+            uint64_t invocations, uint32_t mode, Operands reads, Operands writes) {
     const uint64_t bx = std::min(ex, kBlock), by = std::min(ey, std::max<uint64_t>(1, kBlock / bx));
     p.by = uint32_t(by), p.bx = uint32_t(bx);
     for (uint64_t y0 = 0; y0 < ey; y0 += by)

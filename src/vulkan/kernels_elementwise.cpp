@@ -10,23 +10,17 @@ namespace vela::vk {
 
 namespace {
 
-// True when every operand is one dense run starting on a 16-byte boundary: the
-// shaders' four-elements-per-invocation path applies.
-bool dense16(std::initializer_list<const Matrix*> ms, std::initializer_list<const View*> vs) {
-    for (const Matrix* m : ms)
-        if (!m->contiguous()) return false;
-    for (const View* v : vs)
-        if (v->addr % 16) return false;
-    return true;
-}
+// gather_cols.comp's specialization constants.
+struct GatherSpec {
+    uint32_t wg, src_u8, vec4;
+};
 
-// One invocation per element of `out` (per four with vec4); the operand lists live for the call.
-void record(VulkanDevice& dev, const char* shader, const char* label, ElementPush& p, const uint32_t* spec,
-            uint32_t spec_count, std::initializer_list<const Matrix*> reads,
-            std::initializer_list<const Matrix*> writes, bool vec4 = false, uint32_t step = 0) {
+// One invocation per element of `out` (per four with vec4).
+void record(VulkanDevice& dev, const char* shader, const char* label, ElementPush& p, SpecConstants spec,
+            Operands reads, Operands writes, bool vec4 = false, uint32_t step = 0) {
     if (p.n == 0) return;
-    Dispatch d{.shader = shader, .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = spec_count,
-               .reads = reads, .writes = writes, .label = label, .step = step};
+    Dispatch d{.shader = shader, .push = &p, .push_size = sizeof p, .spec = spec, .reads = reads, .writes = writes,
+               .label = label, .step = step};
     dev.grid(vec4 ? (uint64_t(p.n) + 3) / 4 : p.n, dev.wg(), d.groups);
     dev.dispatch(d);
 }
@@ -40,10 +34,11 @@ void record_xyz(VulkanDevice& dev, const char* shader, const char* label, uint32
     p.y = dev.view(y);
     p.z = dev.view(z);
     p.n = uint32_t(z.size());
-    // binary: the four-lane path for the arithmetic rows only (elementwise.glsl's binary_f)
-    bool vec4 = dense16({&x, &y, &z}, {&p.x, &p.y, &p.z}) && (kind != step::binary || op <= uint32_t(Binary::sub));
-    uint32_t spec[3] = {dev.wg(), op, vec4};
-    record(dev, shader, label, p, spec, 3, {&x, &y}, {&z}, vec4, kind | op | (vec4 ? step::vec4 : 0));
+    bool vec4 = dense16(x, p.x) && dense16(y, p.y) && dense16(z, p.z) &&
+                (kind != step::binary || op <= uint32_t(Binary::sub));  // binary: four lanes for the arithmetic rows only
+
+    const OpSpec spec{.wg = dev.wg(), .op = op, .vec4 = vec4};
+    record(dev, shader, label, p, spec, {&x, &y}, {&z}, vec4, kind | op | (vec4 ? step::vec4 : 0));
 }
 
 }  // namespace
@@ -59,10 +54,10 @@ void VulkanDevice::unary(Unary op, const Matrix& x, const Matrix& y, const float
         p.c = params[2];
         p.d = params[3];
     }
-    bool vec4 = dense16({&x, &y}, {&p.x, &p.y});
-    uint32_t spec[3] = {wg(), uint32_t(op), vec4};
+    bool vec4 = dense16(x, p.x) && dense16(y, p.y);
+    const OpSpec spec{.wg = wg(), .op = uint32_t(op), .vec4 = vec4};
     // (batch.comp runs unary steps one element per invocation: four copies of every function cost more than they save)
-    record(*this, "unary", unary_name(op), p, spec, 3, {&x}, {&y}, vec4, step::unary | uint32_t(op));
+    record(*this, "unary", unary_name(op), p, spec, {&x}, {&y}, vec4, step::unary | uint32_t(op));
 }
 
 void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
@@ -82,8 +77,8 @@ void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Mat
     p.y = bview(b);
     p.z = view(c);
     p.n = uint32_t(c.size());
-    uint32_t spec[3] = {wg(), uint32_t(op), 0};
-    record(*this, "binary", binary_name(op), p, spec, 3, {&a, &b}, {&c}, false, step::binary | uint32_t(op));
+    const OpSpec spec{.wg = wg(), .op = uint32_t(op), .vec4 = 0};
+    record(*this, "binary", binary_name(op), p, spec, {&a, &b}, {&c}, false, step::binary | uint32_t(op));
 }
 
 void VulkanDevice::act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) {
@@ -97,8 +92,8 @@ void VulkanDevice::add_bias(const Matrix& b, const Matrix& y) {
     p.y = view(y);
     p.y.rows = uint32_t(y.rows);
     p.n = uint32_t(y.size());
-    uint32_t spec[1] = {wg()};
-    record(*this, "add_bias", "add_bias", p, spec, 1, {&b, &y}, {&y}, false, step::bias);
+    const WgSpec spec{.wg = wg()};
+    record(*this, "add_bias", "add_bias", p, spec, {&b, &y}, {&y}, false, step::bias);
 }
 
 void VulkanDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
@@ -116,15 +111,15 @@ void VulkanDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matri
     // aligned 16-byte vector (float) or 32-bit word (uint8).
     const bool u8 = src.dtype() == DType::u8;
     const uint64_t src_align = u8 ? 4 : 16;
-    const bool vec4 = dst.contiguous() && dst.rows % 4 == 0 && p.z.addr % 16 == 0 && src.row_step() == 1 &&
-                      src.col_step() % 4 == 0 && p.x.addr % src_align == 0;
-    uint32_t spec[3] = {wg(), u8, vec4};
+    const bool vec4 = dense16(dst, p.z) && dst.rows % 4 == 0 && src.row_step() == 1 && src.col_step() % 4 == 0 &&
+                      p.x.addr % src_align == 0;
+    const GatherSpec spec{.wg = wg(), .src_u8 = u8, .vec4 = vec4};
     // The indices' contract, checked by the kernel (core/index_check.hpp): the
     // stream writes the call's status word address over b and c (gather_cols.comp).
     const IndexCheck check{"gather_cols", "idx", "a column index of src", uint64_t(src.cols)};
     if (p.n == 0) return;
-    Dispatch d{.shader = "gather_cols", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
-               .reads = {&src, &idx}, .writes = {&dst}, .label = "gather_cols", .check = &check,
+    Dispatch d{.shader = "gather_cols", .push = &p, .push_size = sizeof p, .spec = spec, .reads = {&src, &idx},
+               .writes = {&dst}, .label = "gather_cols", .check = &check,
                .check_at = offsetof(ElementPush, b)};
     grid(vec4 ? p.n / 4 : p.n, wg(), d.groups);
     dispatch(d);

@@ -6,6 +6,13 @@ namespace vela::vk {
 
 namespace {
 
+// shaders/level1.comp's specialization constants.
+struct Level1Spec {
+    uint32_t wg, op;
+    uint32_t x_u8, y_u8;  // copy: x or y is uint8
+    uint32_t vec4;        // fill, scal, axpby on dense 16-byte aligned views: four elements per invocation
+};
+
 void record_level1(VulkanDevice& dev, Level1 op, const char* label, const Matrix* x, const Matrix& y, float alpha,
                    float beta) {
     if (y.empty()) return;
@@ -16,20 +23,20 @@ void record_level1(VulkanDevice& dev, Level1 op, const char* label, const Matrix
     p.a = alpha;
     p.b = beta;
     // Dense, 16-byte aligned float operands take the four-elements-per-invocation path.
-    auto dense16 = [&](const Matrix* m, const View& v) {
-        return !m || (m->dtype() == DType::f32 && m->contiguous() && v.addr % 16 == 0);
+    auto f32_dense16 = [](const Matrix* m, const View& v) {
+        return !m || (m->dtype() == DType::f32 && dense16(*m, v));
     };
-    bool vec4 = (op == Level1::fill || op == Level1::scal || op == Level1::axpby) && dense16(&y, p.y) &&
-                dense16(op == Level1::axpby ? x : nullptr, p.x);
+    bool vec4 = (op == Level1::fill || op == Level1::scal || op == Level1::axpby) && f32_dense16(&y, p.y) &&
+                f32_dense16(op == Level1::axpby ? x : nullptr, p.x);
     bool u8 = (x && x->dtype() == DType::u8) || y.dtype() == DType::u8;
-    uint32_t spec[5] = {dev.wg(), uint32_t(op), x && x->dtype() == DType::u8, y.dtype() == DType::u8, vec4};
+    const Level1Spec spec{.wg = dev.wg(), .op = uint32_t(op), .x_u8 = x && x->dtype() == DType::u8,
+                          .y_u8 = y.dtype() == DType::u8, .vec4 = vec4};
     // Float kernels may run as a step of a batch (shaders/batch.comp); uint8 copies only on their own.
     uint32_t code = u8 ? 0 : step::level1 | uint32_t(op) | (vec4 ? step::vec4 : 0);
     uint64_t invocations = vec4 ? (uint64_t(p.n) + 3) / 4 : p.n;
-    // The operand lists live until the end of each full expression that calls go().
-    auto go = [&](std::initializer_list<const Matrix*> reads, std::initializer_list<const Matrix*> writes) {
-        Dispatch d{.shader = "level1", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 5,
-                   .reads = reads, .writes = writes, .label = label, .step = code};
+    auto go = [&](Operands reads, Operands writes) {
+        Dispatch d{.shader = "level1", .push = &p, .push_size = sizeof p, .spec = spec, .reads = reads,
+                   .writes = writes, .label = label, .step = code};
         dev.grid(invocations, dev.wg(), d.groups);
         dev.dispatch(d);
     };

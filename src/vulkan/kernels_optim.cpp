@@ -38,17 +38,10 @@ void VulkanDevice::optim_step(Optim kind, const Matrix& w, const Matrix& g, cons
     p.n = uint32_t(w.size());
     if (p.n == 0) return;
     // (Every operand is float32: core/ops_optim.cpp checks it.)
-    auto dense16 = [](const Matrix& m, const View& v) { return m.contiguous() && v.addr % 16 == 0; };
     const bool vec4 = dense16(w, p.w) && dense16(g, p.g) && dense16(s1, p.s1) && dense16(s2, p.s2) && dense16(s3, p.s3);
-    uint32_t spec[3] = {wg(), uint32_t(kind), vec4};
-    Dispatch d{.shader = "optim",
-               .push = &p,
-               .push_size = sizeof p,
-               .spec = spec,
-               .spec_count = 3,
-               .reads = {&w, &g, &s1, &s2, &s3},
-               .writes = {&w, &s1, &s2, &s3},
-               .label = optim_name(kind)};
+    const OpSpec spec{.wg = wg(), .op = uint32_t(kind), .vec4 = vec4};  // optim.comp: WG, KIND, VEC4
+    Dispatch d{.shader = "optim", .push = &p, .push_size = sizeof p, .spec = spec, .reads = {&w, &g, &s1, &s2, &s3},
+               .writes = {&w, &s1, &s2, &s3}, .label = optim_name(kind)};
     grid(vec4 ? (uint64_t(p.n) + 3) / 4 : p.n, wg(), d.groups);
     dispatch(d);
 }

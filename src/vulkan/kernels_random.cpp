@@ -18,8 +18,10 @@ void VulkanDevice::random(Dist dist, uint64_t seed, const Matrix& x) {
     p.seed_lo = uint32_t(seed);
     p.seed_hi = uint32_t(seed >> 32);
     p.n = uint32_t(x.size());
-    uint32_t spec[2] = {wg(), dist == Dist::normal};
-    Dispatch d{.shader = "random", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2, .reads = {}, .writes = {&x},
+    const struct {
+        uint32_t wg, normal;
+    } spec{.wg = wg(), .normal = dist == Dist::normal};  // random.comp: WG, NORMAL
+    Dispatch d{.shader = "random", .push = &p, .push_size = sizeof p, .spec = spec, .reads = {}, .writes = {&x},
                .label = dist == Dist::normal ? "randn" : "rand"};
     grid(p.n, wg(), d.groups);
     dispatch(d);

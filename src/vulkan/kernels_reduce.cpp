@@ -37,15 +37,11 @@ static uint32_t record_reduce(VulkanDevice& dev, uint32_t op, const Matrix& x, c
     uint64_t needed = (uint64_t(p.n) + wg - 1) / wg;
     uint64_t bounded = (needed + kReduceIterations - 1) / kReduceIterations;
     uint32_t groups = uint32_t(std::min<uint64_t>(std::max<uint64_t>(std::min<uint64_t>(needed, 256), bounded), kMaxGroups));
-    auto dense16 = [](const Matrix* m, const View& v) { return !m || (m->contiguous() && v.addr % 16 == 0); };
-    uint32_t vec4 = dense16(&x, p.x) && dense16(y, p.y);
-    uint32_t spec[3] = {wg, op, vec4};
+    const bool vec4 = dense16(x, p.x) && (!y || dense16(*y, p.y));
+    const OpSpec spec{.wg = wg, .op = op, .vec4 = vec4};
     static const char* labels[] = {"dot", "nrm2", "asum", "sum", "imax"};
-    auto go = [&](std::initializer_list<const Matrix*> reads) {
-        dev.dispatch(Dispatch{.shader = "reduce", .push = &p, .push_size = sizeof p, .groups = {groups, 1, 1},
-                              .spec = spec, .spec_count = 3, .reads = reads, .writes = {&out}, .label = labels[op]});
-    };
-    y ? go({&x, y}) : go({&x});
+    dev.dispatch(Dispatch{.shader = "reduce", .push = &p, .push_size = sizeof p, .groups = {groups, 1, 1},
+                          .spec = spec, .reads = {&x, y}, .writes = {&out}, .label = labels[op]});
     return groups;
 }
 

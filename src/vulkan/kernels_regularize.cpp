@@ -98,10 +98,12 @@ Matrix bn_reduce(VulkanDevice& dev, uint32_t mode, const Matrix& a, const Matrix
         p.feats = uint32_t(feats);
         p.chunk = uint32_t(kChunk);
         p.out_chunks = uint32_t(chunks);
-        uint32_t spec[3] = {wg, mode, level0 ? 1u : 0u};
+        const struct {
+            uint32_t wg, mode, level0;
+        } spec{.wg = wg, .mode = mode, .level0 = level0};  // bn_reduce.comp: WG, MODE, LEVEL0
         const Matrix* m0 = mean ? mean : &a;
         const Matrix* b0 = b ? b : &a;
-        Dispatch d{.shader = "bn_reduce", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 3,
+        Dispatch d{.shader = "bn_reduce", .push = &p, .push_size = sizeof p, .spec = spec,
                    .reads = {level0 ? &a : &in, level0 ? b0 : &in, level0 ? m0 : &in}, .writes = {&out},
                    .label = label};
         dev.grid(feats * chunks, wg, d.groups);
@@ -127,8 +129,8 @@ void VulkanDevice::dropout(uint64_t seed, uint64_t step, float p, float scale, c
     q.step_lo = uint32_t(step), q.step_hi = uint32_t(step >> 32);
     q.p = p;
     q.scale = scale;
-    uint32_t spec[1] = {wg()};
-    Dispatch d{.shader = "dropout", .push = &q, .push_size = sizeof q, .spec = spec, .spec_count = 1,
+    const WgSpec spec{.wg = wg()};
+    Dispatch d{.shader = "dropout", .push = &q, .push_size = sizeof q, .spec = spec,
                .reads = {&x}, .writes = {&mask, &y}, .label = "dropout"};
     grid((uint64_t(q.n) + 3) / 4, wg(), d.groups);  // one invocation per draw of four elements
     dispatch(d);
@@ -148,14 +150,14 @@ void VulkanDevice::random_shift(uint64_t seed, uint64_t step, int64_t shift, int
     q.height = uint32_t(height), q.width = uint32_t(width), q.shift = uint32_t(shift);
     q.seed_lo = uint32_t(seed), q.seed_hi = uint32_t(seed >> 32);
     q.step_lo = uint32_t(step), q.step_hi = uint32_t(step >> 32);
-    uint32_t spec[1] = {wg()};
-    Dispatch d{.shader = "random_shift", .push = &q, .push_size = sizeof q, .spec = spec, .spec_count = 1,
+    const WgSpec spec{.wg = wg()};
+    Dispatch d{.shader = "random_shift", .push = &q, .push_size = sizeof q, .spec = spec,
                .reads = {&x}, .writes = {&y}, .label = "random_shift"};
     grid(q.n, wg(), d.groups);
     dispatch(d);
 }
 
-void VulkanDevice::bn_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {
+void VulkanDevice::batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {
     const uint32_t fwg = std::min<uint32_t>(64, wg());
     const uint64_t feats = uint64_t(x.rows / group);
     const float count = float(double(group) * double(x.cols));
@@ -166,16 +168,16 @@ void VulkanDevice::bn_stats(const Matrix& x, int64_t group, const Matrix& mean, 
         p.out1 = vec(*this, mode == kMean ? mean : var);
         p.feats = uint32_t(feats);
         p.count = count;
-        uint32_t spec[2] = {fwg, mode};
-        Dispatch d{.shader = "bn_finish", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2,
+        const ModeSpec spec{.wg = fwg, .mode = mode};
+        Dispatch d{.shader = "bn_finish", .push = &p, .push_size = sizeof p, .spec = spec,
                    .reads = {&part}, .writes = {mode == kMean ? &mean : &var}, .label = "batchnorm_stats"};
         grid(feats, fwg, d.groups);
         dispatch(d);
     }
 }
 
-void VulkanDevice::bn_forward(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
-                              const Matrix& beta, float eps, int64_t group, const Matrix& y) {
+void VulkanDevice::batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
+                             const Matrix& beta, float eps, int64_t group, const Matrix& y) {
     const uint32_t fwg = std::min<uint32_t>(64, wg());
     const uint64_t feats = uint64_t(x.rows / group);
     if (feats == 0) return;
@@ -185,8 +187,8 @@ void VulkanDevice::bn_forward(const Matrix& x, const Matrix& mean, const Matrix&
     f.var = vec(*this, var), f.gamma = vec(*this, gamma), f.mean = vec(*this, mean), f.beta = vec(*this, beta);
     f.feats = uint32_t(feats);
     f.eps = eps;
-    uint32_t fspec[2] = {fwg, kForward};
-    Dispatch fd{.shader = "bn_finish", .push = &f, .push_size = sizeof f, .spec = fspec, .spec_count = 2,
+    const ModeSpec fspec{.wg = fwg, .mode = kForward};
+    Dispatch fd{.shader = "bn_finish", .push = &f, .push_size = sizeof f, .spec = fspec,
                 .reads = {&var, &gamma, &mean, &beta}, .writes = {&coef}, .label = "batchnorm"};
     grid(feats, fwg, fd.groups);
     dispatch(fd);
@@ -199,16 +201,16 @@ void VulkanDevice::bn_forward(const Matrix& x, const Matrix& mean, const Matrix&
     p.rows = uint32_t(y.rows);
     p.group = uint32_t(group);
     p.feats = uint32_t(feats);
-    uint32_t spec[2] = {wg(), 0};
-    Dispatch d{.shader = "bn_apply", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2,
+    const ModeSpec spec{.wg = wg(), .mode = 0};
+    Dispatch d{.shader = "bn_apply", .push = &p, .push_size = sizeof p, .spec = spec,
                .reads = {&x, &coef}, .writes = {&y}, .label = "batchnorm"};
     grid(p.n, wg(), d.groups);
     dispatch(d);
 }
 
-void VulkanDevice::bn_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var,
-                               const Matrix& gamma, float eps, int64_t group, const Matrix& dgamma,
-                               const Matrix& dbeta, const Matrix& dx) {
+void VulkanDevice::batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var,
+                                      const Matrix& gamma, float eps, int64_t group, const Matrix& dgamma,
+                                      const Matrix& dbeta, const Matrix& dx) {
     const uint32_t fwg = std::min<uint32_t>(64, wg());
     const uint64_t feats = uint64_t(x.rows / group);
     if (feats == 0) return;
@@ -223,8 +225,8 @@ void VulkanDevice::bn_backward(const Matrix& dy, const Matrix& x, const Matrix& 
     f.feats = uint32_t(feats);
     f.count = float(double(group) * double(x.cols));
     f.eps = eps;
-    uint32_t fspec[2] = {fwg, kGrad};
-    Dispatch fd{.shader = "bn_finish", .push = &f, .push_size = sizeof f, .spec = fspec, .spec_count = 2,
+    const ModeSpec fspec{.wg = fwg, .mode = kGrad};
+    Dispatch fd{.shader = "bn_finish", .push = &f, .push_size = sizeof f, .spec = fspec,
                 .reads = {&part, &var, &gamma, &mean}, .writes = {&dbeta, &dgamma, &coef},
                 .label = "batchnorm_backward"};
     grid(feats, fwg, fd.groups);
@@ -239,8 +241,8 @@ void VulkanDevice::bn_backward(const Matrix& dy, const Matrix& x, const Matrix& 
     p.rows = uint32_t(dx.rows);
     p.group = uint32_t(group);
     p.feats = uint32_t(feats);
-    uint32_t spec[2] = {wg(), 1};
-    Dispatch d{.shader = "bn_apply", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2,
+    const ModeSpec spec{.wg = wg(), .mode = 1};
+    Dispatch d{.shader = "bn_apply", .push = &p, .push_size = sizeof p, .spec = spec,
                .reads = {&dy, &x, &coef}, .writes = {&dx}, .label = "batchnorm_backward"};
     grid(p.n, wg(), d.groups);
     dispatch(d);

@@ -4,7 +4,6 @@
 // command buffers, profile labels and buffer lifetimes are the stream's.
 #include <cstring>
 #include <algorithm>
-#include <initializer_list>
 
 #include "core/error.hpp"
 #include "vulkan/device.hpp"
@@ -24,7 +23,7 @@ void VulkanDevice::run_user(const UserCall& call) {
     for (size_t i = 0; i < nm; ++i) {
         const Matrix& m = call.mats[i];
         View v = view(m);
-        vec4 = vec4 && m.contiguous() && v.addr % 16 == 0;
+        vec4 = vec4 && dense16(m, v);
         if (!k.elementwise) {
             v.rows = uint32_t(m.rows);
             v.pad = uint32_t(m.cols);
@@ -36,30 +35,21 @@ void VulkanDevice::run_user(const UserCall& call) {
     if (!call.scalars.empty()) std::memcpy(push + nm * kUserViewBytes + 4, call.scalars.data(), call.scalars.size() * 4);
 
     pipelines_.add_module(k.module, *k.spirv);
-    uint32_t spec[2] = {wg(), vec4};
+    const MapSpec map_spec{.wg = wg(), .vec4 = vec4};
+    const WgSpec general_spec{.wg = wg()};
     uint64_t invocations = vec4 ? (call.invocations + 3) / 4 : call.invocations;
-    // The stream takes its operands as initializer lists; push constants bound
-    // a kernel to five matrices. Every operand is read; map kernels write only
-    // their last, general kernels may write any.
-    const Matrix* m[5] = {};
-    for (size_t i = 0; i < nm; ++i) m[i] = &call.mats[i];
+    // Push constants bound a kernel to five matrices. Every operand is read;
+    // map kernels write only their last, general kernels may write any.
+    Operands ops, last;
+    for (size_t i = 0; i < nm; ++i) ops.add(&call.mats[i]);
+    if (nm) last.add(&call.mats[nm - 1]);
     bool all = false;
     for (size_t i = 0; i + 1 < nm; ++i) all |= bool(call.written[i]);
-    std::initializer_list<const Matrix*> last = {m[nm ? nm - 1 : 0]};  // lives as long as `last`
-    auto go = [&](std::initializer_list<const Matrix*> ops) {
-        Dispatch d{.shader = k.module, .push = push, .push_size = uint32_t(bytes), .spec = spec, .spec_count = k.elementwise ? 2u : 1u,
-                   .reads = ops, .writes = all || nm == 0 ? ops : last, .label = k.name};
-        grid(invocations, wg(), d.groups);
-        dispatch(d);
-    };
-    switch (nm) {
-    case 0: return go({});
-    case 1: return go({m[0]});
-    case 2: return go({m[0], m[1]});
-    case 3: return go({m[0], m[1], m[2]});
-    case 4: return go({m[0], m[1], m[2], m[3]});
-    default: return go({m[0], m[1], m[2], m[3], m[4]});
-    }
+    Dispatch d{.shader = k.module, .push = push, .push_size = uint32_t(bytes),
+               .spec = k.elementwise ? SpecConstants(map_spec) : SpecConstants(general_spec), .reads = ops,
+               .writes = all || nm == 0 ? ops : last, .label = k.name};
+    grid(invocations, wg(), d.groups);
+    dispatch(d);
 }
 
 }  // namespace vela::vk

@@ -195,7 +195,7 @@ void Stream::dispatch(const Dispatch& d) {
         uint32_t iterations = step_iterations(d);
         if (iterations <= batch_iters_ && step_loop_cost(iterations) <= kBatchLoopBudget) return add_step(d);
     }
-    VkPipeline pipeline = pipelines_.get(d.shader, d.spec, d.spec_count);  // may throw: before any recording
+    VkPipeline pipeline = pipelines_.get(d.shader, d.spec.data, d.spec.count);  // may throw: before any recording
 
     if (!recording_) begin();
     end_batch();

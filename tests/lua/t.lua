@@ -29,6 +29,15 @@ function t.near(a, b, tol, what)
   assert(d <= tol * math.max(1, math.abs(b)), ("%s: %.9g is not within %g of %.9g"):format(what or "near", a, tol, b))
 end
 
+-- The contents of a file, or nil when it cannot be read.
+function t.read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
 function t.done()
   print(("%d passed, %d failed"):format(t.passed, t.failed))
   os.exit(t.failed == 0 and 0 or 1)

@@ -6,10 +6,8 @@
 local t = dofile("tests/lua/t.lua")
 
 local function help_of(code)
-  local p = assert(io.popen(("%q -e %q 2>&1"):format(arg[-1], code)))
-  local out = p:read("a")
-  p:close()
-  return out
+  local p <close> = assert(io.popen(("%q -e %q 2>&1"):format(arg[-1], code)))
+  return p:read("a")
 end
 
 t.test("transpose, narrow and clone are their own entries; no synonym sends them to t, view or copy", function()

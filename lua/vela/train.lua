@@ -94,7 +94,9 @@ function Counter:first_bad(count)
   end
 end
 
-function Counter:add(z, y, loss)
+-- pred (optional, 1×n): where the batch's predicted classes go (evaluation
+-- keeps them for nn.confusion); the count reads them there.
+function Counter:add(z, y, loss, pred)
   local n = z.cols
   local b = self.buf:get(n)
   local v = self.views[n]
@@ -102,8 +104,9 @@ function Counter:add(z, y, loss)
     v = {acc = n == self.cap and self.acc or self.acc:columns(1, n), loss = n == self.cap and self.loss or self.loss:columns(1, n)}
     self.views[n] = v
   end
-  vela.argmax(z, b.pred)
-  vela.sub(b.pred, y, b.c)
+  pred = pred or b.pred
+  vela.argmax(z, pred)
+  vela.sub(pred, y, b.c)
   vela.sqr(b.c)
   vela.linear_frac(b.c, 0, 1, 1e6, 1)
   vela.axpy(1, b.c, v.acc)
@@ -162,21 +165,28 @@ end
 
 -- nn.evaluate(net, set [, {batch = 1000, loss = nn.softmax_xent()}]) →
 -- accuracy in [0, 1], and the mean loss when a loss is given.
-function training.evaluate(net, set, opts)
+-- evaluate(..., pred): nn.fit's, which also keeps the predictions (see training._evaluate).
+local function evaluate(net, set, opts, pred)
   check_net_set("nn.evaluate", net, set)
   options.check("nn.evaluate", opts, {"batch", "loss"})
   host_labels("nn.evaluate", set.labels, net.outputs)
-  return in_eval(net, training._evaluate, net, set, opts)
+  return in_eval(net, training._evaluate, net, set, opts, pred)
 end
 
-function training._evaluate(net, set, opts)
+function training.evaluate(net, set, opts) return evaluate(net, set, opts) end
+
+-- pred (nn.fit's, optional): a 1×n matrix that receives the predicted
+-- classes of the same pass, for nn.confusion(pred, set).
+function training._evaluate(net, set, opts, pred)
   opts = opts or {}
   local t = eval_tools(set, opts.batch or 1000)
   local lossfn = opts.loss
   t.counter:read()
+  local first = 1
   for x, y in t.loader:epoch(1) do
     local z = net:forward(x)
-    t.counter:add(z, y, lossfn and lossfn:forward(z, y))
+    t.counter:add(z, y, lossfn and lossfn:forward(z, y), pred and pred:columns(first, z.cols))
+    first = first + z.cols
   end
   local correct, loss = t.counter:read()
   local n = t.loader.set.n
@@ -213,45 +223,46 @@ end
 -- nn.confusion(net, set) → counts[true][predicted] (a Lua table) whose
 -- printed form is the table with each class's accuracy (it prints nothing
 -- itself: the prompt shows it once; a script says print(nn.confusion(...))).
+-- nn.confusion(pred, set): the same from predictions already made (a 1×n
+-- matrix of class indices: nn.predict's, or nn.fit's hist.test_predictions,
+-- which come from the pass that gave the last test accuracy), so the table
+-- costs no second pass over the set.
 function training.confusion(net, set)
-  check_net_set("nn.confusion", net, set)
-  local k = net.outputs
-  local pred = training.predict(net, set):to("cpu"):totable()[1]
-  local truth = host_labels("nn.confusion", set.labels, k)
-  local counts = {}
-  for i = 1, k do counts[i] = {} for j = 1, k do counts[i][j] = 0 end end
-  for s = 1, #pred do
-    local t, p = math.floor(truth[s] + 0.5), math.floor(pred[s] + 0.5)
-    counts[t][p] = counts[t][p] + 1
-  end
-  do
-    local names = set.classes or {}
-    local function name(i) return (names[i] or tostring(i)):sub(1, 5) end
-    -- Cells as wide as the largest count or a (cut) class name, plus a space:
-    -- ten classes fit 80 columns (Fashion-MNIST's names cut to 5 letters).
-    local most = 0
-    for i = 1, k do for j = 1, k do most = math.max(most, counts[i][j]) end end
-    local cw = math.max(#tostring(most), 1) + 1
-    for j = 1, k do cw = math.max(cw, #name(j) + 1) end
-    local cell, label = "%" .. cw .. "s", "%" .. cw .. "d"
-    local lines = {"confusion: rows are the true class, columns the predicted one"}
-    local head = {fmt("%-7s", "")}
-    for j = 1, k do head[#head + 1] = fmt(cell, name(j)) end
-    head[#head + 1] = "  accuracy"
-    lines[#lines + 1] = table.concat(head)
-    local right, total = 0, 0
-    for i = 1, k do
-      local row, n = {fmt("%-7s", name(i))}, 0
-      for j = 1, k do row[#row + 1] = fmt(label, counts[i][j]); n = n + counts[i][j] end
-      row[#row + 1] = n > 0 and fmt("  %6.1f%%", 100 * counts[i][i] / n) or "       -"
-      lines[#lines + 1] = table.concat(row)
-      right, total = right + counts[i][i], total + n
+  local pred, k
+  if getmetatable(net) == matrix_mt then
+    if type(set) ~= "table" or getmetatable(set.labels) ~= matrix_mt then
+      error(fmt("nn.confusion: expected a set {images =, labels =, n =} after the predictions, got %s",
+        type(set) == "table" and "a table without labels" or type(set)), 2)
     end
-    lines[#lines + 1] = fmt("overall %.2f%% of %d", 100 * right / math.max(total, 1), total)
-    local text = table.concat(lines, "\n")
-    setmetatable(counts, {__tostring = function() return text end})
+    local n = set.n or set.labels.cols
+    if net.rows ~= 1 or net.cols ~= n then
+      error(fmt("nn.confusion: the predictions are %d×%d but the set has %d samples (expected 1×%d: nn.predict's "
+        .. "or nn.fit's hist.test_predictions)", net.rows, net.cols, n, n), 2)
+    end
+    pred = net:to("cpu"):totable()[1]
+    -- the classes: the set's names, else the largest index either side gives
+    k = set.classes and #set.classes or 0
+    if not set.classes then
+      for _, v in ipairs(set.labels:to("cpu"):totable()[1]) do
+        if v == v and v == math.floor(v) then k = math.max(k, v) end
+      end
+    end
+    for j = 1, #pred do
+      local p = pred[j]
+      if p ~= math.floor(p) or p < 1 or (set.classes and p > k) then
+        error(fmt("nn.confusion: predictions at position %d is %s, not a class index (an integer in 1..%s)", j,
+          tostring(p), set.classes and tostring(k) or "n"), 2)
+      end
+      if not set.classes then k = math.max(k, p) end
+    end
+    k = math.tointeger(k) or k
+  else
+    check_net_set("nn.confusion", net, set)
+    k = net.outputs
+    pred = training.predict(net, set):to("cpu"):totable()[1]
   end
-  return counts
+  local truth = host_labels("nn.confusion", set.labels, k)
+  return require("vela.confusion").count(pred, truth, k, set.classes)
 end
 
 local function hms(s)
@@ -269,9 +280,11 @@ end
 -- nn.fit(net, train, opts) trains and returns a history table.
 --   opts.epochs (10), opts.batch (128), opts.optimizer (optim.sgd{lr = 0.05,
 --   momentum = 0.9}), opts.loss (nn.softmax_xent() or a name), opts.test (a
---   set, evaluated after each epoch), opts.seed (1: the shuffle), opts.schedule
---   (epoch → lr), opts.every (20: batches between reads of the loss; the
---   only host waits of an epoch), opts.progress (true: a progress bar on a
+--   set, evaluated after each epoch; hist.test_predictions keeps the last
+--   evaluation's predicted classes), opts.seed (1: the shuffle), opts.schedule
+--   (epoch → lr), opts.every (20: batches between reads of the accuracy and
+--   mean loss the bar shows; each batch's loss sum is also read, before its
+--   update), opts.progress (true: a progress bar on a
 --   terminal, sized to it and erased when the epoch ends; when stdout is not
 --   a terminal, one line per epoch and nothing else), opts.start (1: the
 --   first epoch's number, for resuming: the shuffle and the schedule of
@@ -325,6 +338,7 @@ function training.fit(net, train, opts)
                              examples_per_s = {}, batch_loss = {}, lr = {}, cpu_seconds = {}, first = first,
                              last = epochs}, training.History)
   local nb, n_total = loader.nbatches, loader.set.n
+  local test_pred  -- 1×n: the predicted classes of the last evaluation of opts.test
 
   -- One training step; run under pcall, so a bad label stops fit naming its batch.
   -- The loss is checked before the update (one host wait per batch, after the
@@ -351,9 +365,10 @@ function training.fit(net, train, opts)
     return z
   end
   -- A label or index the kernels refused (core/index_check.hpp): on cpu the
-  -- step itself raises; on a Vulkan device the next read does (no host wait per
-  -- batch), and the batch is the first since the last read whose mean loss is
-  -- NaN (the kernel wrote NaN there). Other errors go on unchanged.
+  -- step itself raises; on a Vulkan device the next read does (check_loss's,
+  -- in the same batch), and the batch is the first since the last read whose
+  -- mean loss is NaN (the kernel wrote NaN there), else this one. Other errors
+  -- go on unchanged.
   local function stopped(err, epoch, b, k)
     local words = type(err) == "string" and err:match("([%w_]+: [%w_]+ at position %d+ is not [^;]-%(an integer in 1%.%.%d+%))")
     if not words then error(err, 0) end
@@ -387,7 +402,7 @@ function training.fit(net, train, opts)
       seen = seen + z.cols  -- this rank's share under dist
       if b % every == 0 or b == nb then
         local k = b - read_batches
-        local ok2, correct, l = pcall(count.read, count)  -- the one host wait per `every` batches
+        local ok2, correct, l = pcall(count.read, count)  -- the bar's read, every `every` batches
         if not ok2 then error(stopped(correct, epoch, b, k), 2) end
         if l ~= l or l == math.huge or l == -math.huge then
           local first, v = count:first_bad(k)
@@ -428,7 +443,10 @@ function training.fit(net, train, opts)
     local line = fmt("epoch %d/%d  loss %.4f  train %.2f%%", epoch, epochs, hist.loss[epoch],
       100 * hist.train_accuracy[epoch])
     if opts.test then
-      hist.test_accuracy[epoch] = training.evaluate(net, opts.test)
+      -- one pass gives the accuracy and the predictions nn.confusion(hist.test_predictions, test) tabulates
+      test_pred = test_pred or alloc(opts.test.images:device(), 1, opts.test.n or opts.test.images.cols)
+      hist.test_accuracy[epoch] = evaluate(net, opts.test, nil, test_pred)
+      hist.test_predictions = test_pred
       line = line .. fmt("  test %.2f%%", 100 * hist.test_accuracy[epoch])
     end
     line = line .. fmt("  %.2f s  %s ex/s", dt, rate(hist.examples_per_s[epoch]))
@@ -456,13 +474,13 @@ end}
 -- help(nn.fit), ?nn.evaluate: documentation for the shell's help.
 if vela.doc then
   vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20, start = 1, progress = true, shift = 0, devices =, dist = false})",
-    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line. start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run). shift = 2: on-device augmentation (see data.loader). Trains in training mode (net:train(): nn.dropout drops, nn.batchnorm uses batch statistics); the test set is evaluated in evaluation mode. devices = {'cpu', 'vulkan:0'} trains data parallel over those devices (parallel.replicate); dist = true under mpirun shards each batch by rank and averages the gradients (vela.dist), printing from rank 0 only (the train loss and accuracy shown are rank 0's share). A label that is not a class index stops it naming the epoch, the batch and the position (on Vulkan at the next read of the loss: no host wait per batch); so does a loss that is not finite.", training.fit)
+    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line; with test =, hist.test_predictions is the 1×n of predicted classes from the pass that gave the last test accuracy (nn.confusion(hist.test_predictions, test) tabulates it without a second pass). start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run). shift = 2: on-device augmentation (see data.loader). Trains in training mode (net:train(): nn.dropout drops, nn.batchnorm uses batch statistics); the test set is evaluated in evaluation mode. devices = {'cpu', 'vulkan:0'} trains data parallel over those devices (parallel.replicate); dist = true under mpirun shards each batch by rank and averages the gradients (vela.dist), printing from rank 0 only (the train loss and accuracy shown are rank 0's share). Each batch's loss is read before its update (one host wait per batch, while the device runs the backward pass): a label that is not a class index stops it naming the epoch, the batch and the position, on every device, and a loss that is not finite stops it before that batch's update.", training.fit)
   vela.doc("nn.evaluate", "nn.evaluate(net, set [, {batch =, loss =}]) -> accuracy [, mean loss]",
     "The fraction of a set classified right, counted on the device. Every label must be a class index 1..outputs (checked: an error names the first bad position).", training.evaluate)
   vela.doc("nn.predict", "nn.predict(net, images [, batch = 1000]) -> 1×n",
     "Predicted class indices, 1-based as the labels and nn.confusion (argmax of the net's output), in a 1×n matrix on the device; images a matrix (one sample per column) or a set. nn.predict(net, mnist.test.images:columns(1, 5)) -> 1×5. Runs in evaluation mode. PyTorch's net(x).argmax(0) + 1.", training.predict)
-  vela.doc("nn.confusion", "nn.confusion(net, set) -> counts",
-    "counts[true][predicted], which prints as the confusion table (rows the true class, columns the predicted one) with each class's accuracy. In a script: print(nn.confusion(net, set)).", training.confusion)
+  vela.doc("nn.confusion", "nn.confusion(net, set) -> counts  |  nn.confusion(pred, set) -> counts",
+    "counts[true][predicted], which prints as the confusion table (rows the true class, columns the predicted one) with each class's accuracy. With a net it predicts the set (one pass); with pred, a 1×n matrix of class indices (nn.predict's, or nn.fit's hist.test_predictions), it only counts, so after nn.fit{test = set} the table and the final accuracy come from the same pass. The classes: net.outputs, or #set.classes, else the largest index in the labels and predictions. In a script: print(nn.confusion(hist.test_predictions, mnist.test)).", training.confusion)
 end
 
 return training

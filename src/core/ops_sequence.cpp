@@ -32,7 +32,7 @@ void operand(const char* fn, const char* name, const Matrix& m, const char* xn, 
 
 }  // namespace
 
-// Column j of x is feature j of xᵀ: bn_stats gives mean(j) and var(j); bn_forward
+// Column j of x is feature j of xᵀ: batchnorm_stats gives mean(j) and var(j); batchnorm
 // with γ = 1, β = 0 gives x̂, and once more on x̂ with mean = var = 0, eps = 1
 // (1/√1 = 1 exactly) gives γ(i)·x̂ + β(i) per row.
 void Device::layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps,
@@ -40,10 +40,10 @@ void Device::layernorm_forward(const Matrix& x, const Matrix& gamma, const Matri
     const int64_t m = x.rows, n = x.cols;
     if (n == 0) return;
     Matrix var = make(*this, n, 1, DType::f32);
-    bn_stats(x.t(), 1, mean, var);
+    batchnorm_stats(x.t(), 1, mean, var);
     Matrix ones = vec_filled(*this, n, 1.0f), zeros_n = vec_filled(*this, n, 0.0f), zeros_m = vec_filled(*this, m, 0.0f);
-    bn_forward(x.t(), mean, var, ones, zeros_n, eps, 1, y.t());
-    bn_forward(y, zeros_m, zeros_m, gamma, beta, 1.0f, 1, y);
+    batchnorm(x.t(), mean, var, ones, zeros_n, eps, 1, y.t());
+    batchnorm(y, zeros_m, zeros_m, gamma, beta, 1.0f, 1, y);
     const float shift[4] = {1.0f, eps, 0.0f, 1.0f};  // var + eps
     unary(Unary::linear_frac, var, rstd, shift);
     unary(Unary::sqrt, rstd, rstd, nullptr);
@@ -65,11 +65,11 @@ void Device::layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix&
     unary(Unary::inv, var, var, nullptr);
     Matrix ones = vec_filled(*this, n, 1.0f), zeros_n = vec_filled(*this, n, 0.0f), zeros_m = vec_filled(*this, m, 0.0f);
     Matrix g = make(*this, m, n, DType::f32);
-    bn_forward(dy, zeros_m, zeros_m, gamma, zeros_m, 1.0f, 1, g);
+    batchnorm(dy, zeros_m, zeros_m, gamma, zeros_m, 1.0f, 1, g);
     Matrix s1 = make(*this, n, 1, DType::f32), s2 = make(*this, n, 1, DType::f32);
-    bn_backward(g.t(), x.t(), mean, var, ones, FLT_MIN, 1, s1, s2, dx.t());
+    batchnorm_backward(g.t(), x.t(), mean, var, ones, FLT_MIN, 1, s1, s2, dx.t());
     Matrix xhat = g;  // g is no longer needed
-    bn_forward(x.t(), mean, var, ones, zeros_n, FLT_MIN, 1, xhat.t());
+    batchnorm(x.t(), mean, var, ones, zeros_n, FLT_MIN, 1, xhat.t());
     binary(Binary::mul, dy, xhat, xhat);
     mv(1.0f, xhat, ones, 0.0f, dgamma);
     mv(1.0f, dy, ones, 0.0f, dbeta);

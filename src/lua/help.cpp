@@ -8,6 +8,7 @@
 // found the same way. The registry, that lookup and vela.doc are in
 // help_registry.cpp; this file is help(): the index, one entry, a module.
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -43,7 +44,7 @@ const Synonym synonyms[] = {
     {"mul_", "scal"},       {"zero_", "fill"},         {"fill_", "fill"},
     {"iamax", "imax"},      {"uniform_", "rand"},      {"normal_", "randn"},
     {"manualSeed", "seed"}, {"manual_seed", "seed"},   {"synchronize", "sync"},
-    {"transpose", "Matrix:t"}, {"narrow", "Matrix:view"}, {"clone", "Matrix:copy"},
+    {"swapaxes", "transpose"}, {"swapdims", "transpose"}, {"contiguous", "clone"},
     {"cuda", "Matrix:to"},  {"float", "Matrix:to"},    {"index_select", "gather_cols"},
 };
 
@@ -344,6 +345,32 @@ void show_source(lua_State* L) {
     std::fclose(f);
 }
 
+// "m:shape" (or "m.shape") where the global m holds a vela userdata (a
+// matrix, a device): the entry of its class's method, "Matrix:shape".
+// Empty when the name is not of that form or no such entry exists.
+std::string method_of_value(lua_State* L, const std::string& name) {
+    size_t sep = name.find_first_of(".:");
+    if (sep == std::string::npos || sep == 0 || sep + 1 == name.size()) return "";
+    std::string var = name.substr(0, sep), field = name.substr(sep + 1);
+    auto ident = [](const std::string& w) {
+        if (!std::isalpha((unsigned char)w[0]) && w[0] != '_') return false;
+        for (char c : w)
+            if (!std::isalnum((unsigned char)c) && c != '_') return false;
+        return true;
+    };
+    if (!ident(var) || !ident(field)) return "";
+    std::string cls;
+    lua_getglobal(L, var.c_str());
+    if (lua_type(L, -1) == LUA_TUSERDATA && luaL_getmetafield(L, -1, "__name") == LUA_TSTRING) {
+        cls = lua_tostring(L, -1);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    if (cls.compare(0, 5, "vela.") != 0) return "";
+    std::string entry = cls.substr(5) + ":" + field;
+    return registry().count(entry) ? entry : "";
+}
+
 int l_help(lua_State* L) {
     if (lua_type(L, 2) == LUA_TSTRING && std::strcmp(lua_tostring(L, 2), "source") == 0) {
         show_source(L);
@@ -356,6 +383,10 @@ int l_help(lua_State* L) {
     }
     if (t == LUA_TSTRING) {
         std::string name = lua_tostring(L, 1);
+        if (std::string entry = method_of_value(L, name); !entry.empty()) {
+            print_entry(entry, registry().at(entry));
+            return 0;
+        }
         if (!help_name(name)) {
             std::printf("no help for '%s'", name.c_str());
             std::vector<std::string> close;

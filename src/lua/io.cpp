@@ -39,6 +39,44 @@ void interrupted_after(const std::string& what) {
         throw Interrupted(what + ": interrupted after the file was written in full (it is saved)");
 }
 
+// A matrix that load made from a 1-D (or 0-D) NumPy array remembers it, so
+// that saving that matrix writes the array's shape again: a table in the
+// registry, weak in its keys (the matrices' userdata), maps each such matrix
+// to its ndim. Copies, views and results are new userdata: 2-D.
+constexpr const char* kNdimKey = "vela.npy_ndim";
+
+void mark_ndim(lua_State* L, int idx, int ndim) {
+    if (ndim == 2) return;
+    idx = lua_absindex(L, idx);
+    if (lua_getfield(L, LUA_REGISTRYINDEX, kNdimKey) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_createtable(L, 0, 1);
+        lua_pushliteral(L, "k");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, kNdimKey);
+    }
+    lua_pushvalue(L, idx);
+    lua_pushinteger(L, ndim);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+// The ndim to save the matrix at idx with (2 unless load marked it).
+int marked_ndim(lua_State* L, int idx) {
+    idx = lua_absindex(L, idx);
+    int ndim = 2;
+    if (lua_getfield(L, LUA_REGISTRYINDEX, kNdimKey) == LUA_TTABLE) {
+        lua_pushvalue(L, idx);
+        if (lua_rawget(L, -2) == LUA_TNUMBER) ndim = int(lua_tointeger(L, -1));
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return ndim;
+}
+
 /* ---------------------------------------------------------------------- */
 /* the Lua functions                                                      */
 /* ---------------------------------------------------------------------- */
@@ -61,7 +99,7 @@ void save_value(lua_State* L) {
                                "matrices: .npz)");
         check_live("save", "m", *m);
         files::Writer w(path, what);
-        std::string header = npy::header_for(*m);
+        std::string header = npy::header_for(*m, marked_ndim(L, 2));
         w.write(header.data(), header.size());
         npy::write_data(*m, [&](const void* p, size_t n) { w.write(p, n); });
         w.commit();
@@ -94,6 +132,7 @@ void save_value(lua_State* L) {
                         " bytes) is not a member name for a .npz (no '/', '\\' or NUL byte)");
         }
         if (Matrix* m = test_matrix(L, -1)) {
+            e.ndim = marked_ndim(L, -1);
             lua_pop(L, 1);
             check_live("save", name.c_str(), *m);
             e.matrix = *m;
@@ -150,13 +189,17 @@ void load_value(lua_State* L, Device& dev) {
         npy::ReadFn read = [&](void* dst, size_t n) { r.read(dst, n); };
         npy::Header h = npy::read_header(read, r.size(), what);
         push_matrix(L, npy::read_data(h, read, dev, what));
+        mark_ndim(L, -1, h.ndim);
         return;
     }
     std::vector<npz::Member> members = npz::read(path, dev, what);
     lua_createtable(L, 0, int(members.size()));
     for (npz::Member& m : members) {
         if (m.is_text) lua_pushlstring(L, m.text.data(), m.text.size());
-        else push_matrix(L, std::move(m.matrix));
+        else {
+            push_matrix(L, std::move(m.matrix));
+            mark_ndim(L, -1, m.ndim);
+        }
         lua_setfield(L, -2, m.name.c_str());
     }
 }
@@ -281,9 +324,12 @@ void open_io(lua_State* L) {
         "from the device in pieces (no host copy of the whole); the file is written to a temporary beside the "
         "target and renamed when complete, so a failed, killed or interrupted save leaves the old file. A symlink is "
         "written through, an existing file keeps its mode, and a target that is not a regular file is refused. In "
-        "the shell: save(path, m). torch.save / numpy.save. Example: vela.save('/tmp/w.npy', ones(2, 3))");
+        "the shell: save(path, m). A matrix that vela.load made from a 1-D array of n (an n×1 column) is saved as "
+        "shape (n,) again while it is that matrix and n×1 (a 0-D array likewise as ()); copies, views and results "
+        "are written 2-D. torch.save / numpy.save. Example: vela.save('/tmp/w.npy', ones(2, 3))");
     doc("vela.load", "vela.load(path [, dev]) -> matrix  |  {name = matrix, ...}",
-        "Reads a .npy (a matrix; 1-D arrays become n×1 columns; float64 and int arrays are converted to float32) "
+        "Reads a .npy (a matrix; 1-D arrays become n×1 columns, which vela.save writes back 1-D; float64 and int "
+        "arrays are converted to float32) "
         "or a .npz (a table of matrices) written by vela or NumPy, onto dev (default: the current device). A bad, "
         "truncated, hostile or foreign file is an error naming it: sizes are checked against the file before "
         "anything is allocated, and devices, pipes and directories are refused. The shell's global load is Lua's: call vela.load. "

@@ -141,6 +141,7 @@ Header parse_dict(const std::string& dict, const std::string& what) {
         throw Error(what + ": a " + std::to_string(dims.size()) + "-D array " + shape +
                     ") (vela matrices are 2-D; reshape it in NumPy first)");
     }
+    h.ndim = int(dims.size());
     h.rows = dims.empty() ? 1 : dims[0];
     h.cols = dims.size() == 2 ? dims[1] : 1;  // a 1-D array of n is an n×1 column, as from{1, 2, 3}
     // Each dimension < 2^31, so rows·cols < 2^62 and the byte count < 2^65: computed in two steps.
@@ -229,10 +230,14 @@ Matrix read_data(const Header& h, const ReadFn& read, Device& dev, const std::st
     return m;
 }
 
-std::string header_for(const Matrix& m) {
+std::string header_for(const Matrix& m, int ndim) {
+    char shape[64];
+    if (ndim == 1 && m.cols == 1) std::snprintf(shape, sizeof shape, "(%lld,)", (long long)m.rows);
+    else if (ndim == 0 && m.rows == 1 && m.cols == 1) std::snprintf(shape, sizeof shape, "()");
+    else std::snprintf(shape, sizeof shape, "(%lld, %lld)", (long long)m.rows, (long long)m.cols);
     char dict[160];
-    std::snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': True, 'shape': (%lld, %lld), }",
-                  m.dtype() == DType::u8 ? "|u1" : "<f4", (long long)m.rows, (long long)m.cols);
+    std::snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': True, 'shape': %s, }",
+                  m.dtype() == DType::u8 ? "|u1" : "<f4", shape);
     std::string header = dict;
     // magic (6) + version (2) + length (2) + header, a multiple of 64, ending in '\n'.
     size_t total = 10 + header.size() + 1;
@@ -244,8 +249,8 @@ std::string header_for(const Matrix& m) {
     return out + header;
 }
 
-uint64_t file_bytes(const Matrix& m) {
-    return header_for(m).size() + uint64_t(m.rows) * uint64_t(m.cols) * (m.dtype() == DType::u8 ? 1 : 4);
+uint64_t file_bytes(const Matrix& m, int ndim) {
+    return header_for(m, ndim).size() + uint64_t(m.rows) * uint64_t(m.cols) * (m.dtype() == DType::u8 ? 1 : 4);
 }
 
 void write_data(const Matrix& m, const WriteFn& write) {

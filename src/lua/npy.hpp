@@ -2,7 +2,8 @@
 // vela wrote and vela reads what NumPy wrote:
 //   .npy  one array: the "\x93NUMPY" header (a Python dict literal giving
 //         descr, fortran_order and shape), then the raw elements. vela writes
-//         version 1.0, float32 ('<f4') or uint8 ('|u1'), 2-D, fortran_order
+//         version 1.0, float32 ('<f4') or uint8 ('|u1'), 2-D (1-D for a column
+//         that load made from a 1-D array, 0-D likewise), fortran_order
 //         True (column-major, as vela stores matrices), the header padded to
 //         a multiple of 64 bytes as NumPy pads it. It reads versions 1-3,
 //         either order, 0-, 1- and 2-D, and '<f4', '|u1', '<f8', '<i4', '<i8'
@@ -38,6 +39,7 @@ struct Header {
     int elem = 4;              // bytes per element in the file
     bool fortran = true;
     int64_t rows = 1, cols = 1;  // 1-D n: n×1; 0-D: 1×1
+    int ndim = 2;                // the shape's length as the file gives it: 0, 1 or 2
     uint64_t header_bytes = 0;   // magic, version, length and dict
     uint64_t data_bytes = 0;     // rows·cols·elem (no wrap: each dimension < 2^31)
 };
@@ -52,8 +54,11 @@ Matrix read_data(const Header& h, const ReadFn& read, Device& dev, const std::st
 
 // Writing: the header vela writes for m, the file's total size, and the
 // elements of m (a view, transposed or not), downloaded in pieces.
-std::string header_for(const Matrix& m);
-uint64_t file_bytes(const Matrix& m);
+// ndim: the shape's length to write, for a matrix that load made from a
+// 1-D or 0-D array: 1 writes an n×1 column as (n,), 0 a 1×1 as (); any
+// other shape is written 2-D whatever ndim says.
+std::string header_for(const Matrix& m, int ndim = 2);
+uint64_t file_bytes(const Matrix& m, int ndim = 2);
 void write_data(const Matrix& m, const WriteFn& write);
 
 // Pieces of at most this many elements go between the host and a device.

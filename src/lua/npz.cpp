@@ -181,8 +181,8 @@ void write(const std::string& path, const std::vector<Member>& members, const st
             done.push_back(write_member(w, m.name, m.text.size(), time, date,
                                         [&](const npy::WriteFn& put) { put(m.text.data(), m.text.size()); }));
         } else {
-            std::string header = npy::header_for(m.matrix);
-            done.push_back(write_member(w, m.name + ".npy", npy::file_bytes(m.matrix), time, date,
+            std::string header = npy::header_for(m.matrix, m.ndim);
+            done.push_back(write_member(w, m.name + ".npy", npy::file_bytes(m.matrix, m.ndim), time, date,
                                         [&](const npy::WriteFn& put) {
                                             put(header.data(), header.size());
                                             npy::write_data(m.matrix, put);
@@ -241,7 +241,7 @@ std::vector<Member> read(const std::string& path, Device& dev, const std::string
         Member m;
         if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) {
             npy::Header h = npy::read_header(read, st.size, mwhat);
-            m.rows = h.rows, m.cols = h.cols, m.dtype = h.dtype;
+            m.rows = h.rows, m.cols = h.cols, m.dtype = h.dtype, m.ndim = h.ndim;
             if (!headers_only) m.matrix = npy::read_data(h, read, dev, mwhat);
             m.name = name.substr(0, name.size() - 4);
         } else {

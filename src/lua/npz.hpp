@@ -24,6 +24,7 @@ struct Member {
     Matrix matrix;
     std::string text;
     int64_t rows = 0, cols = 0;  // a matrix member's shape (also when only headers are read)
+    int ndim = 2;                // its shape's length in the file (1-D n: n×1); save writes it back
     DType dtype = DType::f32;
 };
 

@@ -44,8 +44,8 @@ void causal(VulkanDevice& dev, const char* fn, uint32_t backward, const Matrix& 
     p.z = dev.view(z);
     p.rows = uint32_t(x.rows);
     p.cols = uint32_t(x.cols);
-    uint32_t spec[2] = {w, backward};
-    Dispatch d{.shader = "softmax_causal", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 2,
+    const ModeSpec spec{.wg = w, .mode = uint32_t(backward)};
+    Dispatch d{.shader = "softmax_causal", .push = &p, .push_size = sizeof p, .spec = spec,
                .reads = {&x, &y}, .writes = {&z}, .label = fn};
     dev.grid(uint64_t(x.cols), w, d.groups);
     dev.dispatch(d);
@@ -64,11 +64,11 @@ void VulkanDevice::embedding_backward(const Matrix& dy, const Matrix& idx, const
     p.idx.rstep = uint32_t(idx.inc());
     p.rows = uint32_t(dE.rows);
     p.vocab = uint32_t(dE.cols);
-    uint32_t spec[1] = {w};
+    const WgSpec spec{.wg = w};
     for (uint64_t j0 = 0; j0 < uint64_t(dy.cols); j0 += kTokens) {
         p.j0 = uint32_t(j0);
         p.jn = uint32_t(std::min<uint64_t>(kTokens, uint64_t(dy.cols) - j0));
-        Dispatch d{.shader = "embedding_backward", .push = &p, .push_size = sizeof p, .spec = spec, .spec_count = 1,
+        Dispatch d{.shader = "embedding_backward", .push = &p, .push_size = sizeof p, .spec = spec,
                    .reads = {&dy, &idx, &dE}, .writes = {&dE}, .label = "embedding_backward", .check = &check,
                    .check_at = offsetof(EmbeddingPush, status)};
         grid(uint64_t(dE.rows) * uint64_t(dE.cols), w, d.groups);

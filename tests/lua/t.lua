@@ -38,6 +38,15 @@ function t.read_file(path)
   return s
 end
 
+-- The ids of the usable devices (cpu first), for tests run on each.
+function t.devices()
+  local ids = {}
+  for _, d in ipairs(devices()) do
+    if d.usable then ids[#ids + 1] = d.id end
+  end
+  return ids
+end
+
 function t.done()
   print(("%d passed, %d failed"):format(t.passed, t.failed))
   os.exit(t.failed == 0 and 0 or 1)

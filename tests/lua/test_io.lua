@@ -111,6 +111,36 @@ t.test("a round trip keeps every float32 bit", function()
   for i = 1, 17 do for j = 1, 9 do assert(a[i][j] == b[i][j]) end end
 end)
 
+t.test("a 1-D array round-trips as 1-D (.npy and a .npz member), a 0-D as 0-D; copies and views are 2-D", function()
+  py([==[
+d = sys.argv[0].rsplit('/', 1)[0]
+np.save(d + '/v1.npy', np.array([1.5, 2.5, 3.5], dtype=np.float32))
+np.save(d + '/s0.npy', np.array(7.25, dtype=np.float32))
+np.savez(d + '/v1.npz', v=np.array([4, 5], dtype=np.uint8), c=np.array([[1], [2]], dtype=np.float32))]==])
+  local v = vela.load(dir .. "/v1.npy")
+  assert(v.rows == 3 and v.cols == 1, v:shape())  -- a column in vela, as before
+  vela.save(dir .. "/v1_back.npy", v)
+  vela.save(dir .. "/v1_copy.npy", v:copy())
+  vela.save(dir .. "/v1_t.npy", v:t())
+  local s = vela.load(dir .. "/s0.npy")
+  assert(s.rows == 1 and s.cols == 1 and s:get(1, 1) == 7.25)
+  vela.save(dir .. "/s0_back.npy", s)
+  local z = vela.load(dir .. "/v1.npz")
+  assert(z.v.rows == 2 and z.v.cols == 1 and z.c.rows == 2 and z.c.cols == 1)
+  vela.save(dir .. "/v1_back.npz", {v = z.v, c = z.c, fresh = from{{1}, {2}}})
+  py([==[
+d = sys.argv[0].rsplit('/', 1)[0]
+a = np.load(d + '/v1_back.npy')
+assert a.shape == (3,) and a.dtype == np.float32 and list(a) == [1.5, 2.5, 3.5], (a.shape, a)
+assert np.load(d + '/v1_copy.npy').shape == (3, 1), np.load(d + '/v1_copy.npy').shape
+assert np.load(d + '/v1_t.npy').shape == (1, 3)
+s = np.load(d + '/s0_back.npy')
+assert s.shape == () and s == 7.25, (s.shape, s)
+z = np.load(d + '/v1_back.npz')
+assert z['v'].shape == (2,) and z['v'].dtype == np.uint8 and list(z['v']) == [4, 5], z['v']
+assert z['c'].shape == (2, 1) and z['fresh'].shape == (2, 1), (z['c'].shape, z['fresh'].shape)]==])
+end)
+
 t.test("bad, truncated and foreign files are errors naming the file", function()
   vela.save(dir .. "/good.npy", formula(4, 4))
   local good = assert(io.open(dir .. "/good.npy", "rb")):read("a")

@@ -360,8 +360,7 @@ static void document() {
     doc("Matrix:t", "m:t() -> cols×rows view",
         "The transpose as a view (no copy): kernels read it through the "
         "view's flag, as BLAS reads op(A). torch x:t().");
-    doc("Matrix:view", "m:view(i, j, rows, cols) -> rows×cols view",
-        "The block whose first element is (i, j), 1-based, sharing m's memory. torch x:sub / narrow.");
+    // Matrix:view's entry is in shape.cpp, with its reshaping form.
     doc("Matrix:row", "m:row(i) -> 1×cols view", "Row i (1-based) as a view. torch x:select(1, i).");
     doc("Matrix:col", "m:col(j) -> rows×1 view", "Column j (1-based) as a view: one sample of a batch.");
     doc("Matrix:columns", "m:columns(j, n) -> rows×n view",

@@ -18,6 +18,7 @@
 #include "core/user_kernel.hpp"
 #include "vulkan/context.hpp"
 #include "vulkan/kernel.hpp"
+#include "vulkan/loop_probe.hpp"
 #include "vulkan/pipelines.hpp"
 
 namespace vela::vk {
@@ -69,6 +70,12 @@ public:
         VkFence fence = VK_NULL_HANDLE;
         check(vkCreateFence(gpu_.device, &fi, nullptr, &fence), "vkCreateFence");
         fence_ = OwnedFence(gpu_.device, fence);
+        // The loop status word (core/user_kernel.hpp): host memory the driver imports.
+        const size_t page = std::max<size_t>(align_, 64);  // (a power of two, as the driver's alignment)
+        status_mem_.reset(static_cast<uint32_t*>(std::aligned_alloc(page, page)));
+        if (!status_mem_) fail("cpu: out of host memory");
+        *status_mem_ = 0;
+        status_ = import(status_mem_.get(), 4, "the loop status word");
     }
 
     void run(const UserCall& call, void* const* host, const size_t* bytes) {
@@ -103,8 +110,8 @@ public:
         if (!call.scalars.empty()) std::memcpy(push + nm * kUserViewBytes + 4, call.scalars.data(), call.scalars.size() * 4);
 
         pipelines_.add_module(k.module, *k.spirv);
-        uint32_t spec[2] = {wg_, vec4};
-        VkPipeline pipeline = pipelines_.get(k.module, spec, k.elementwise ? 2 : 1);
+        uint32_t spec[4] = {wg_, vec4, uint32_t(status_.address), uint32_t(status_.address >> 32)};
+        VkPipeline pipeline = pipelines_.get(k.module, spec, 4);
         uint32_t groups[3];
         grid(vec4 ? (call.invocations + 3) / 4 : call.invocations, groups);
 
@@ -131,6 +138,11 @@ public:
         (void)vkResetFences(gpu_.device, 1, &f);
         check(r, "vkWaitForFences");
         ++runs_;
+        volatile uint32_t* word = status_mem_.get();
+        if (*word) {
+            *word = 0;
+            throw Error("cpu: " + loop_cut_message(k.name));
+        }
     }
 
 private:
@@ -210,6 +222,11 @@ private:
     VkDeviceSize align_ = 4096;
     uint32_t wg_ = 64;
     uint64_t runs_ = 0;
+    struct FreeHost {
+        void operator()(uint32_t* p) const { std::free(p); }
+    };
+    std::unique_ptr<uint32_t, FreeHost> status_mem_;  // before status_: freed after its import
+    Import status_;
 };
 
 // A plain pointer, destroyed by an exit handler registered when the runner is

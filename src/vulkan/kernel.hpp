@@ -99,6 +99,10 @@ struct Dispatch {
     // the host reads it once the command buffer has completed (no extra wait).
     const IndexCheck* check = nullptr;
     uint32_t check_at = 0;
+    // A user kernel with the loop probe (vulkan/loop_probe.hpp): when its
+    // command buffer completes, the stream reads the loop status word
+    // (Stream::loop_status_address) and reports a cut loop like a bad index.
+    bool loop_probe = false;
 };
 
 }  // namespace vela::vk

@@ -36,7 +36,8 @@ void VulkanDevice::run_user(const UserCall& call) {
     if (!call.scalars.empty()) std::memcpy(push + nm * kUserViewBytes + 4, call.scalars.data(), call.scalars.size() * 4);
 
     pipelines_.add_module(k.module, *k.spirv);
-    uint32_t spec[2] = {wg(), vec4};
+    uint64_t loop_at = stream_.loop_status_address();
+    uint32_t spec[4] = {wg(), vec4, uint32_t(loop_at), uint32_t(loop_at >> 32)};
     uint64_t invocations = vec4 ? (call.invocations + 3) / 4 : call.invocations;
     // The stream takes its operands as initializer lists; push constants bound
     // a kernel to five matrices. Every operand is read; map kernels write only
@@ -47,8 +48,8 @@ void VulkanDevice::run_user(const UserCall& call) {
     for (size_t i = 0; i + 1 < nm; ++i) all |= bool(call.written[i]);
     std::initializer_list<const Matrix*> last = {m[nm ? nm - 1 : 0]};  // lives as long as `last`
     auto go = [&](std::initializer_list<const Matrix*> ops) {
-        Dispatch d{.shader = k.module, .push = push, .push_size = uint32_t(bytes), .spec = spec, .spec_count = k.elementwise ? 2u : 1u,
-                   .reads = ops, .writes = all || nm == 0 ? ops : last, .label = k.name};
+        Dispatch d{.shader = k.module, .push = push, .push_size = uint32_t(bytes), .spec = spec, .spec_count = 4,
+                   .reads = ops, .writes = all || nm == 0 ? ops : last, .label = k.name, .loop_probe = true};
         grid(invocations, wg(), d.groups);
         dispatch(d);
     };

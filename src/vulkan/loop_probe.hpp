@@ -8,7 +8,9 @@
 // once, and the invocation sets a status word whose address the device passes
 // as specialization constants 2 and 3 (low, high word; 0: no probe). The host
 // reads the word when the work has completed and raises loop_cut_message in
-// place of silently cut results.
+// place of silently cut results. The cpu device's runner also sets constant 4
+// (CHUNKED): it runs a grid in parts, and the word after the status word
+// holds the part's first invocation, which id() adds (src/vulkan/host_runner.cpp).
 #pragma once
 #include <string>
 

@@ -117,7 +117,7 @@ public:
         // Ctrl-C (polled while a part runs) stops the call between parts: the
         // first part 4 workgroups (an invocation may loop 65,535 times: 256
         // workgroups of such took 35 s on a loaded machine), later ones sized
-        // from the time so far to take about 50 ms (at most 8 times the
+        // from the time so far to take about 50 ms (at most 32 times the
         // previous one, and one grid dimension, so no part runs a workgroup of
         // the next). The shader adds the part's first invocation, the word
         // after the status word, to id().
@@ -142,8 +142,8 @@ public:
                                          k.name, (unsigned long long)std::min(done * wg_, invocations),
                                          (unsigned long long)invocations));
             double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            uint64_t next = s > 0 ? uint64_t(double(done) * 0.05 / s) : part * 8;
-            part = std::clamp<uint64_t>(next, 1, part * 8);
+            uint64_t next = s > 0 ? uint64_t(double(done) * 0.05 / s) : part * 32;
+            part = std::clamp<uint64_t>(next, 1, part * 32);
         }
     }
 

@@ -39,7 +39,26 @@ std::string preamble(const Spec& s) {
          "#define sigmoid(t) sigmoid_f(t)\n"
          "#define relu(t) relu_f(t)\n"
          "#define softplus(t) softplus_f(t)\n"
-         "uint id() { return global_index(WG); }\n";
+         // The loop probe (vulkan/loop_probe.hpp): two iterations, with bounds the
+         // compilers cannot count (no unrolling), unless the driver's loop count
+         // is spent; then the status word is set. CHUNKED (the cpu device's
+         // runner, which submits a large grid in parts so Ctrl-C can stop it
+         // between them): the word after the status word holds the first
+         // invocation of this part, read once per invocation.
+         "layout(constant_id = 2) const uint VELA_LOOP_LO = 0u;\n"
+         "layout(constant_id = 3) const uint VELA_LOOP_HI = 0u;\n"
+         "layout(constant_id = 4) const uint VELA_CHUNKED = 0u;\n"
+         "uint vela_first = 0u;\n"
+         "void vela_start() {\n"
+         "    if (VELA_CHUNKED != 0u) vela_first = U32(addr_make(VELA_LOOP_LO + 4u, VELA_LOOP_HI)).v;\n"
+         "}\n"
+         "uint id() { return global_index(WG) + vela_first; }\n"
+         "void vela_probe() {\n"
+         "    if (VELA_LOOP_LO == 0u && VELA_LOOP_HI == 0u) return;\n"
+         "    uint c = 0u;\n"
+         "    for (uint i = p.n; i < p.n + 2u; ++i) ++c;\n"
+         "    if (c < 2u) atomicOr(U32(addr_make(VELA_LOOP_LO, VELA_LOOP_HI)).v, 1u);\n"
+         "}\n";
     return g;
 }
 
@@ -144,7 +163,7 @@ std::string map_source(const Spec& s) {
         return c + (s.mats.empty() && !scal.empty() ? scal.substr(2) : scal) + ")";
     };
     size_t o = s.mats.size();
-    g += "void main() {\n"
+    g += "void vela_map() {\n"
          "    if (VEC4 != 0u) {\n"
          "        uint k = id() * 4u;\n"
          "        if (k >= p.n) return;\n"
@@ -160,6 +179,7 @@ std::string map_source(const Spec& s) {
     g += "        return;\n    }\n";
     g += "    uint k = id();\n    if (k >= p.n) return;\n";
     g += format("    st(p.m%zu, k, %s);\n}\n", o, call("ld(p.m", ", k)").c_str());
+    g += "void main() {\n    vela_start();\n    vela_map();\n    vela_probe();\n}\n";
     return g;
 }
 
@@ -177,10 +197,10 @@ std::string kernel_source(const Spec& s) {
     for (const std::string& m : s.mats) g += "View " + m + ";\n";
     for (const Scalar& sc : s.scalars) g += scalar_type(sc.type) + " " + sc.name + ";\n";
     g += "void vela_body() {\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela-end\"\n}\n";
-    g += "void main() {\n    if (id() >= p.n) return;\n";
+    g += "void main() {\n    vela_start();\n    if (id() >= p.n) return;\n";
     for (size_t i = 0; i < s.mats.size(); ++i) g += format("    %s = p.m%zu;\n", s.mats[i].c_str(), i);
     for (const Scalar& sc : s.scalars) g += format("    %s = p.s_%s;\n", sc.name.c_str(), sc.name.c_str());
-    g += "    vela_body();\n}\n";
+    g += "    vela_body();\n    vela_probe();\n}\n";
     return g;
 }
 

@@ -9,6 +9,7 @@
 // extension enabled), its own pipelines (with the on-disk pipeline cache) and
 // one command buffer; the vulkan:N device on the same driver is untouched.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -18,6 +19,7 @@
 #include "core/user_kernel.hpp"
 #include "vulkan/context.hpp"
 #include "vulkan/kernel.hpp"
+#include "vulkan/loop_probe.hpp"
 #include "vulkan/pipelines.hpp"
 
 namespace vela::vk {
@@ -69,6 +71,12 @@ public:
         VkFence fence = VK_NULL_HANDLE;
         check(vkCreateFence(gpu_.device, &fi, nullptr, &fence), "vkCreateFence");
         fence_ = OwnedFence(gpu_.device, fence);
+        // The loop status word (core/user_kernel.hpp): host memory the driver imports.
+        const size_t page = std::max<size_t>(align_, 64);  // (a power of two, as the driver's alignment)
+        status_mem_.reset(static_cast<uint32_t*>(std::aligned_alloc(page, page)));
+        if (!status_mem_) fail("cpu: out of host memory");
+        status_mem_.get()[0] = status_mem_.get()[1] = 0;  // (align_ ≥ 8: one page; lo + 4 never carries)
+        status_ = import(status_mem_.get(), 8, "the loop status word");  // then the part's first invocation
     }
 
     void run(const UserCall& call, void* const* host, const size_t* bytes) {
@@ -103,20 +111,63 @@ public:
         if (!call.scalars.empty()) std::memcpy(push + nm * kUserViewBytes + 4, call.scalars.data(), call.scalars.size() * 4);
 
         pipelines_.add_module(k.module, *k.spirv);
-        const MapSpec map_spec{.wg = wg_, .vec4 = vec4};
-        const WgSpec general_spec{.wg = wg_};
-        const SpecConstants spec = k.elementwise ? SpecConstants(map_spec) : SpecConstants(general_spec);
-        VkPipeline pipeline = pipelines_.get(k.module, spec.data, spec.count);
-        uint32_t groups[3];
-        grid(vec4 ? (call.invocations + 3) / 4 : call.invocations, groups);
+        const UserSpec spec{.wg = wg_, .vec4 = vec4, .status_lo = uint32_t(status_.address),
+                            .status_hi = uint32_t(status_.address >> 32), .chunked = 1};
+        const SpecConstants sc(spec);
+        VkPipeline pipeline = pipelines_.get(k.module, sc.data, sc.count);
+        // The grid in parts of whole workgroups, one submission each, so that
+        // Ctrl-C (polled while a part runs) stops the call between parts: the
+        // first part 4 workgroups (an invocation may loop 65,535 times: 256
+        // workgroups of such took 35 s on a loaded machine), later ones sized
+        // from the time so far to take about 50 ms (at most 32 times the
+        // previous one, and one grid dimension, so no part runs a workgroup of
+        // the next). The shader adds the part's first invocation, the word
+        // after the status word, to id().
+        uint64_t invocations = vec4 ? (call.invocations + 3) / 4 : call.invocations;
+        uint64_t total = (invocations + wg_ - 1) / wg_, done = 0, part = 4;
+        const uint64_t most = std::min<uint32_t>(65535, gpu_.phys.caps.max_workgroup_count[0]);
+        volatile uint32_t* word = status_mem_.get();
+        auto t0 = std::chrono::steady_clock::now();
+        while (done < total) {
+            part = std::min({part, most, total - done});
+            word[1] = uint32_t(done * wg_);  // < 2^32: invocations are bounded below it (user_kernels.hpp)
+            bool stop = submit(pipeline, push, uint32_t(push_bytes), uint32_t(part));
+            done += part;
+            ++runs_;
+            if (word[0]) {
+                word[0] = 0;
+                throw Error("cpu: " + loop_cut_message(k.name));
+            }
+            if (stop && done < total && interrupt_flag().exchange(false))
+                throw Interrupted(format("interrupted: cpu: %s stopped after %llu of %llu invocations (whole "
+                                         "workgroups); the matrices it writes hold partial values",
+                                         k.name, (unsigned long long)std::min(done * wg_, invocations),
+                                         (unsigned long long)invocations));
+            double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            uint64_t next = s > 0 ? uint64_t(double(done) * 0.05 / s) : part * 32;
+            part = std::clamp<uint64_t>(next, 1, part * 32);
+        }
+    }
 
+private:
+    struct Import {
+        const void* host;
+        OwnedBuffer buffer;
+        OwnedMemory memory;
+        uint64_t address = 0;  // of `host` itself
+    };
+    // Records and submits one part of a user kernel's grid (`groups`
+    // workgroups along x) and waits for it, in 20 ms slices; true when Ctrl-C
+    // was pressed meanwhile (the part itself runs to its end: a driver cannot
+    // stop a dispatch).
+    bool submit(VkPipeline pipeline, const uint8_t* push, uint32_t push_bytes, uint32_t groups) {
         check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
         auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
         check(vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
         vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
-        vkCmdPushConstants(cb_, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(push_bytes), push);
-        vkCmdDispatch(cb_, groups[0], groups[1], groups[2]);
+        vkCmdPushConstants(cb_, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+        vkCmdDispatch(cb_, groups, 1, 1);
         // Make the shader's writes visible to the host that reads the memory next.
         auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
         mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -129,19 +180,15 @@ public:
         si.pCommandBuffers = &cb_;
         check(vkQueueSubmit(gpu_.queue, 1, &si, fence_), "vkQueueSubmit");
         VkFence f = fence_;
-        VkResult r = vkWaitForFences(gpu_.device, 1, &f, VK_TRUE, UINT64_MAX);
+        VkResult r;
+        bool stop = false;
+        while ((r = vkWaitForFences(gpu_.device, 1, &f, VK_TRUE, 20'000'000)) == VK_TIMEOUT)
+            stop = stop || interrupt_flag().load();
         (void)vkResetFences(gpu_.device, 1, &f);
         check(r, "vkWaitForFences");
-        ++runs_;
+        return stop || interrupt_flag().load();
     }
 
-private:
-    struct Import {
-        const void* host;
-        OwnedBuffer buffer;
-        OwnedMemory memory;
-        uint64_t address = 0;  // of `host` itself
-    };
     // Imports [host, host + bytes) by the aligned range containing it.
     Import import(void* host, size_t bytes, const char* name) {
         uintptr_t p = reinterpret_cast<uintptr_t>(host);
@@ -190,19 +237,6 @@ private:
         return out;
     }
 
-    void grid(uint64_t invocations, uint32_t out[3]) const {
-        const uint32_t* maxc = gpu_.phys.caps.max_workgroup_count;
-        uint64_t groups = (invocations + wg_ - 1) / wg_;
-        uint64_t x = std::min<uint64_t>(groups, maxc[0]);
-        uint64_t rest = x ? (groups + x - 1) / x : 0;
-        uint64_t y = std::min<uint64_t>(rest, maxc[1]);
-        uint64_t z = y ? (rest + y - 1) / y : 0;
-        if (z > maxc[2]) fail("cpu: %llu workgroups exceed the software driver's grid", (unsigned long long)groups);
-        out[0] = uint32_t(x);
-        out[1] = uint32_t(y);
-        out[2] = uint32_t(z);
-    }
-
     Gpu gpu_;
     Pipelines pipelines_;
     OwnedCommandPool pool_;
@@ -212,6 +246,11 @@ private:
     VkDeviceSize align_ = 4096;
     uint32_t wg_ = 64;
     uint64_t runs_ = 0;
+    struct FreeHost {
+        void operator()(uint32_t* p) const { std::free(p); }
+    };
+    std::unique_ptr<uint32_t, FreeHost> status_mem_;  // before status_: freed after its import
+    Import status_;
 };
 
 // A plain pointer, destroyed by an exit handler registered when the runner is

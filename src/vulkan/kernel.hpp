@@ -136,9 +136,11 @@ struct OpSpec {
 struct ModeSpec {
     uint32_t wg, mode;
 };
-// Kernels written at the prompt: map kernels have WG and VEC4, general ones WG alone.
-struct MapSpec {
-    uint32_t wg, vec4;
+// Kernels written at the prompt (vulkan/loop_probe.hpp): WG, VEC4 (map kernels only), the loop
+// probe's status word address (low, high; 0: no probe) and CHUNKED (the cpu's runner: id() adds the
+// part's first invocation, the word after the status word).
+struct UserSpec {
+    uint32_t wg, vec4, status_lo, status_hi, chunked;
 };
 
 // One dispatch. `reads` and `writes` list the operands so the stream can put
@@ -164,6 +166,10 @@ struct Dispatch {
     // the host reads it once the command buffer has completed (no extra wait).
     const IndexCheck* check = nullptr;
     uint32_t check_at = 0;
+    // A user kernel with the loop probe (vulkan/loop_probe.hpp): when its
+    // command buffer completes, the stream reads the loop status word
+    // (Stream::loop_status_address) and reports a cut loop like a bad index.
+    bool loop_probe = false;
 };
 
 }  // namespace vela::vk

@@ -35,8 +35,9 @@ void VulkanDevice::run_user(const UserCall& call) {
     if (!call.scalars.empty()) std::memcpy(push + nm * kUserViewBytes + 4, call.scalars.data(), call.scalars.size() * 4);
 
     pipelines_.add_module(k.module, *k.spirv);
-    const MapSpec map_spec{.wg = wg(), .vec4 = vec4};
-    const WgSpec general_spec{.wg = wg()};
+    const uint64_t loop_at = stream_.loop_status_address();
+    const UserSpec spec{.wg = wg(), .vec4 = vec4, .status_lo = uint32_t(loop_at), .status_hi = uint32_t(loop_at >> 32),
+                        .chunked = 0};
     uint64_t invocations = vec4 ? (call.invocations + 3) / 4 : call.invocations;
     // Push constants bound a kernel to five matrices. Every operand is read;
     // map kernels write only their last, general kernels may write any.
@@ -45,9 +46,8 @@ void VulkanDevice::run_user(const UserCall& call) {
     if (nm) last.add(&call.mats[nm - 1]);
     bool all = false;
     for (size_t i = 0; i + 1 < nm; ++i) all |= bool(call.written[i]);
-    Dispatch d{.shader = k.module, .push = push, .push_size = uint32_t(bytes),
-               .spec = k.elementwise ? SpecConstants(map_spec) : SpecConstants(general_spec), .reads = ops,
-               .writes = all || nm == 0 ? ops : last, .label = k.name};
+    Dispatch d{.shader = k.module, .push = push, .push_size = uint32_t(bytes), .spec = spec, .reads = ops,
+               .writes = all || nm == 0 ? ops : last, .label = k.name, .loop_probe = true};
     grid(invocations, wg(), d.groups);
     dispatch(d);
 }

@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "vulkan/context.hpp"
+#include "vulkan/loop_probe.hpp"
 #include "vulkan/status_line.hpp"
 #include "vulkan/stream_slot.hpp"
 
@@ -68,6 +69,8 @@ Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps,
         s.steps = memory.alloc(Slot::kStatusAt + kBatch * 4, Pool::host);
         if (!s.steps.mapped) batching_ = false;  // (host pools are always mapped)
     }
+    loop_word_ = memory.alloc(4, Pool::host);  // the user kernels' loop status word
+    if (loop_word_.mapped) *reinterpret_cast<uint32_t*>(loop_word_.mapped) = 0;
 }
 
 // A 4-byte host-visible, coherent buffer holding 1 (run) or 0 (skip).
@@ -115,6 +118,7 @@ Stream::~Stream() {
     }
     for (auto& [serial, a] : retired_) memory_.free(a);
     for (Slot& s : ring_) memory_.free(s.steps);
+    if (loop_word_) memory_.free(loop_word_);
 }
 
 void Stream::begin() {
@@ -131,6 +135,7 @@ void Stream::begin() {
     s.labels.clear();
     s.calls.clear();
     s.checks.clear();  // (a slot dropped by Ctrl-C: its kernels never ran)
+    s.probed.clear();
     s.profiled = profiling_ && s.queries;
     if (s.profiled) vkCmdResetQueryPool(s.cb, s.queries, 0, 2 * kBatch);
     if (cond_) {
@@ -265,6 +270,19 @@ void Stream::complete_through(uint64_t serial) {
             if (bad_calls_++ == 0) bad_check_ = s->checks[k], bad_pos_ = status[k];
         }
         s->checks.clear();
+        // The loop probes of its user kernels: one word for the device, so a
+        // cut seen here is named after this slot's user kernels (a later slot
+        // already running may have set it: it is reported either way).
+        if (!s->probed.empty() && loop_word_.mapped) {
+            uint32_t cut = __atomic_exchange_n(reinterpret_cast<uint32_t*>(loop_word_.mapped), 0u, __ATOMIC_SEQ_CST);
+            if (cut && loop_calls_++ == 0) {
+                std::string names;
+                for (const char* n : s->probed)
+                    if (names.find(n) == std::string::npos) names += (names.empty() ? "" : ", ") + std::string(n);
+                loop_cut_ = names;
+            }
+        }
+        s->probed.clear();
         if (s->profiled && s->dispatches) {
             std::vector<uint64_t> ts(2 * s->dispatches);
             check(vkGetQueryPoolResults(gpu_.device, s->queries, 0, 2 * s->dispatches, ts.size() * 8, ts.data(), 8,
@@ -345,6 +363,10 @@ void Stream::profile_begin() {
 }
 
 void Stream::report_checks() {
+    if (loop_calls_) {
+        loop_calls_ = 0;
+        throw Error(format("an earlier call on %s failed: %s", name_.c_str(), loop_cut_message(loop_cut_).c_str()));
+    }
     if (bad_calls_ == 0) return;
     uint64_t more = bad_calls_ - 1;
     bad_calls_ = 0;

@@ -94,6 +94,8 @@ public:
     // above), saying how many more calls found one; then the stream goes on as
     // before. Called by the device after each host read, sync and reduction.
     void report_checks();
+    // The device address of the user kernels' loop status word (0: none; core/user_kernel.hpp).
+    uint64_t loop_status_address() const { return loop_word_.mapped ? loop_word_.address : 0; }
 
 private:
     struct Slot;
@@ -147,6 +149,9 @@ private:
     IndexCheck bad_check_{};
     uint32_t bad_pos_ = 0;  // 0-based
     uint64_t bad_calls_ = 0;
+    Allocation loop_word_;  // user kernels' loop status word (host-visible)
+    std::string loop_cut_;  // the user kernels named by the first cut loop not yet reported
+    uint64_t loop_calls_ = 0;
     DeviceStats stats_;
     bool profiling_ = false;
     double timestamp_ns_ = 1;

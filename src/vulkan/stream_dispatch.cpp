@@ -212,6 +212,7 @@ void Stream::dispatch(const Dispatch& d) {
         std::memcpy(patched + d.check_at, &at, 8);
         push = patched;
     }
+    if (d.loop_probe) s.probed.push_back(d.label);
     hazard(d);
     if (pipeline != bound_) {
         vkCmdBindPipeline(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);

@@ -27,6 +27,7 @@ struct Stream::Slot {
     std::vector<std::string> labels;
     std::vector<uint64_t> calls;  // KernelCall ids of the labels
     std::vector<IndexCheck> checks;  // check k's status word: status()[k]
+    std::vector<const char*> probed;  // names of the user kernels with a loop probe (Dispatch::loop_probe)
     uint32_t* status() const { return reinterpret_cast<uint32_t*>(steps.mapped + kStatusAt); }
     // Status words after the step lists: kBatch steps and kBatch + 1 list headers.
     static constexpr uint32_t kStatusAt = kBatch * (sizeof(ElementPush) + 16) + 16;

@@ -1,0 +1,27 @@
+// The loop probe of kernels written at the prompt. llvmpipe (lavapipe, and
+// the cpu device, which runs user kernels through it) ends every loop of a
+// shader invocation once its loops have run 65,535 iterations in all, without
+// an error; a user's loop cannot be split by construction as the built-in
+// kernels' are, so a cut is detected instead. Every user kernel ends with a
+// probe loop of two iterations (vela_probe, src/lua/user_kernels_glsl.cpp)
+// whose bounds no compiler can count: once the driver's count is spent it runs
+// once, and the invocation sets a status word whose address the device passes
+// as specialization constants 2 and 3 (low, high word; 0: no probe). The host
+// reads the word when the work has completed and raises loop_cut_message in
+// place of silently cut results. The cpu device's runner also sets constant 4
+// (CHUNKED): it runs a grid in parts, and the word after the status word
+// holds the part's first invocation, which id() adds (src/vulkan/host_runner.cpp).
+#pragma once
+#include <string>
+
+namespace vela::vk {
+
+// names: the kernel's name, or the kernels that may have been cut, comma-separated.
+inline std::string loop_cut_message(const std::string& names) {
+    return names + ": an invocation's loops ran 65,535 iterations in all, after which this driver (llvmpipe) "
+                   "ends them without an error, so the results are incomplete and the written matrices hold "
+                   "partial values (give each invocation fewer iterations: more invocations, or several calls on "
+                   "parts of the matrices; SwiftShader and GPUs have no such limit)";
+}
+
+}  // namespace vela::vk

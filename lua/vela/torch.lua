@@ -2,7 +2,8 @@
 -- vela's spelling instead of a raw Lua error. The shell makes it the global
 -- `torch`: every field of it is an error naming the vela equivalent. It also
 -- makes require "nn", "torch", "optim" (Torch7's packages) errors that say
--- vela's modules are already loaded as globals.
+-- vela's modules are already loaded as globals. torch.attach_nn(nn) gives
+-- vela.nn the same for Torch's layer names (nn.Linear, nn.ReLU, ...).
 local torch = {}
 local fmt = string.format
 
@@ -50,5 +51,45 @@ refuse("torch", "vela is not Torch; its matrices and kernels are globals (zeros,
 refuse("optim", "vela's optim is already the global optim (or require 'vela.optim'); optim.sgd{lr = 0.1}")
 refuse("cunn", "vela runs on GPUs through Vulkan: device('vulkan:0'), net:to('vulkan:0')")
 refuse("cutorch", "vela runs on GPUs through Vulkan: device('vulkan:0'), m:to('vulkan:0')")
+
+-- ---------------------------------------------------------------------------
+-- Torch7 and PyTorch names in nn: one clear error naming vela's spelling,
+-- instead of "attempt to call a table value". nn.Linear and nn.Sequential are
+-- the classes (what getmetatable(layer) is), callable only to say so.
+-- ---------------------------------------------------------------------------
+
+local nn_names = {
+  ReLU = "activations are an argument of the layer: nn.linear(784, 128, 'relu')",
+  Tanh = "activations are an argument of the layer: nn.linear(784, 128, 'tanh')",
+  Sigmoid = "activations are an argument of the layer: nn.linear(784, 128, 'sigmoid')",
+  SoftMax = "softmax is fused with the loss: nn.softmax_xent(), or softmax(x, y) for the values",
+  Softmax = "softmax is fused with the loss: nn.softmax_xent(), or softmax(x, y) for the values",
+  LogSoftMax = "use nn.softmax_xent() (softmax and cross-entropy in one kernel)",
+  LogSoftmax = "use nn.softmax_xent() (softmax and cross-entropy in one kernel)",
+  CrossEntropyLoss = "vela spells it nn.softmax_xent() (it takes the logits, as PyTorch's does)",
+  CrossEntropyCriterion = "vela spells it nn.softmax_xent()",
+  ClassNLLCriterion = "use nn.softmax_xent() on the logits (softmax and NLL in one kernel)",
+  NLLLoss = "use nn.softmax_xent() on the logits (softmax and NLL in one kernel)",
+  MSECriterion = "vela spells it nn.quadratic() (half the squared error against one-hot targets)",
+  MSELoss = "vela spells it nn.quadratic() (half the squared error against one-hot targets)",
+  Module = "vela's layers are plain tables with forward and backward; see ?nn.linear",
+  functional = "vela's functions are the global kernels: relu(x), softmax(x, y), mm(a, b, c) ...",
+}
+
+-- The classes keep their metatables (the layer base of lua/vela/layer.lua):
+-- only __call is added.
+local function class_call(class, name, spelling)
+  getmetatable(class).__call = function() error(fmt("nn.%s: %s", name, spelling), 2) end
+end
+
+function torch.attach_nn(nn)
+  class_call(nn.Linear, "Linear", "vela spells it nn.linear(inputs, outputs [, activation]), e.g. nn.linear(784, 10)")
+  class_call(nn.Sequential, "Sequential",
+    "vela spells it nn.sequential{layer, ...}, e.g. nn.sequential{nn.linear(784, 128, 'relu'), nn.linear(128, 10)}")
+  setmetatable(nn, {__index = function(_, k)
+    local spelling = nn_names[k]
+    if spelling then error(fmt("nn.%s: %s", k, spelling), 2) end
+  end})
+end
 
 return torch

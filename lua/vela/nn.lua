@@ -370,7 +370,7 @@ require("vela.sequence").attach(nn)
 
 -- Torch7 and PyTorch names (nn.Linear(784, 10), nn.ReLU, ...): one clear
 -- error naming vela's spelling, from lua/vela/torch.lua.
-require("vela.torch").attach_nn(nn)
+require("vela.torch")._attach("nn", nn)
 
 -- help(nn.linear), ?nn.conv2d, ...: the layers' help entries, kept apart in lua/vela/nn_doc.lua.
 if vela.doc then require("vela.nn_doc")(nn, {Layer = layer.Layer, Linear = Linear, Sequential = Sequential,

@@ -1,10 +1,11 @@
--- vela.conv: convolutional layers in the manner of nn.linear (lua/vela/nn.lua):
+-- vela.conv: nn.conv2d in the manner of nn.linear (lua/vela/nn.lua):
 -- forward and backward side by side, the equations as comments, one kernel
--- call per equation, buffers made once per batch size.
+-- call per equation, buffers made once per batch size; and the image geometry
+-- it shares with the pools and nn.flatten (lua/vela/pool.lua).
 --
 -- Layout (see docs/lua-api.md, "Images"): a batch of images is a matrix of
 -- C·H·W rows (channel-major, then the image's rows, then its columns) and one
--- column per sample, as MNIST's 784×n already is. Every layer here keeps the
+-- column per sample, as MNIST's 784×n already is. Every image layer keeps the
 -- image shape {c =, h =, w =} it takes (layer.image_in) and gives
 -- (layer.image; nil after nn.flatten); nn.sequential hands each layer the
 -- shape of the one before it, so only the first layer of a net is told its

@@ -1,10 +1,11 @@
--- vela.conv: convolutional layers in the manner of nn.linear (lua/vela/nn.lua):
+-- vela.conv: nn.conv2d in the manner of nn.linear (lua/vela/nn.lua):
 -- forward and backward side by side, the equations as comments, one kernel
--- call per equation, buffers made once per batch size.
+-- call per equation, buffers made once per batch size; and the image geometry
+-- it shares with the pools and nn.flatten (lua/vela/pool.lua).
 --
 -- Layout (see docs/lua-api.md, "Images"): a batch of images is a matrix of
 -- C·H·W rows (channel-major, then the image's rows, then its columns) and one
--- column per sample, as MNIST's 784×n already is. Every layer here keeps the
+-- column per sample, as MNIST's 784×n already is. Every image layer keeps the
 -- image shape {c =, h =, w =} it takes (layer.image_in) and gives
 -- (layer.image; nil after nn.flatten); nn.sequential hands each layer the
 -- shape of the one before it, so only the first layer of a net is told its
@@ -17,13 +18,18 @@
 --   a    = act(z)
 local vela = require "vela"
 local options = require "vela.options"
+local layer = require "vela.layer"
 
 local conv = {}
 local fmt = string.format
 
-local nn, alloc, buffers, same_device, resolve, move_layers, matrix_mt, ones_on, check_input, check_grad
+local alloc, buffers, ones_on = layer.alloc, layer.buffers, layer.ones_on
+local check_input, check_grad, dev_name = layer.check_input, layer.check_grad, layer.dev_name
 
-local function dev_name(d) return d:name() end
+-- ---------------------------------------------------------------------------
+-- Image geometry, shared with the pools (lua/vela/pool.lua) as conv.image
+-- ---------------------------------------------------------------------------
+
 local function shape_str(s) return fmt("%d×%d×%d", s.c, s.h, s.w) end
 
 -- nn's input checks, after one of an image layer's own: it knows its image size.
@@ -116,24 +122,18 @@ local function take_image(self, shape, index)
   return self.image
 end
 
-local function host(m) return m:to("cpu"):totable() end
+conv.image = {shape_str = shape_str, check_input = check_image_input, pair = pair, pad_pair = pad_pair,
+  input_shape = input_shape, place = place, take_image = take_image}
 
 -- ---------------------------------------------------------------------------
 -- nn.conv2d(in_ch, out_ch, k [, {stride = 1, pad = 0, activation = "identity", input =, seed =, init =, device =}])
 -- ---------------------------------------------------------------------------
 
-local Conv2d = {}
-Conv2d.__index = Conv2d
+local Conv2d = layer.class()
 conv.Conv2d = Conv2d
+Conv2d.moves, Conv2d.forget = {"w", "b"}, {"x", "a", "n", "_cols"}  -- see layer:_moved
 
-local activations, backward, from_z = {}, {}, {}
-for _, name in ipairs(vela.activations) do
-  activations[name] = true
-  if name ~= "identity" then
-    backward[name] = vela[name .. "_backward"]
-    from_z[name] = vela.ops[name].from == "z"
-  end
-end
+local activations, from_z = layer.activations, layer.from_z
 
 -- Weights W (out × in·kh·kw, row o the filter of output channel o, its
 -- columns in im2col's row order (c·kh + ky)·kw + kx) ~ N(0, 1)·s, s = √(2/fan_in)
@@ -154,15 +154,11 @@ function conv.conv2d(in_ch, out_ch, k, opts)
   local activation = opts.activation or "identity"
   if not activations[activation] then
     error(fmt("%s: unknown activation '%s' (expected one of %s)", fn, tostring(activation),
-      table.concat(vela.activations, ", ")), 2)
+      layer.activation_list), 2)
   end
   local fan_in, fan_out = in_ch * kh * kw, out_ch * kh * kw
-  local init = opts.init or (activation == "relu" and "he" or "xavier")
-  local scale
-  if init == "he" then scale = math.sqrt(2 / fan_in)
-  elseif init == "xavier" then scale = math.sqrt(2 / (fan_in + fan_out))
-  else error(fmt("%s: unknown init '%s' (expected he or xavier)", fn, tostring(init)), 2) end
-  local dev = opts.device and resolve(opts.device, fn) or vela.device()
+  local init, scale = layer.init_scale(fn, opts.init, activation, fan_in, fan_out)
+  local dev = layer.device(opts, fn)
   local self = setmetatable({channels_in = in_ch, channels_out = out_ch, kh = kh, kw = kw, sh = sh, sw = sw,
     ph = ph, pw = pw, activation = activation, init = init}, Conv2d)
   local shape = input_shape(opts.input, in_ch, fn)
@@ -171,16 +167,11 @@ function conv.conv2d(in_ch, out_ch, k, opts)
     local ok, err = pcall(place, self, shape, fn)
     if not ok then error(err, 2) end
   end
-  self.w = alloc(dev, out_ch, fan_in)
-  if opts.seed then vela.randn(self.w, opts.seed) else vela.randn(self.w) end
-  vela.scal(scale, self.w)
-  self.b = alloc(dev, out_ch, 1)
-  self:_setup(dev)
-  return self
+  self.w, self.b = layer.weights(dev, out_ch, fan_in, opts.seed, scale)
+  return self:_on(dev)
 end
 
 function Conv2d:_setup(dev)
-  self.dev = dev
   -- On the cpu dW is stored as its transpose (a view of a C·kh·kw × out matrix),
   -- so OpenBLAS computes dWᵀ = cols·du: in the CNN of scripts/bench/cnn.lua
   -- the 64×640·640×800 product ran 7.4 ms a step instead of 8.2 (1 thread).
@@ -323,15 +314,9 @@ end
 --   dcols = Wᵀ·duᵀ               C·kh·kw × (P·n)     mm (into cols' buffer: dW has read it)
 --   dx    = col2im(dcols)        C·H·W × n           fill 0, col2im (which accumulates)
 function Conv2d:backward(da, need_dx)
-  check_grad(self, da, self.outputs, "conv2d")
+  local b = check_grad(self, da, self.outputs, "conv2d")
   local n = self.n
-  local b = self.buf:get(n)
-  local delta = da
-  local bw = backward[self.activation]
-  if bw then
-    delta = b.delta
-    bw(da, from_z[self.activation] and b.z or (b.a or b.z), delta)
-  end
+  local delta = layer.delta(self.activation, da, b.z, b.a or b.z, b.delta)
   local m = self:_part_size(n)
   for j = 1, n, m do
     local k = math.min(m, n - j + 1)
@@ -350,37 +335,6 @@ function Conv2d:backward(da, need_dx)
   end
   if need_dx == false then return end
   return b.dx
-end
-
-function Conv2d:params() return self._params end
-
-function Conv2d:_moved(dev, made)
-  local n = setmetatable({}, Conv2d)
-  for k, v in pairs(self) do n[k] = v end
-  local function to(m)
-    local c = m:to(dev)
-    made[#made + 1] = c
-    return c
-  end
-  n.w, n.b = to(self.w), to(self.b)
-  local state = {}
-  for name, st in pairs(self.state) do
-    local c = {}
-    for k, m in pairs(st) do c[k] = type(m) == "number" and m or to(m) end
-    state[name] = c
-  end
-  n.state = state
-  n.x, n.a, n.n, n._cols = nil, nil, nil, nil
-  n:_setup(dev)
-  made[#made + 1] = n.dw
-  made[#made + 1] = n.db
-  return n
-end
-
-function Conv2d:to(dev)
-  dev = resolve(dev, "layer:to")
-  move_layers({self}, dev, "layer:to")
-  return self
 end
 
 -- float64 for nn.gradcheck: the convolution written out, a = act(Σ W·window + b).
@@ -423,243 +377,14 @@ function Conv2d:describe()
 end
 
 -- ---------------------------------------------------------------------------
--- nn.maxpool2d(k [, stride] [, {pad =, input =}]) and nn.avgpool2d
+-- attach: nn.conv2d and its kind for checkpoints
 -- ---------------------------------------------------------------------------
 
-local Pool = {}
-Pool.__index = Pool
-conv.Pool = Pool
-
-local function pool(kind, k, stride, opts)
-  local fn = "nn." .. kind
-  if type(stride) == "table" and opts == nil and #stride ~= 2 then  -- not {height, width}: the options
-    stride, opts = nil, stride
-  end
-  opts = options.check(fn, opts, {"pad", "input", "device"}, 4)
-  local kh, kw = pair(k, fn, "k")
-  local sh, sw = kh, kw
-  if stride ~= nil then sh, sw = pair(stride, fn, "stride") end
-  local ph, pw = pad_pair(opts.pad, fn)
-  if 2 * ph > kh or 2 * pw > kw then
-    error(fmt("%s: pad %d×%d is more than half the %d×%d window (a window would see only padding)", fn, ph, pw, kh, kw), 3)
-  end
-  local dev = opts.device and resolve(opts.device, fn) or vela.device()
-  local self = setmetatable({kind = kind, kh = kh, kw = kw, sh = sh, sw = sw, ph = ph, pw = pw,
-    max = kind == "maxpool2d"}, Pool)
-  if opts.input ~= nil then
-    local shape = input_shape(opts.input, nil, fn)
-    self.channels_in, self.channels_out, self.fixed = shape.c, shape.c, true
-    local ok, err = pcall(place, self, shape, fn)
-    if not ok then error(err, 3) end
-  end
-  self:_setup(dev)
-  return self
-end
-
-function conv.maxpool2d(k, stride, opts) return pool("maxpool2d", k, stride, opts) end
-function conv.avgpool2d(k, stride, opts) return pool("avgpool2d", k, stride, opts) end
-
-function Pool:_setup(dev)
-  self.dev = dev
-  self._params = {}
-  self._checked = nil
-  if self.image then self:_buffers() end
-end
-
-function Pool:_buffers()
-  local shapes = {y = self.outputs, dx = self.inputs}
-  if self.max then shapes.idx = self.outputs end
-  self.buf = buffers(self.dev, shapes)
-end
-
-function Pool:__tostring()
-  local s = self.sh == self.kh and self.sw == self.kw and "" or
-    fmt(", stride %s", self.sh == self.sw and self.sh or self.sh .. "×" .. self.sw)
-  local p = (self.ph == 0 and self.pw == 0) and "" or fmt(", pad %s", self.ph == self.pw and self.ph or self.ph .. "×" .. self.pw)
-  return fmt("%s(%d×%d%s%s)", self.kind, self.kh, self.kw, s, p)
-end
-
--- A pool keeps the channels of the images it gets.
-function Pool:take_image(shape, index)
-  if shape and not self.fixed then self.channels_in, self.channels_out = shape.c, shape.c end
-  return take_image(self, shape, index)
-end
-
--- forward: x (C·H·W × n) → y (C·oh·ow × n)
---   max:     y = the maximum of each window, idx = its row in x      maxpool
---   average: y = the mean of each window (padding counts as 0)     avgpool
-function Pool:forward(x, index)
-  check_image_input(self, x, index)
-  local b = self.buf:get(x.cols)
-  self.n = x.cols
-  if self.max then vela.maxpool(x, b.y, b.idx, self.g) else vela.avgpool(x, b.y, self.g) end
-  return b.y
-end
-
--- backward: dy (C·oh·ow × n) → dx (C·H·W × n)
---   max:     dx = dy routed to the rows idx names (0 elsewhere)      maxpool_backward
---   average: dx = Σ over the windows holding each pixel of dy/(kh·kw)   avgpool_backward
-function Pool:backward(dy, need_dx)
-  check_grad(self, dy, self.outputs, self.kind)
-  if need_dx == false then return end
-  local b = self.buf:get(self.n)
-  if self.max then vela.maxpool_backward(dy, b.idx, b.dx, self.g) else vela.avgpool_backward(dy, b.dx, self.g) end
-  return b.dx
-end
-
-function Pool:params() return self._params end
-
-function Pool:_moved(dev)
-  local n = setmetatable({}, Pool)
-  for k, v in pairs(self) do n[k] = v end
-  n.n = nil
-  n:_setup(dev)
-  return n
-end
-
-function Pool:to(dev)
-  dev = resolve(dev, "layer:to")
-  move_layers({self}, dev, "layer:to")
-  return self
-end
-
--- float64 for nn.gradcheck: the maximum (the first on ties) or the mean of each window.
-function Pool:host_forward(x)
-  local g, oh, ow, n, out = self.image_in, self.image.h, self.image.w, #x[1], {}
-  for c = 0, g.c - 1 do
-    for oy = 0, oh - 1 do
-      for ox = 0, ow - 1 do
-        local row = {}
-        for j = 1, n do
-          local m, s = -math.huge, 0
-          for ky = 0, self.kh - 1 do
-            local iy = oy * self.sh - self.ph + ky
-            for kx = 0, self.kw - 1 do
-              local ix = ox * self.sw - self.pw + kx
-              if iy >= 0 and iy < g.h and ix >= 0 and ix < g.w then
-                local v = x[(c * g.h + iy) * g.w + ix + 1][j]
-                s = s + v
-                if v > m then m = v end
-              end
-            end
-          end
-          row[j] = self.max and m or s / (self.kh * self.kw)
-        end
-        out[(c * oh + oy) * ow + ox + 1] = row
-      end
-    end
-  end
-  return out
-end
-
-function Pool:describe()
-  return {kind = self.kind, k = {self.kh, self.kw}, stride = {self.sh, self.sw}, pad = {self.ph, self.pw},
-          input = self.image_in and {c = self.image_in.c, h = self.image_in.h, w = self.image_in.w} or nil}
-end
-
--- ---------------------------------------------------------------------------
--- nn.flatten(): the end of the image shapes
--- ---------------------------------------------------------------------------
-
--- The layout already is one column per sample: flatten moves nothing. It
--- ends the image shape (the layers after it see C·H·W rows), so a linear
--- layer can follow a pool with a clear size check.
-local Flatten = {}
-Flatten.__index = Flatten
-conv.Flatten = Flatten
-
-function conv.flatten(opts)
-  opts = options.check("nn.flatten", opts, {"device"})
-  local dev = opts.device and resolve(opts.device, "nn.flatten") or vela.device()
-  return setmetatable({dev = dev, _params = {}}, Flatten)
-end
-
-function Flatten:__tostring()
-  return self.image_in and fmt("flatten(%s→%d)", shape_str(self.image_in), self.inputs) or "flatten"
-end
-
-function Flatten:take_image(shape)
-  if shape then
-    self.image_in = {c = shape.c, h = shape.h, w = shape.w}
-    self.inputs = shape.c * shape.h * shape.w
-    self.outputs = self.inputs
-  end
-  return nil
-end
-
--- Without an image layer before it, a flatten takes its neighbour's size (as nn.dropout).
-function Flatten:bind(rows) self.inputs, self.outputs = rows, rows end
-
--- forward: x → x (the same matrix);  backward: dy → dy.
-function Flatten:forward(x, index)
-  if getmetatable(x) ~= matrix_mt then
-    error(fmt("%s: input is %s, expected a matrix", index and fmt("net:forward: layer %d, flatten", index) or "layer:forward: flatten", type(x)), 0)
-  end
-  if self.inputs and x.rows ~= self.inputs then
-    error(fmt("%s: input is %d×%d but the layer takes %d rows", index and fmt("net:forward: layer %d, %s", index,
-      tostring(self)) or "layer:forward: " .. tostring(self), x.rows, x.cols, self.inputs), 0)
-  end
-  self.n = x.cols
-  return x
-end
-
-function Flatten:backward(dy, need_dx)
-  if need_dx == false then return end
-  return dy
-end
-
-function Flatten:params() return self._params end
-function Flatten:_moved(dev)
-  local n = setmetatable({}, Flatten)
-  for k, v in pairs(self) do n[k] = v end
-  n.dev = dev
-  return n
-end
-function Flatten:to(dev)
-  self.dev = resolve(dev, "layer:to")
-  return self
-end
-function Flatten:host_forward(x) return x end
-function Flatten:describe()
-  return {kind = "flatten", input = self.image_in and {c = self.image_in.c, h = self.image_in.h, w = self.image_in.w} or nil,
-          rows = self.inputs}
-end
-
--- ---------------------------------------------------------------------------
--- attach: nn.conv2d, nn.maxpool2d, nn.avgpool2d, nn.flatten; their kinds for checkpoints
--- ---------------------------------------------------------------------------
-
-function conv.attach(nn_module, helpers)
-  nn = nn_module
-  alloc, buffers, same_device, resolve = helpers.alloc, helpers.buffers, helpers.same_device, helpers.resolve
-  move_layers, matrix_mt, ones_on = helpers.move_layers, helpers.matrix_mt, helpers.ones_on
-  check_input, check_grad = helpers.check_input, helpers.check_grad
-  nn.conv2d, nn.maxpool2d, nn.avgpool2d, nn.flatten = conv.conv2d, conv.maxpool2d, conv.avgpool2d, conv.flatten
-  nn.Conv2d, nn.Pool, nn.Flatten = Conv2d, Pool, Flatten
+function conv.attach(nn)
+  nn.conv2d, nn.Conv2d = conv.conv2d, Conv2d
   nn.layer_kinds.conv2d = function(d, dev)
     return conv.conv2d(d.in_ch, d.out_ch, d.k, {stride = d.stride, pad = d.pad, activation = d.activation,
       init = d.init, input = d.input, device = dev, seed = 1})
-  end
-  nn.layer_kinds.maxpool2d = function(d, dev) return conv.maxpool2d(d.k, d.stride, {pad = d.pad, input = d.input, device = dev}) end
-  nn.layer_kinds.avgpool2d = function(d, dev) return conv.avgpool2d(d.k, d.stride, {pad = d.pad, input = d.input, device = dev}) end
-  nn.layer_kinds.flatten = function(d, dev)
-    local f = conv.flatten({device = dev})
-    if d.input then f:take_image(d.input) elseif d.rows then f:bind(d.rows) end
-    return f
-  end
-  if vela.doc then
-    vela.doc("nn.conv2d", "nn.conv2d(in_ch, out_ch, k [, {stride = 1, pad = 0, activation = 'identity', input = {h =, w =}, seed =, init =, device =}])",
-      "A 2-D convolution a = act(W ⋆ x + b) over images in vela's layout (C·H·W rows, one image per column; see ?layout): im2col, one mm and to_images with the bias; backward by mm and col2im. k, stride and pad are numbers or {height, width}. W is out_ch × (in_ch·k·k), He-initialized for relu. The first image layer of a net is told its image size (input = {h = 28, w = 28}, or 28 for square images); nn.sequential gives the others theirs. layer.image is the {c, h, w} it gives. Example: nn.sequential{nn.conv2d(1, 8, 5, {activation = 'relu', input = 28}), nn.maxpool2d(2), nn.flatten(), nn.linear(8 * 12 * 12, 10)}. PyTorch nn.Conv2d, Torch7 SpatialConvolutionMM.",
-      conv.conv2d)
-    vela.doc("nn.maxpool2d", "nn.maxpool2d(k [, stride = k] [, {pad = 0, input =}])",
-      "Max pooling over k×k windows (k, stride, pad numbers or {height, width}; pad at most k/2) of each channel; backward routes each gradient to the pixel that won (the kernel's idx). Its channels and image size come from the layer before it in nn.sequential. PyTorch nn.MaxPool2d.",
-      conv.maxpool2d)
-    vela.doc("nn.avgpool2d", "nn.avgpool2d(k [, stride = k] [, {pad = 0, input =}])",
-      "Average pooling over k×k windows of each channel (padding counts as zeros: the sum divided by k·k). PyTorch nn.AvgPool2d.",
-      conv.avgpool2d)
-    vela.doc("nn.flatten", "nn.flatten()",
-      "Ends the image layers: the images are already one column of C·H·W rows per sample, so it moves nothing (forward returns its input); the layers after it see C·H·W features. PyTorch nn.Flatten.",
-      conv.flatten)
   end
   return conv
 end

@@ -4,26 +4,23 @@
 -- batch size. Both have a training and an evaluation mode (net:train(),
 -- net:eval(); nn.fit and nn.evaluate switch them).
 local vela = require "vela"
+local layer = require "vela.layer"
 
 local layers = {}
 local fmt = string.format
 
-local nn, alloc, buffers, resolve, move_layers, check_input, check_grad
+local alloc, buffers = layer.alloc, layer.buffers
+local check_input, check_grad = layer.check_input, layer.check_grad
 
 local function host(m) return m:to("cpu"):totable() end
-
-local function train_mode(self, on)
-  self.training = on ~= false
-  return self
-end
 
 -- ---------------------------------------------------------------------------
 -- nn.dropout(p): inverted dropout
 -- ---------------------------------------------------------------------------
 
-local Dropout = {}
-Dropout.__index = Dropout
+local Dropout = layer.class()
 layers.Dropout = Dropout
+Dropout.forget = {"used_mask"}  -- see layer:_moved
 
 -- nn.dropout(p [, {seed =, device =}]): in training, each unit of each sample
 -- is kept with probability 1 − p and scaled by 1/(1 − p) (so evaluation,
@@ -39,14 +36,12 @@ function layers.dropout(p, opts)
   if opts.seed ~= nil and (math.type(opts.seed) ~= "integer" or opts.seed < 0) then
     error(fmt("nn.dropout: seed must be a non-negative integer, got %s", tostring(opts.seed)), 2)
   end
-  local dev = opts.device and resolve(opts.device, "nn.dropout") or vela.device()
+  local dev = layer.device(opts, "nn.dropout")
   local self = setmetatable({p = p, seed = opts.seed or vela._next_seed(), step = 0, training = true}, Dropout)
-  self:_setup(dev)
-  return self
+  return self:_on(dev)
 end
 
 function Dropout:_setup(dev)
-  self.dev = dev
   self.buf = buffers(dev, {mask = 1, y = 1, dx = 1})
   self._rows = nil
   self._checked = nil
@@ -92,24 +87,6 @@ function Dropout:backward(dy, need_dx)
   return b.dx
 end
 
-function Dropout:params() return self._params end
-Dropout.train = train_mode
-function Dropout:eval() return self:train(false) end
-
-function Dropout:_moved(dev)
-  local n = setmetatable({}, Dropout)
-  for k, v in pairs(self) do n[k] = v end
-  n.used_mask = nil
-  n:_setup(dev)
-  return n
-end
-
-function Dropout:to(dev)
-  dev = resolve(dev, "layer:to")
-  move_layers({self}, dev, "layer:to")
-  return self
-end
-
 -- float64 for nn.gradcheck: y = x ∘ mask, with the mask of the last forward.
 function Dropout:host_forward(x, _, ctx)
   if not self.used_mask then return x end
@@ -129,9 +106,10 @@ function Dropout:describe() return {kind = "dropout", p = self.p, seed = self.se
 -- nn.batchnorm(features [, {channels =}]): batch normalization
 -- ---------------------------------------------------------------------------
 
-local BatchNorm = {}
-BatchNorm.__index = BatchNorm
+local BatchNorm = layer.class()
 layers.BatchNorm = BatchNorm
+BatchNorm.moves = {"gamma", "beta", "running_mean", "running_var"}  -- see layer:_moved
+BatchNorm.forget = {"zero"}
 
 -- nn.batchnorm(features [, {channels =, momentum = 0.1, eps = 1e-5, device =}]):
 -- features is the input's rows. Each row is one feature, or with channels = C
@@ -156,19 +134,17 @@ function layers.batchnorm(features, opts)
   if type(eps) ~= "number" or not (eps > 0) then
     error(fmt("nn.batchnorm: eps must be a positive number, got %s", tostring(eps)), 2)
   end
-  local dev = opts.device and resolve(opts.device, "nn.batchnorm") or vela.device()
+  local dev = layer.device(opts, "nn.batchnorm")
   local self = setmetatable({inputs = features, outputs = features, channels = channels, group = features // channels,
     momentum = momentum, eps = eps, training = true}, BatchNorm)
   self.gamma = vela.fill(alloc(dev, channels, 1), 1)
   self.beta = alloc(dev, channels, 1)
   self.running_mean = alloc(dev, channels, 1)
   self.running_var = vela.fill(alloc(dev, channels, 1), 1)
-  self:_setup(dev)
-  return self
+  return self:_on(dev)
 end
 
 function BatchNorm:_setup(dev)
-  self.dev = dev
   self.dgamma = alloc(dev, self.channels, 1)
   self.dbeta = alloc(dev, self.channels, 1)
   self.mean = alloc(dev, self.channels, 1)   -- the last training batch's statistics
@@ -217,9 +193,7 @@ end
 --   dx = γ·dy/√(running_var + ε)                        batchnorm with mean 0, β 0
 --   dβ, dγ: the sums above with the running statistics  batchnorm_backward without dx
 function BatchNorm:backward(dy, need_dx)
-  check_grad(self, dy, self.inputs, "batchnorm")
-  local n = self.n
-  local b = self.buf:get(n)
+  local b = check_grad(self, dy, self.inputs, "batchnorm")
   if self.used_batch then
     vela.batchnorm_backward(dy, self.x, self.mean, self.var, self.gamma, self.dgamma, self.dbeta,
       need_dx ~= false and b.dx or nil, self.eps, self.group)
@@ -234,39 +208,7 @@ function BatchNorm:backward(dy, need_dx)
   return b.dx
 end
 
-function BatchNorm:params() return self._params end
-BatchNorm.train = train_mode
-function BatchNorm:eval() return self:train(false) end
 function BatchNorm:buffers() return {running_mean = self.running_mean, running_var = self.running_var} end
-
-function BatchNorm:_moved(dev, made)
-  local n = setmetatable({}, BatchNorm)
-  for k, v in pairs(self) do n[k] = v end
-  local function to(m)
-    local c = m:to(dev)
-    made[#made + 1] = c
-    return c
-  end
-  n.gamma, n.beta = to(self.gamma), to(self.beta)
-  n.running_mean, n.running_var = to(self.running_mean), to(self.running_var)
-  local state = {}
-  for name, st in pairs(self.state) do
-    local c = {}
-    for k, m in pairs(st) do c[k] = type(m) == "number" and m or to(m) end
-    state[name] = c
-  end
-  n.state = state
-  n.zero = nil
-  n:_setup(dev)
-  for _, m in ipairs{n.dgamma, n.dbeta, n.mean, n.var} do made[#made + 1] = m end
-  return n
-end
-
-function BatchNorm:to(dev)
-  dev = resolve(dev, "layer:to")
-  move_layers({self}, dev, "layer:to")
-  return self
-end
 
 -- float64 for nn.gradcheck: the same equations, the statistics of x itself
 -- in training, the running ones (read once) in evaluation.
@@ -304,11 +246,7 @@ end
 
 -- ---------------------------------------------------------------------------
 
-function layers.attach(nn_module, helpers)
-  nn = nn_module
-  alloc, buffers, resolve = helpers.alloc, helpers.buffers, helpers.resolve
-  move_layers = helpers.move_layers
-  check_input, check_grad = helpers.check_input, helpers.check_grad
+function layers.attach(nn)
   nn.dropout, nn.batchnorm = layers.dropout, layers.batchnorm
   nn.Dropout, nn.BatchNorm = Dropout, BatchNorm
   nn.layer_kinds.dropout = function(d, dev)
@@ -318,14 +256,6 @@ function layers.attach(nn_module, helpers)
   end
   nn.layer_kinds.batchnorm = function(d, dev)
     return layers.batchnorm(d.features, {channels = d.channels, momentum = d.momentum, eps = d.eps, device = dev})
-  end
-  if vela.doc then
-    vela.doc("nn.dropout", "nn.dropout(p [, {seed =, device =}])",
-      "Inverted dropout: in training (net:train()) each unit of each sample is zeroed with probability p and the rest scaled by 1/(1 − p), the mask drawn by Philox from (seed, step) with step the layer's count of training forwards, so a seeded run has the same masks on every device (and a checkpoint resumes them); in evaluation (net:eval(), nn.evaluate) the layer passes x through. Its size is its neighbour's in nn.sequential. Example: nn.sequential{nn.linear(784, 256, 'relu'), nn.dropout(0.5), nn.linear(256, 10)}",
-      layers.dropout)
-    vela.doc("nn.batchnorm", "nn.batchnorm(features [, {channels =, momentum = 0.1, eps = 1e-5, device =}])",
-      "Batch normalization: y = γ·(x − μ)/√(σ² + ε) + β per feature (each row; with channels = C each channel of C·H·W image rows, over H·W pixels and the batch). Training uses the batch's μ, σ² and updates the running ones (running ← (1 − momentum)·running + momentum·batch, σ² unbiased); evaluation uses the running ones. Parameters γ (ones), β (zeros); checkpoints keep the running statistics. Example: nn.sequential{nn.linear(784, 256), nn.batchnorm(256), nn.linear(256, 10)}",
-      layers.batchnorm)
   end
   return layers
 end

@@ -365,18 +365,9 @@ function optim.cosine(lr, epochs, min_lr)
   end
 end
 
--- Torch7 and PyTorch names: one clear error naming vela's spelling.
-local torch_names = {
-  SGD = "vela spells it optim.sgd{lr = 0.1, momentum = 0.9}; then opt:step(net) after net:backward",
-  Adam = "vela spells it optim.adam{lr = 0.001}; then opt:step(net) after net:backward",
-  AdamW = "vela spells it optim.adamw{lr = 0.001, weight_decay = 0.01}",
-  RMSprop = "vela spells it optim.rmsprop{lr = 0.01, alpha = 0.99}",
-  Adagrad = "vela spells it optim.adagrad{lr = 0.01}",
-  lr_scheduler = "schedules are functions of the epoch: optim.step_lr(lr, every, gamma), optim.cosine(lr, epochs)",
-}
-setmetatable(optim, {__index = function(_, k)
-  if torch_names[k] then error(string.format("optim.%s: %s", k, torch_names[k]), 2) end
-end})
+-- Torch7 and PyTorch names (optim.SGD, ...): one clear error naming vela's
+-- spelling, from lua/vela/torch.lua.
+require("vela.torch")._attach("optim", optim)
 
 if vela.doc then require("vela.optim_doc")(optim, {sgd = SGD, adam = Adam, adamw = AdamW, rmsprop = RMSprop,
                                                    adagrad = Adagrad}) end

@@ -6,8 +6,9 @@
 local vela = require "vela"
 local seq = {}
 local fmt = string.format
-local nn, alloc, buffers, resolve, move_layers, check_input, check_grad
-local function host(m) return m:to("cpu"):totable() end
+local layer = require "vela.layer"
+local alloc, buffers = layer.alloc, layer.buffers
+local check_input, check_grad = layer.check_input, layer.check_grad
 
 local function positive_int(v, fn, what)
   if math.type(v) ~= "integer" or v < 1 then error(fmt("%s: %s must be a positive integer, got %s", fn, what, tostring(v)), 3) end
@@ -21,24 +22,12 @@ local function check_opts(opts, fn, known)
   return opts
 end
 
--- A moved copy of layer `self` (class C) with the matrices named in `params` copied to dev.
-local function moved(C, self, dev, made, params)
-  local n = setmetatable({}, C)
-  for k, v in pairs(self) do n[k] = v end
-  for _, name in ipairs(params) do
-    n[name] = self[name]:to(dev)
-    made[#made + 1] = n[name]
-  end
-  n:_setup(dev)
-  return n
-end
-
 -- ---------------------------------------------------------------------------
 -- nn.layernorm(dim): layer norm of each token (column)
 -- ---------------------------------------------------------------------------
-local LayerNorm = {}
-LayerNorm.__index = LayerNorm
+local LayerNorm = layer.class()
 seq.LayerNorm = LayerNorm
+LayerNorm.moves = {"gamma", "beta"}  -- see layer:_moved
 
 -- nn.layernorm(dim [, {eps = 1e-5, device =}]): γ = 1, β = 0 at first.
 function seq.layernorm(dim, opts)
@@ -48,16 +37,14 @@ function seq.layernorm(dim, opts)
   if type(eps) ~= "number" or not (eps > 0) then
     error(fmt("nn.layernorm: eps must be a positive number, got %s", tostring(eps)), 2)
   end
-  local dev = opts.device and resolve(opts.device, "nn.layernorm") or vela.device()
+  local dev = layer.device(opts, "nn.layernorm")
   local self = setmetatable({inputs = dim, outputs = dim, eps = eps}, LayerNorm)
   self.gamma = vela.fill(alloc(dev, dim, 1), 1)
   self.beta = alloc(dev, dim, 1)
-  self:_setup(dev)
-  return self
+  return self:_on(dev)
 end
 
 function LayerNorm:_setup(dev)
-  self.dev = dev
   self.dgamma, self.dbeta = alloc(dev, self.inputs, 1), alloc(dev, self.inputs, 1)
   self.state = self.state or {gamma = {}, beta = {}}
   self.buf = buffers(dev, {y = self.inputs, dx = self.inputs})
@@ -84,21 +71,12 @@ end
 --   dβ = Σⱼ dy,  dγ = Σⱼ dy ∘ x̂                        layernorm_backward
 --   dx = rstd·(g − Σᵢ g/dim − x̂·Σᵢ (g ∘ x̂)/dim)         (the same call)
 function LayerNorm:backward(dy, need_dx)
-  check_grad(self, dy, self.inputs, "layernorm")
-  local b, s = self.buf:get(self.n), self.stats:get(self.n)
+  local b, s = check_grad(self, dy, self.inputs, "layernorm"), self.stats:get(self.n)
   vela.layernorm_backward(dy, self.x, s.mean, s.rstd, self.gamma, self.dgamma, self.dbeta, b.dx)
   if need_dx == false then return nil end
   return b.dx
 end
 
-function LayerNorm:params() return self._params end
-function LayerNorm:train() return self end
-function LayerNorm:eval() return self end
-function LayerNorm:_moved(dev, made) return moved(LayerNorm, self, dev, made, {"gamma", "beta"}) end
-function LayerNorm:to(dev)
-  move_layers({self}, resolve(dev, "layer:to"), "layer:to")
-  return self
-end
 -- float64 for nn.gradcheck: the same equations.
 function LayerNorm:host_forward(x, P)
   local m, n, out = #x, #x[1], {}
@@ -118,25 +96,23 @@ function LayerNorm:describe() return {kind = "layernorm", dim = self.inputs, eps
 -- ---------------------------------------------------------------------------
 -- nn.embedding(vocab, dim): a learned column per token
 -- ---------------------------------------------------------------------------
-local Embedding = {}
-Embedding.__index = Embedding
+local Embedding = layer.class()
 seq.Embedding = Embedding
+Embedding.moves = {"E"}  -- see layer:_moved
 
 -- nn.embedding(vocab, dim [, {seed =, device =}]): E (dim×vocab) ~ N(0, 1).
 function seq.embedding(vocab, dim, opts)
   positive_int(vocab, "nn.embedding", "vocab (the number of tokens)")
   positive_int(dim, "nn.embedding", "dim (the rows of a token)")
   opts = check_opts(opts, "nn.embedding", {seed = true, device = true})
-  local dev = opts.device and resolve(opts.device, "nn.embedding") or vela.device()
+  local dev = layer.device(opts, "nn.embedding")
   local self = setmetatable({inputs = 1, outputs = dim, vocab = vocab}, Embedding)
   self.E = alloc(dev, dim, vocab)
   if opts.seed then vela.randn(self.E, opts.seed) else vela.randn(self.E) end
-  self:_setup(dev)
-  return self
+  return self:_on(dev)
 end
 
 function Embedding:_setup(dev)
-  self.dev = dev
   self.dE = alloc(dev, self.outputs, self.vocab)
   self.state = self.state or {E = {}}
   self.buf = buffers(dev, {y = self.outputs, dx = 1})
@@ -167,14 +143,6 @@ function Embedding:backward(dy, need_dx)
   return vela.fill(self.buf:get(self.n).dx, 0)
 end
 
-function Embedding:params() return self._params end
-function Embedding:train() return self end
-function Embedding:eval() return self end
-function Embedding:_moved(dev, made) return moved(Embedding, self, dev, made, {"E"}) end
-function Embedding:to(dev)
-  move_layers({self}, resolve(dev, "layer:to"), "layer:to")
-  return self
-end
 -- float64 for nn.gradcheck: the same lookup (a perturbed index rounds to its token).
 function Embedding:host_forward(x, P)
   local out = {}
@@ -188,22 +156,11 @@ end
 function Embedding:describe() return {kind = "embedding", vocab = self.vocab, dim = self.outputs} end
 
 -- ---------------------------------------------------------------------------
-function seq.attach(nn_module, helpers)
-  nn = nn_module
-  alloc, buffers, resolve = helpers.alloc, helpers.buffers, helpers.resolve
-  move_layers, check_input, check_grad = helpers.move_layers, helpers.check_input, helpers.check_grad
+function seq.attach(nn)
   nn.layernorm, nn.embedding = seq.layernorm, seq.embedding
   nn.LayerNorm, nn.Embedding = LayerNorm, Embedding
   nn.layer_kinds.layernorm = function(d, dev) return seq.layernorm(d.dim, {eps = d.eps, device = dev}) end
   nn.layer_kinds.embedding = function(d, dev) return seq.embedding(d.vocab, d.dim, {device = dev}) end
-  if vela.doc then
-    vela.doc("nn.layernorm", "nn.layernorm(dim [, {eps = 1e-5, device =}])",
-      "Layer norm of each token (column; docs/sequence.md): y = γ ∘ (x − μ)/√(σ² + ε) + β with μ, σ² the column's mean and biased variance over its dim rows. Parameters γ (ones), β (zeros); the same in training and evaluation. Example: nn.sequential{nn.embedding(65, 32), nn.layernorm(32), nn.linear(32, 65)}",
-      seq.layernorm)
-    vela.doc("nn.embedding", "nn.embedding(vocab, dim [, {seed =, device =}])",
-      "Token embedding: the input is 1×n token numbers (1..vocab, checked), the output dim×n, column j the column idx(j) of E (dim×vocab, N(0, 1) at first); backward sums dy into dE per token in a fixed order (the same bits every run). Example: nn.embedding(65, 32):forward(from{{1, 5, 5}})",
-      seq.embedding)
-  end
   return seq
 end
 

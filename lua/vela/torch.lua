@@ -2,7 +2,8 @@
 -- vela's spelling instead of a raw Lua error. The shell makes it the global
 -- `torch`: every field of it is an error naming the vela equivalent. It also
 -- makes require "nn", "torch", "optim" (Torch7's packages) errors that say
--- vela's modules are already loaded as globals.
+-- vela's modules are already loaded as globals. torch._attach gives vela.nn
+-- and vela.optim the same for Torch's names (nn.Linear, nn.ReLU, optim.SGD).
 local torch = {}
 local fmt = string.format
 
@@ -50,5 +51,56 @@ refuse("torch", "vela is not Torch; its matrices and kernels are globals (zeros,
 refuse("optim", "vela's optim is already the global optim (or require 'vela.optim'); optim.sgd{lr = 0.1}")
 refuse("cunn", "vela runs on GPUs through Vulkan: device('vulkan:0'), net:to('vulkan:0')")
 refuse("cutorch", "vela runs on GPUs through Vulkan: device('vulkan:0'), m:to('vulkan:0')")
+
+-- ---------------------------------------------------------------------------
+-- Torch7 and PyTorch names in vela's modules (nn.ReLU, optim.SGD): one clear
+-- error naming vela's spelling, instead of "attempt to call a nil value".
+-- nn.Linear and nn.Sequential are the classes (what getmetatable(layer) is),
+-- callable only to say so.
+-- ---------------------------------------------------------------------------
+
+local module_names = {
+  ["nn.ReLU"] = "activations are an argument of the layer: nn.linear(784, 128, 'relu')",
+  ["nn.Tanh"] = "activations are an argument of the layer: nn.linear(784, 128, 'tanh')",
+  ["nn.Sigmoid"] = "activations are an argument of the layer: nn.linear(784, 128, 'sigmoid')",
+  ["nn.SoftMax"] = "softmax is fused with the loss: nn.softmax_xent(), or softmax(x, y) for the values",
+  ["nn.Softmax"] = "softmax is fused with the loss: nn.softmax_xent(), or softmax(x, y) for the values",
+  ["nn.LogSoftMax"] = "use nn.softmax_xent() (softmax and cross-entropy in one kernel)",
+  ["nn.LogSoftmax"] = "use nn.softmax_xent() (softmax and cross-entropy in one kernel)",
+  ["nn.CrossEntropyLoss"] = "vela spells it nn.softmax_xent() (it takes the logits, as PyTorch's does)",
+  ["nn.CrossEntropyCriterion"] = "vela spells it nn.softmax_xent()",
+  ["nn.ClassNLLCriterion"] = "use nn.softmax_xent() on the logits (softmax and NLL in one kernel)",
+  ["nn.NLLLoss"] = "use nn.softmax_xent() on the logits (softmax and NLL in one kernel)",
+  ["nn.MSECriterion"] = "vela spells it nn.quadratic() (half the squared error against one-hot targets)",
+  ["nn.MSELoss"] = "vela spells it nn.quadratic() (half the squared error against one-hot targets)",
+  ["nn.Module"] = "vela's layers are plain tables with forward and backward; see ?nn.linear",
+  ["nn.functional"] = "vela's functions are the global kernels: relu(x), softmax(x, y), mm(a, b, c) ...",
+  ["optim.SGD"] = "vela spells it optim.sgd{lr = 0.1, momentum = 0.9}; then opt:step(net) after net:backward",
+  ["optim.Adam"] = "vela spells it optim.adam{lr = 0.001}; then opt:step(net) after net:backward",
+  ["optim.AdamW"] = "vela spells it optim.adamw{lr = 0.001, weight_decay = 0.01}",
+  ["optim.RMSprop"] = "vela spells it optim.rmsprop{lr = 0.01, alpha = 0.99}",
+  ["optim.Adagrad"] = "vela spells it optim.adagrad{lr = 0.01}",
+  ["optim.lr_scheduler"] = "schedules are functions of the epoch: optim.step_lr(lr, every, gamma), optim.cosine(lr, epochs)",
+  ["nn.Linear"] = "vela spells it nn.linear(inputs, outputs [, activation]), e.g. nn.linear(784, 10)",
+  ["nn.Sequential"] = "vela spells it nn.sequential{layer, ...}, e.g. nn.sequential{nn.linear(784, 128, 'relu'), nn.linear(128, 10)}",
+}
+
+local function refusal(name)
+  return function() error(fmt("%s: %s", name, module_names[name]), 2) end
+end
+
+-- torch._attach(name, module): module's Torch names become errors ("nn" also
+-- makes its classes nn.Linear and nn.Sequential say how vela spells them;
+-- they keep their metatables, the layer base of lua/vela/layer.lua).
+function torch._attach(name, module)
+  if name == "nn" then
+    getmetatable(module.Linear).__call = refusal("nn.Linear")
+    getmetatable(module.Sequential).__call = refusal("nn.Sequential")
+  end
+  setmetatable(module, {__index = function(_, k)
+    local full = name .. "." .. tostring(k)
+    if module_names[full] then error(fmt("%s: %s", full, module_names[full]), 2) end
+  end})
+end
 
 return torch

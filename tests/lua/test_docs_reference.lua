@@ -82,7 +82,8 @@ local NOT_KERNELS = {name = true, alloc = true, upload = true, download = true, 
 local LUA_NAMES = {
   reduce = {"sum", "dot", "nrm2", "asum"}, unary = {}, binary = {"mul", "div", "add", "sub"},
   arg_extreme = {"argmax", "argmin"}, random = {"rand", "randn"}, act_backward = {},
-  optim_step = {"sgd_step", "adam_step"}, run_user = {"map", "kernel"}, axpby = {"axpby", "axpy"},
+  optim_step = {"sgd_step", "adam_step", "adamw_step", "rmsprop_step", "adagrad_step"},
+  layernorm_forward = {"layernorm"}, run_user = {"map", "kernel"}, axpby = {"axpby", "axpy"},
 }
 local function device_kernels()
   local text = assert(read("src/core/device.hpp"), "src/core/device.hpp")

@@ -1103,6 +1103,8 @@ ops[#ops + 1] = function(dev)
   elseif ok and v then pcall(v.release, v) end
   current_call = fmt("nn.load(%q, %q) of a hostile file (kind %d, change %d)", path, d2, kind, how)
   attempt({"nn.load"}, "either", function() return nn.load(path, d2) end)
+end
+
 -- NaN training (issue 24): an optimizer of vela.optim with good or bad
 -- hyperparameters (NaN, ±Inf, negative: an error naming the optimizer), then
 -- nn.fit on a set that may hold one NaN or ±Inf input. When fit stops on a

@@ -242,7 +242,7 @@ t.test("hyperparameters checked on construction and on load", function()
     assert(back.name == kind and back.steps == 1 and back.lr == 0.01, kind .. " round trip")
     opt.lr = 0 / 0
     nn.save(path, net, opt)
-    t.raises(function() nn.load(path) end, "nn.load: '" .. path .. "' has a bad optimizer: optim." .. kind .. ": lr is nan")
+    t.raises(function() nn.load(path) end, "nn.load: '" .. path .. "' optimizer field lr is ")
     os.remove(path)
   end
 end)

@@ -194,6 +194,7 @@ function seq.attach(nn_module, helpers)
   move_layers, check_input, check_grad = helpers.move_layers, helpers.check_input, helpers.check_grad
   nn.layernorm, nn.embedding = seq.layernorm, seq.embedding
   nn.LayerNorm, nn.Embedding = LayerNorm, Embedding
+  require("vela.attention").attach(nn, helpers)
   nn.layer_kinds.layernorm = function(d, dev) return seq.layernorm(d.dim, {eps = d.eps, device = dev}) end
   nn.layer_kinds.embedding = function(d, dev) return seq.embedding(d.vocab, d.dim, {device = dev}) end
   if vela.doc then

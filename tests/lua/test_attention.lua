@@ -1,7 +1,6 @@
 -- nn.attention on every device: a 3-token case worked by hand (Q = K = 0, so
 -- each token averages the values up to it), nn.gradcheck alone and inside a
--- small GPT-like stack, the same output on every device, a checkpoint, and
--- argument errors.
+-- small GPT-like stack, and argument errors (net:to and checkpoints: tests/lua/test_sequence.lua).
 local t = dofile("tests/lua/t.lua")
 local nn = require "vela.nn"
 
@@ -34,29 +33,6 @@ for _, id in ipairs(ids) do
     assert(r2.ok, tostring(r2))
   end)
 end
-
-t.test("nn.attention: the same output on every device, and a checkpoint keeps it", function()
-  device("cpu")
-  local net = nn.sequential{nn.attention(8, 4, {context = 5, seed = 7})}
-  local x = randn(8, 15, 9)
-  local want = host(net:forward(x))
-  for _, id in ipairs(ids) do
-    net:to(id)
-    local got = host(net:forward(x:to(id)))
-    for i = 1, #want do
-      for j = 1, #want[1] do t.near(got[i][j], want[i][j], 1e-4, id) end
-    end
-  end
-  net:to("cpu")
-  local path = os.tmpname()
-  nn.save(path, net)
-  local net2 = nn.load(path)
-  os.remove(path)
-  local got = host(net2:forward(x))
-  for i = 1, #want do
-    for j = 1, #want[1] do t.near(got[i][j], want[i][j], 1e-6, "loaded") end
-  end
-end)
 
 t.test("nn.attention: argument errors name the function", function()
   device("cpu")

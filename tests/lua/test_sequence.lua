@@ -75,7 +75,8 @@ end
 
 t.test("net:to gives the same output on every device; checkpoints keep the layers", function()
   device("cpu")
-  local net = nn.sequential{nn.embedding(9, 8, {seed = 1}), nn.layernorm(8), nn.linear(8, 9, {seed = 2})}
+  local net = nn.sequential{nn.embedding(9, 8, {seed = 1}), nn.layernorm(8),
+    nn.attention(8, 2, {context = 3, seed = 5}), nn.linear(8, 9, {seed = 2})}
   local idx = from{{1, 9, 4, 4, 2, 9}}
   local want = host(net:forward(idx))
   for _, id in ipairs(ids) do

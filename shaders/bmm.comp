@@ -13,6 +13,10 @@ layout(constant_id = 0) const uint TS = 16;  // the workgroup is TS×TS
 layout(constant_id = 1) const uint TSY = 16; // = TS
 layout(constant_id = 2) const uint TA = 0;
 layout(constant_id = 3) const uint TB = 0;
+// 0: no shared memory and no barrier, each invocation sums its element from
+// memory (software drivers, where a workgroup barrier is costly: lavapipe ran
+// the tiled form 18× slower than a loop of mm); 1: the tiled form.
+layout(constant_id = 4) const uint TILED = 1;
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 layout(push_constant) uniform BmmPush {
@@ -37,7 +41,13 @@ void main() {
     uint ar = TA != 0 ? ty : tx, ak = TA != 0 ? tx : ty;  // op(A)(i0 + ar, k0 + ak)
     uint bk = TB != 0 ? ty : tx, bc = TB != 0 ? tx : ty;  // op(B)(k0 + bk, j0 + bc)
     float acc = 0.0;
-    for (uint k0 = 0; k0 < p.k; k0 += TS) {
+    if (TILED == 0) {
+        uint i = i0 + tx, j = j0 + ty;
+        if (i >= p.m || j >= p.n) return;
+        for (uint l = 0; l < p.k; l++)
+            acc = fma(gemm_load(A, TA != 0 ? l + i * p.lda : i + l * p.lda),
+                      gemm_load(B, TB != 0 ? j + l * p.ldb : l + j * p.ldb), acc);
+    } else for (uint k0 = 0; k0 < p.k; k0 += TS) {
         uint i = i0 + ar, ka = k0 + ak;
         float av = 0.0;
         if (i < p.m && ka < p.k) av = gemm_load(A, TA != 0 ? ka + i * p.lda : i + ka * p.lda);

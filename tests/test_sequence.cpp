@@ -348,15 +348,27 @@ TEST_CASE("kernels: sequence, bmm on views, transposed, α and β against float6
                         bmm(alpha, a, b, beta, c, s.count, ta, tb);
                         CHECK(worst(to_host(c), want) < 1e-5 * std::sqrt(double(std::max<int64_t>(s.k, 1))) + 1e-6);
                     }
-        // Past a lowered per-dispatch block limit on Vulkan (the cpu ignores it): 20 blocks in dispatches of 7.
-        vk::limit_bmm_blocks(7);
-        auto av = randoms(3 * 2 * 20, 3), bv = randoms(2 * 4 * 20, 5), cv = randoms(3 * 4 * 20, 7);
-        auto want = bmm_ref(3, 4, 2, 20, false, false, 1.0, av, bv, 1.0, cv);
-        Matrix a = from_host(d, 3, 40, av.data()), b = from_host(d, 2, 80, bv.data()), c = from_host(d, 3, 80, cv.data());
-        bmm(1.0f, a, b, 1.0f, c, 20);
-        std::vector<float> got = to_host(c);
-        vk::limit_bmm_blocks(0);
-        CHECK(worst(got, want) < 1e-5);
+        // Past a lowered per-dispatch block limit on Vulkan (the cpu ignores it): 20 blocks of 19×21×18 in
+        // dispatches of 7, each transpose, both shader variants (the direct one is the software drivers').
+        for (int tiled = 0; tiled < 2; tiled++)
+            for (int t = 0; t < 4; t++) {
+                const bool ta = t & 1, tb = t & 2;
+                INFO("tiled " << tiled << " ta " << ta << " tb " << tb);
+                vk::limit_bmm_blocks(7);
+                vk::force_bmm_tiled(tiled);
+                const int64_t m = 19, n = 21, k = 18, cnt = 20;
+                auto av = randoms(size_t(m * k * cnt), 3), bv = randoms(size_t(k * n * cnt), 5);
+                auto cv = randoms(size_t(m * n * cnt), 7);
+                auto want = bmm_ref(m, n, k, cnt, ta, tb, 1.0, av, bv, 1.0, cv);
+                Matrix a = from_host(d, ta ? k : m, (ta ? m : k) * cnt, av.data());
+                Matrix b = from_host(d, tb ? n : k, (tb ? k : n) * cnt, bv.data());
+                Matrix c = from_host(d, m, n * cnt, cv.data());
+                bmm(1.0f, a, b, 1.0f, c, cnt, ta, tb);
+                std::vector<float> got = to_host(c);
+                vk::limit_bmm_blocks(0);
+                vk::force_bmm_tiled(-1);
+                CHECK(worst(got, want) < 1e-5);
+            }
     });
 }
 

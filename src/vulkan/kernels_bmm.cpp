@@ -31,6 +31,7 @@ constexpr uint64_t kMaxK = 16384;
 constexpr uint64_t kU32 = std::numeric_limits<uint32_t>::max();
 
 uint32_t blocks_limit = 0;
+int tiled_forced = -1;
 
 uint32_t u32(const char* what, int64_t v) {
     if (v < 0 || uint64_t(v) > kU32) fail("bmm: %s is %lld, but the Vulkan kernels take at most 2^32-1", what, (long long)v);
@@ -42,6 +43,7 @@ uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
 void limit_bmm_blocks(uint32_t blocks) { blocks_limit = blocks; }
+void force_bmm_tiled(int tiled) { tiled_forced = tiled; }
 
 void VulkanDevice::bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b, int64_t sb, float beta,
                        const Matrix& c, int64_t sc, int64_t count) {
@@ -78,7 +80,7 @@ void VulkanDevice::bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b
     const uint64_t rows_per = uint64_t(cp.max_workgroup_count[0]) * ts;
     const uint64_t cols_per = uint64_t(cp.max_workgroup_count[1]) * ts;
     const uint64_t a_rs = a.row_step(), a_cs = a.col_step(), b_rs = b.row_step(), b_cs = b.col_step();
-    const uint32_t spec[4] = {ts, ts, uint32_t(a.trans), uint32_t(b.trans)};
+    const uint32_t spec[5] = {ts, ts, uint32_t(a.trans), uint32_t(b.trans), tiled_forced >= 0 ? uint32_t(tiled_forced) : cp.software ? 0u : 1u};
     const uint64_t K = std::max<uint64_t>(p.k, 1);
     for (uint64_t z0 = 0; z0 < uint64_t(count); z0 += zmax) {
         const uint64_t zn = std::min<uint64_t>(zmax, uint64_t(count) - z0);
@@ -98,7 +100,7 @@ void VulkanDevice::bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b
                                       .push_size = sizeof q,
                                       .groups = {uint32_t(div_up(q.m, ts)), uint32_t(div_up(q.n, ts)), uint32_t(zn)},
                                       .spec = spec,
-                                      .spec_count = 4,
+                                      .spec_count = 5,
                                       .reads = {&a, &b, &c},
                                       .writes = {&c},
                                       .label = "bmm"});

@@ -14,6 +14,7 @@
 #include "core/ops.hpp"
 #include "error_of.hpp"
 #include "every_device.hpp"
+#include "vulkan/kernels_bmm.hpp"
 
 using namespace vela;
 
@@ -273,5 +274,117 @@ TEST_CASE("kernels: sequence, softmax_causal and its backward on views against f
         CHECK(test::error_of([&] { softmax_causal(zeros(d, 3, 4), zeros(d, 3, 4)); }) ==
               "softmax_causal: x is 3×4 but must be T×n with n a multiple of T (one column per query, T keys per "
               "column)");
+    });
+}
+
+TEST_CASE("kernels: sequence, bmm worked by hand", "[kernels][sequence][bmm]") {
+    test::on_every_device([](Device& d) {
+        // A₁ = (1 2), A₂ = (3 4); B₁ = (1 1)ᵀ, B₂ = (2 0)ᵀ: A₁B₁ = 3, A₂B₂ = 6; c = (1 1), α = 2, β = 1: (7 13).
+        const float av[] = {1, 2, 3, 4}, bv[] = {1, 1, 2, 0}, cv[] = {1, 1};
+        Matrix a = from_host(d, 1, 4, av), b = from_host(d, 2, 2, bv), c = from_host(d, 1, 2, cv);
+        bmm(2.0f, a, b, 1.0f, c, 2);
+        std::vector<float> ch = to_host(c);
+        CHECK(ch[0] == 7.0f);
+        CHECK(ch[1] == 13.0f);
+        // tb: b = (1 1 | 2 0) as 1×4, blocks Bᵢᵀ 2×1, the same products.
+        Matrix bt = from_host(d, 1, 4, bv), c2 = zeros(d, 1, 2);
+        bmm(1.0f, a, bt, 0.0f, c2, 2, false, true);
+        ch = to_host(c2);
+        CHECK(ch[0] == 3.0f);
+        CHECK(ch[1] == 6.0f);
+    });
+}
+
+namespace {
+
+// Float64 reference of bmm on logical column-major operands (a, b in the shapes bmm takes).
+std::vector<double> bmm_ref(int64_t m, int64_t n, int64_t k, int64_t count, bool ta, bool tb, double alpha,
+                            const std::vector<float>& a, const std::vector<float>& b, double beta,
+                            const std::vector<float>& c) {
+    std::vector<double> r(c.begin(), c.end());
+    for (int64_t z = 0; z < count; z++)
+        for (int64_t j = 0; j < n; j++)
+            for (int64_t i = 0; i < m; i++) {
+                double s = 0;
+                for (int64_t l = 0; l < k; l++) {
+                    double x = ta ? a[size_t(l + (z * m + i) * k)] : a[size_t(i + (z * k + l) * m)];
+                    double y = tb ? b[size_t(j + (z * k + l) * n)] : b[size_t(l + (z * n + j) * k)];
+                    s += x * y;
+                }
+                size_t e = size_t(i + (z * n + j) * m);
+                r[e] = alpha * s + (beta == 0 ? 0.0 : beta * c[e]);
+            }
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("kernels: sequence, bmm on views, transposed, α and β against float64, past the block limits",
+          "[kernels][sequence][bmm][limits]") {
+    struct Size {
+        int64_t m, n, k, count;
+    };
+    const Size sizes[] = {{1, 1, 1, 1}, {3, 5, 7, 4}, {17, 16, 33, 3}, {64, 64, 32, 6}, {2, 3, 0, 2},
+                          {1, 1, 20000, 2}, {2, 3, 2, 70000}};
+    const float ab[][2] = {{1, 0}, {0, 1}, {0.5f, -1.5f}};
+    test::on_every_device([&](Device& d) {
+        for (Size s : sizes)
+            for (int t = 0; t < 4; t++)
+                for (int layout = 0; layout < 3; layout++)
+                    for (auto [alpha, beta] : ab) {
+                        const bool big = s.count > 1000 || s.k > 1000;
+                        if (big && (layout != 0 || alpha != 0.5f)) continue;  // place() copies views column by column
+                        const bool ta = t & 1, tb = t & 2;
+                        INFO(s.m << "×" << s.n << "×" << s.k << " count " << s.count << " ta " << ta << " tb " << tb
+                                 << " layout " << layout << " α " << alpha << " β " << beta);
+                        const int64_t ar = ta ? s.k : s.m, ac = (ta ? s.m : s.k) * s.count;
+                        const int64_t br = tb ? s.n : s.k, bc = (tb ? s.k : s.n) * s.count;
+                        auto av = randoms(size_t(ar * ac), 31 + s.m), bv = randoms(size_t(br * bc), 37 + s.n);
+                        auto cv = randoms(size_t(s.m * s.n * s.count), 41 + s.k);
+                        auto want = bmm_ref(s.m, s.n, s.k, s.count, ta, tb, alpha, av, bv, beta, cv);
+                        if (beta == 0) std::fill(cv.begin(), cv.end(), NAN);  // β = 0: c is never read
+                        Matrix a = place(d, ar, ac, av, layout), b = place(d, br, bc, bv, (layout + 1) % 3);
+                        Matrix c = place(d, s.m, s.n * s.count, cv, (layout + 2) % 3);
+                        bmm(alpha, a, b, beta, c, s.count, ta, tb);
+                        CHECK(worst(to_host(c), want) < 1e-5 * std::sqrt(double(std::max<int64_t>(s.k, 1))) + 1e-6);
+                    }
+        // Past a lowered per-dispatch block limit on Vulkan (the cpu ignores it): 20 blocks of 19×21×18 in
+        // dispatches of 7, each transpose, both shader variants (the direct one is the software drivers').
+        for (int tiled = 0; tiled < 2; tiled++)
+            for (int t = 0; t < 4; t++) {
+                const bool ta = t & 1, tb = t & 2;
+                INFO("tiled " << tiled << " ta " << ta << " tb " << tb);
+                vk::limit_bmm_blocks(7);
+                vk::force_bmm_tiled(tiled);
+                const int64_t m = 19, n = 21, k = 18, cnt = 20;
+                auto av = randoms(size_t(m * k * cnt), 3), bv = randoms(size_t(k * n * cnt), 5);
+                auto cv = randoms(size_t(m * n * cnt), 7);
+                auto want = bmm_ref(m, n, k, cnt, ta, tb, 1.0, av, bv, 1.0, cv);
+                Matrix a = from_host(d, ta ? k : m, (ta ? m : k) * cnt, av.data());
+                Matrix b = from_host(d, tb ? n : k, (tb ? k : n) * cnt, bv.data());
+                Matrix c = from_host(d, m, n * cnt, cv.data());
+                bmm(1.0f, a, b, 1.0f, c, cnt, ta, tb);
+                std::vector<float> got = to_host(c);
+                vk::limit_bmm_blocks(0);
+                vk::force_bmm_tiled(-1);
+                CHECK(worst(got, want) < 1e-5);
+            }
+    });
+}
+
+TEST_CASE("kernels: sequence, bmm argument errors", "[kernels][sequence][bmm]") {
+    test::on_every_device([](Device& d) {
+        Matrix a = zeros(d, 2, 6), b = zeros(d, 3, 4), c = zeros(d, 2, 4);
+        CHECK(test::error_of([&] { bmm(1, a, b, 0, c, 0); }) ==
+              "bmm: count is 0 but must be a positive integer (the number of blocks)");
+        CHECK(test::error_of([&] { bmm(1, a, b, 0, c, 4); }) ==
+              "bmm: a is 2×6 but count is 4 (count must divide a's 6 columns into equal blocks)");
+        CHECK(test::error_of([&] { bmm(1, a, b, 0, c, 2, true); }) ==
+              "bmm: the blocks aᵢᵀ are 3×2 and bᵢ are 3×2 (aᵢᵀ's columns must equal bᵢ's rows; count = 2)");
+        CHECK(test::error_of([&] { bmm(1, a, b, 0, zeros(d, 3, 4), 2); }) ==
+              "bmm: the blocks cᵢ are 3×2 but aᵢ·bᵢ is 2×2 (c must be 2×4; count = 2)");
+        Matrix big = zeros(d, 3, 12);
+        CHECK(test::error_of([&] { bmm(1, view(big, 0, 0, 2, 6), view(big, 0, 6, 3, 4), 0, view(big, 0, 8, 2, 4), 2); }) ==
+              "bmm: c aliases b (the output of bmm must not overlap its inputs)");
     });
 }

@@ -221,6 +221,13 @@ public:
     // backward: dx = y ∘ (dy − Σᵢ y ∘ dy) per column. The defaults throw.
     virtual void softmax_causal(const Matrix& x, const Matrix& y);
     virtual void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx);
+    // Strided batched product (core/ops_bmm.cpp; docs/sequence.md): for i = 0..count−1,
+    //   C_i ← α·A_i·B_i + β·C_i
+    // where X_i is the view x with its offset moved by i·sx elements (a and b may be
+    // transposed views: op() travels in the view). Blocks of c do not overlap each other,
+    // a or b. The default throws.
+    virtual void bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b, int64_t sb, float beta,
+                     const Matrix& c, int64_t sc, int64_t count);
 
     // A kernel written at the prompt (core/user_kernel.hpp), its operands
     // checked by the caller. Devices that cannot run SPIR-V throw, saying what to install.

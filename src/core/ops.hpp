@@ -117,6 +117,11 @@ void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE);
 // x, y, dy, dx: T×n with n a multiple of T (Device::softmax_causal); y may be x, dx may be dy.
 void softmax_causal(const Matrix& x, const Matrix& y);
 void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx);
+// Strided batched product (core/ops_bmm.cpp): for i = 1..count, C_i ← α·op(A_i)·op(B_i) + β·C_i, X_i
+// the i-th of count equal column blocks of x; op(X_i) = X_iᵀ where ta (tb) is set. a: m×(k·count) (ta:
+// k×(m·count)), b: k×(n·count) (tb: n×(k·count)), c: m×(n·count); c overlaps neither a nor b.
+void bmm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, int64_t count, bool ta = false,
+         bool tb = false);
 
 // The default seed used by rand/randn when none is given; seed(n) sets it.
 // Each call without a seed draws the next seed from a sequence started at it,

@@ -127,6 +127,11 @@ public:
         Timed t(this, "mm");
         cpu::mm(alpha, a, b, beta, c);
     }
+    void bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b, int64_t sb, float beta, const Matrix& c,
+             int64_t sc, int64_t count) override {
+        Timed t(this, "bmm");
+        cpu::bmm(alpha, a, sa, b, sb, beta, c, sc, count);
+    }
     void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) override {
         Timed t(this, "mv");
         cpu::mv(alpha, a, x, beta, y);

@@ -49,6 +49,9 @@ constexpr int64_t kGrain = 1 << 15;
 
 // blas.cpp
 void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c);
+// Device::bmm: block i of x is x with its offset moved by i·sx (bmm.cpp).
+void bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b, int64_t sb, float beta, const Matrix& c,
+         int64_t sc, int64_t count);
 void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y);
 void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a);
 void axpby(float alpha, const Matrix& x, float beta, const Matrix& y);

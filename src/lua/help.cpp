@@ -84,7 +84,7 @@ const std::vector<Area>& areas() {
         {"at the prompt", {"map", "kernel", "kernel_info"}},  // GLSL kernels written by the user (user_kernels.cpp)
         {"random", {"seed"}},
         {"regularization", {"dropout", "batchnorm_stats", "batchnorm", "batchnorm_backward", "random_shift"}},
-        {"sequence", {"layernorm", "layernorm_backward", "embedding_backward", "softmax_causal", "softmax_causal_backward"}},
+        {"sequence", {"layernorm", "layernorm_backward", "embedding_backward", "softmax_causal", "softmax_causal_backward", "bmm"}},
         {"devices", {"devices", "device", "sync", "threads", "stats", "mem", "who"}},
         {"measuring", {"time", "bench", "profile", "compare", "clock"}},
         {"data", {"read_idx", "read_labels", "permutation"}},

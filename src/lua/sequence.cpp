@@ -1,6 +1,7 @@
 // Lua bindings of the sequence kernels (docs/sequence.md; checked in
 // core/ops_sequence.cpp): layernorm, layernorm_backward, embedding_backward,
-// softmax_causal, softmax_causal_backward.
+// softmax_causal, softmax_causal_backward, and the strided batched product bmm
+// (core/ops_bmm.cpp).
 // nn.layernorm and nn.embedding (lua/vela/sequence.lua) use them.
 #include "core/ops.hpp"
 #include "lua/check.hpp"
@@ -74,11 +75,45 @@ int k_softmax_causal_backward(lua_State* L) {
     return 1;
 }
 
+// An option that must be a boolean (absent: false).
+bool opt_bool(lua_State* L, int idx, const char* fn, const char* key) {
+    lua_getfield(L, idx, key);
+    bool v = false;
+    if (!lua_isnil(L, -1)) {
+        if (!lua_isboolean(L, -1))
+            luaL_error(L, "%s: option %s must be a boolean, got %s", fn, key, luaL_typename(L, -1));
+        v = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+// bmm(alpha, a, b, beta, c, count [, {ta =, tb =}]) -> c
+int k_bmm(lua_State* L) {
+    check_nargs(L, 7);
+    float alpha = check_float(L, 1);
+    Matrix& a = check_matrix(L, 2);
+    Matrix& b = check_matrix(L, 3);
+    float beta = check_float(L, 4);
+    Matrix& c = check_matrix(L, 5);
+    int64_t count = check_size(L, 6, "bmm", "count");
+    bool ta = false, tb = false;
+    if (!lua_isnoneornil(L, 7)) {
+        luaL_checktype(L, 7, LUA_TTABLE);
+        check_option_keys(L, 7, "bmm", {"ta", "tb"});
+        ta = opt_bool(L, 7, "bmm", "ta"), tb = opt_bool(L, 7, "bmm", "tb");
+    }
+    guarded(L, [&] { bmm(alpha, a, b, beta, c, count, ta, tb); });
+    lua_pushvalue(L, 5);
+    return 1;
+}
+
 const luaL_Reg kernels[] = {{"layernorm", k_layernorm},
                             {"layernorm_backward", k_layernorm_backward},
                             {"embedding_backward", k_embedding_backward},
                             {"softmax_causal", k_softmax_causal},
                             {"softmax_causal_backward", k_softmax_causal_backward},
+                            {"bmm", k_bmm},
                             {nullptr, nullptr}};
 
 void document() {
@@ -101,6 +136,12 @@ void document() {
     doc("softmax_causal_backward", "softmax_causal_backward(y, dy, dx) -> dx",
         "The backward of softmax_causal from its output y: dx ← y ∘ (dy − Σᵢ y ∘ dy) per column (0 where y was "
         "masked). dx may be dy.");
+    doc("bmm", "bmm(alpha, a, b, beta, c, count [, {ta = false, tb = false}]) -> c",
+        "Strided batched product: Cᵢ ← α·op(Aᵢ)·op(Bᵢ) + β·Cᵢ for i = 1..count, Xᵢ the i-th of count equal "
+        "column blocks of x, op(Aᵢ) = Aᵢᵀ with ta (Bᵢᵀ with tb). a: m×(k·count) (ta: k×(m·count)), b: "
+        "k×(n·count) (tb: n×(k·count)), c: m×(n·count), not overlapping a or b. One dispatch on Vulkan; "
+        "attention's scores Kᵢᵀ·Qᵢ and outputs Vᵢ·Pᵢ (docs/sequence.md). Like torch.baddbmm with the batch "
+        "along the columns. Example: bmm(1, ones(2, 6), ones(3, 4), 0, zeros(2, 4), 2).");
 }
 
 }  // namespace

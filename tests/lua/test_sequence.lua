@@ -42,6 +42,23 @@ for _, id in ipairs(ids) do
     t.raises(function() softmax_causal(zeros(2, 3)) end, "softmax_causal: x is 2×3 but must be T×n")
   end)
 
+  t.test(id .. ": bmm by hand, transposed blocks, option errors", function()
+    -- A₁ = (1 2), A₂ = (3 4); B₁ = (1 1)ᵀ, B₂ = (2 0)ᵀ; α = 2, β = 1, c = (1 1): (2·3 + 1, 2·6 + 1)
+    local c = bmm(2, from{{1, 2, 3, 4}}, from{{1, 2}, {1, 0}}, 1, from{{1, 1}}, 2)
+    local C = host(c)
+    assert(C[1][1] == 7 and C[1][2] == 13, table.concat(C[1], " "))
+    -- ta and tb: A₁ᵀ·B₁ᵀ with A₁ = (1 2)ᵀ (2×1 → 1×2), B₁ = (3 4) (1×2 → 2×1): 11; A₂ = (5 6)ᵀ, B₂ = (1 0): 5
+    local c2 = bmm(1, from{{1, 5}, {2, 6}}, from{{3, 4, 1, 0}}, 0, zeros(1, 2), 2, {ta = true, tb = true})
+    local C2 = host(c2)
+    assert(C2[1][1] == 11 and C2[1][2] == 5, table.concat(C2[1], " "))
+    t.raises(function() bmm(1, zeros(2, 6), zeros(3, 4), 0, zeros(2, 4), 2, {tA = true}) end,
+      "bmm: unknown option 'tA'")
+    t.raises(function() bmm(1, zeros(2, 6), zeros(3, 4), 0, zeros(2, 4), 2, {ta = 1}) end,
+      "bmm: option ta must be a boolean, got number")
+    t.raises(function() bmm(1, zeros(2, 6), zeros(3, 4), 0, zeros(2, 4), 4) end,
+      "bmm: a is 2×6 but count is 4 (count must divide a's 6 columns into equal blocks)")
+  end)
+
   t.test(id .. ": nn.gradcheck passes nn.embedding → nn.layernorm → nn.linear", function()
     local net = nn.sequential{nn.embedding(7, 6, {seed = 3}), nn.layernorm(6), nn.linear(6, 4, "tanh", {seed = 2})}
     vela.randn(net.layers[2].gamma, 5); vela.randn(net.layers[2].beta, 6)
@@ -58,7 +75,8 @@ end
 
 t.test("net:to gives the same output on every device; checkpoints keep the layers", function()
   device("cpu")
-  local net = nn.sequential{nn.embedding(9, 8, {seed = 1}), nn.layernorm(8), nn.linear(8, 9, {seed = 2})}
+  local net = nn.sequential{nn.embedding(9, 8, {seed = 1}), nn.layernorm(8),
+    nn.attention(8, 2, {context = 3, seed = 5}), nn.linear(8, 9, {seed = 2})}
   local idx = from{{1, 9, 4, 4, 2, 9}}
   local want = host(net:forward(idx))
   for _, id in ipairs(ids) do

@@ -159,7 +159,7 @@ function Embedding:describe() return {kind = "embedding", vocab = self.vocab, di
 function seq.attach(nn)
   nn.layernorm, nn.embedding = seq.layernorm, seq.embedding
   nn.LayerNorm, nn.Embedding = LayerNorm, Embedding
-  require("vela.attention").attach(nn, helpers)
+  require("vela.attention").attach(nn, layer)
   nn.layer_kinds.layernorm = function(d, dev) return seq.layernorm(d.dim, {eps = d.eps, device = dev}) end
   nn.layer_kinds.embedding = function(d, dev) return seq.embedding(d.vocab, d.dim, {device = dev}) end
   return seq

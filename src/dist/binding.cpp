@@ -100,8 +100,11 @@ std::vector<vela::Matrix*> matrices(lua_State* L, int arg, const char* fn) {
 
 // Every rank passes the same call, shapes and device, or every rank raises
 // the same error naming the ranks that differ from rank 0 (one small
-// allgather before the data move; a wrong shape never reaches MPI).
-void agree(lua_State* L, const char* fn, int op, int root, const std::vector<vela::Matrix*>& ms) {
+// allgather before the data move; a wrong shape never reaches MPI). On a
+// disagreement it pushes the error message and returns false: the caller
+// frees its own C++ objects before lua_error (a Lua error longjmps past
+// destructors, and LeakSanitizer sees what they held).
+bool agree(lua_State* L, const char* fn, int op, int root, const std::vector<vela::Matrix*>& ms) {
     Desc d{};
     std::snprintf(d.fn, sizeof d.fn, "%s", fn);
     d.op = op;
@@ -133,7 +136,11 @@ void agree(lua_State* L, const char* fn, int op, int root, const std::vector<vel
                       bad.empty() ? "" : "; ", r, b.fn, b.what, b.op, b.root, a.fn, a.what, a.op, a.root);
         bad += line;
     }
-    if (!bad.empty()) luaL_error(L, "%s: the ranks disagree: %s", fn, bad.c_str());
+    if (bad.empty()) return true;
+    luaL_where(L, 1);
+    lua_pushfstring(L, "%s: the ranks disagree: %s", fn, bad.c_str());
+    lua_concat(L, 2);
+    return false;
 }
 
 // The list's elements, dense column-major one after another, in host memory (waits for each device).
@@ -191,7 +198,10 @@ int d_allreduce(lua_State* L) {
     need_init(L, fn);
     auto ms = matrices(L, 1, fn);
     int op = int(luaL_checkinteger(L, 2));
-    agree(L, fn, op, 0, ms);
+    if (!agree(L, fn, op, 0, ms)) {
+        std::vector<vela::Matrix*>().swap(ms);
+        return lua_error(L);
+    }
     double t0 = g_api->wtime();
     std::vector<float> host = stage_out(L, fn, ms);
     char err[512] = "";
@@ -214,7 +224,10 @@ int d_broadcast(lua_State* L) {
     need_init(L, fn);
     auto ms = matrices(L, 1, fn);
     int root = int(luaL_checkinteger(L, 2));
-    agree(L, fn, 0, root, ms);
+    if (!agree(L, fn, 0, root, ms)) {
+        std::vector<vela::Matrix*>().swap(ms);
+        return lua_error(L);
+    }
     std::vector<float> host = g_rank == root ? stage_out(L, fn, ms) : std::vector<float>();
     if (g_rank != root) {
         size_t total = 0;

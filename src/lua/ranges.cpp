@@ -5,6 +5,7 @@
 //   arange(a, b [, step] [, dev])    a, a+step, ... below b (b excluded, as NumPy/PyTorch): a column
 //   randperm(n [, seed] [, dev])     a permutation of 1..n (1-based, as Lua and Torch7) from Philox
 // Vectors are columns, as everywhere in vela.
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -71,7 +72,7 @@ int l_arange(lua_State* L) {
     Device& dev = device_at(L, has_step ? 4 : 3, "arange");
     double count = std::ceil((b - a) / step);
     if (count > double(kMaxHost))
-        luaL_error(L, "arange: %f to %f by %f is %.0f values (at most 2^24)", a, b, step, count);
+        luaL_error(L, "arange: %f to %f by %f is %I values (at most 2^24)", a, b, step, (lua_Integer)std::min(count, 9.0e18));
     int64_t n = count > 0 ? int64_t(count) : 0;
     float* v = scratch<float>(L, size_t(n));
     for (int64_t k = 0; k < n; k++) v[k] = float(a + double(k) * step);

@@ -101,7 +101,14 @@ TEST_CASE("user kernels: run_user on every device against float64", "[user_kerne
         call.written = {false, true};
         call.scalars = {bits(1.5f), bits(-0.25f)};
         call.invocations = uint64_t(R * C);
-        d->run_user(call);
+        try {
+            d->run_user(call);
+        } catch (const Error& e) {
+            // a machine with a hardware GPU may have no software driver for the cpu's runner
+            if (d->name() != "cpu" || std::string(e.what()).find("none is installed") == std::string::npos) throw;
+            WARN("skipped on the cpu: " << e.what());
+            continue;
+        }
         std::vector<float> got = to_host(y);
         for (int64_t j = 0; j < C; ++j)
             for (int64_t i = 0; i < R; ++i) {

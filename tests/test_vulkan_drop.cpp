@@ -4,6 +4,7 @@
 // finished before stays, and later work runs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -24,9 +25,22 @@ TEST_CASE("vulkan: Ctrl-C in a wait drops the queued kernels", "[vulkan][drop]")
     Matrix a = zeros(d, 512, 512), c = zeros(d, 512, 512);
     fill(a, 0.5f);
     d.sync();
-    // Seconds of work on a software device; a device without conditional rendering
-    // cannot drop it and runs it all (SwiftShader: minutes), so it gets a little.
-    const int products = vd.physical().conditional ? 200 : 4;
+    // Seconds of work on any device: at least 200 products (seconds on a software
+    // device), more where half a second of timed products shows a fast one (an
+    // H100 ran 200 in milliseconds, before the Ctrl-C came). A device without
+    // conditional rendering cannot drop it and runs it all (SwiftShader:
+    // minutes), so it gets a little.
+    int products = 4;
+    if (vd.physical().conditional) {
+        int timed = 0;
+        auto c0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - c0 < std::chrono::milliseconds(500)) {
+            mm(1.0f, a, a, 0.0f, c);
+            d.sync();
+            ++timed;
+        }
+        products = std::max(200, 8 * timed);  // ≥ 4 s of products, each timed with its own wait
+    }
     for (int i = 0; i < products; ++i) mm(1.0f, a, a, 0.0f, c);
     d.flush();
     interrupt_flag() = true;  // as the shell's SIGINT handler does

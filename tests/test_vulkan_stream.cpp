@@ -3,6 +3,7 @@
 // Every test ends by checking that the validation layer (on under scripts/test.sh) reported nothing.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -110,7 +111,9 @@ TEST_CASE("vulkan: 1000 small dependent kernels then one read is one host wait",
     float v = get(y, 3, 0);
     DeviceStats s1 = d.stats();
     CHECK(v == 500.0f);
-    CHECK(s1.dispatches - s0.dispatches == 1000);
+    // a device that stages its reads (a discrete GPU, VELA_VK_STAGING=1) adds the read's copy
+    const bool staged = !static_cast<vk::VulkanDevice&>(d).mapped();
+    CHECK(s1.dispatches - s0.dispatches == (staged ? 1001 : 1000));
     // A host wait is counted only when the fence is not yet signalled: if the
     // ring's earlier submissions already ran the work (a loaded machine, or a
     // fast device), the read finds it done and waits 0 times. The point is
@@ -149,7 +152,19 @@ TEST_CASE("vulkan: Ctrl-C while the host waits on the device returns, and the se
     const int64_t n = 1 << 20;
     Matrix x = zeros(d, n, 1);
     d.sync();
-    for (int i = 0; i < 60; ++i) unary(Unary::exp, x, x);  // exp(0) = 1, then e, e^e, ... then inf
+    // 60 passes, repeated to fill a second where a timed round shows a fast device
+    // (an H200 finished one round inside a wait slice, before the Ctrl-C was seen).
+    auto round = [&] {
+        for (int i = 0; i < 60; ++i) unary(Unary::exp, x, x);  // exp(0) = 1, then e, e^e, ... then inf
+    };
+    round();  // the first round also makes the pipeline: timed below is the second
+    d.sync();
+    auto c0 = std::chrono::steady_clock::now();
+    round();
+    d.sync();
+    double once = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    int rounds = once > 0.5 ? 1 : int(std::min(10000.0, 1.0 / std::max(once, 1e-4)));
+    for (int r = 0; r < rounds; ++r) round();
     d.flush();
     interrupt_flag() = true;
     auto t0 = std::chrono::steady_clock::now();

@@ -1,6 +1,7 @@
 // The Vulkan backend (vulkan/backend.hpp): enumeration, opening a device once
 // on first use, the validation switch, and the registration. Devices live
 // until exit and are destroyed before the instance.
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -11,7 +12,8 @@
 
 namespace vela::vk {
 
-bool host_runner_open();  // host_runner.cpp
+bool host_runner_open();     // host_runner.cpp
+void destroy_host_runner();  // host_runner.cpp
 
 namespace {
 
@@ -27,7 +29,16 @@ bool any_open() {
     return host_runner_open();  // the cpu's user-kernel runner holds a device of the instance too
 }
 
+// Everything vela made from the instance, newest first, then the instance.
+void teardown() {
+    destroy_host_runner();
+    opened().clear();
+    Context::reset();
+}
+
 }  // namespace
+
+void arm_exit_teardown() { std::atexit(teardown); }
 
 std::vector<DeviceInfo> enumerate() {
     std::vector<DeviceInfo> out;

@@ -241,6 +241,7 @@ Context::Context() {
     ci.ppEnabledExtensionNames = extensions.data();
     if (validate) ci.pNext = &dbg;  // also catches messages from vkCreateInstance itself
     check(vkCreateInstance(&ci, nullptr, &instance_), "vkCreateInstance");
+    arm_exit_teardown();
 
     if (validate) {
         auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
@@ -336,6 +337,7 @@ Gpu::Gpu(const PhysicalInfo& p, const std::vector<const char*>& extensions) : ph
     ci.enabledExtensionCount = uint32_t(names.size());
     ci.ppEnabledExtensionNames = names.empty() ? nullptr : names.data();
     check(vkCreateDevice(p.handle, &ci, nullptr, &device), "vkCreateDevice");
+    arm_exit_teardown();
     pin_loaded_modules();  // a driver may load more objects for a device
     vkGetDeviceQueue(device, p.queue_family, 0, &queue);
 }

@@ -49,6 +49,17 @@ public:
     VkQueue queue = VK_NULL_HANDLE;
 };
 
+// Exit handlers and static destructors run in the reverse order of their
+// registration. A driver registers its own when its code is loaded or first
+// used (NVIDIA's does: on an H100 every process that had used vulkan:0 died
+// with SIGSEGV at exit, its work done, when vkDestroyDevice ran from a static
+// destructor registered before the driver's). So after each step that may load
+// or start driver code (the instance, each logical device, each device's first
+// submission) vela registers again a handler that destroys the cpu's user-kernel
+// runner, the devices and the instance, in that order; the last one registered
+// runs first, before the driver's, and the later calls find nothing to do.
+void arm_exit_teardown();
+
 class Context {
 public:
     static Context& get();  // made on first use; throws vela::Error without a Vulkan loader/ICD

@@ -253,21 +253,19 @@ private:
     Import status_;
 };
 
-// A plain pointer, destroyed by an exit handler registered when the runner is
-// made: exit handlers and static destructors run in the reverse order of their
-// registration, so the runner goes before the driver's own statics (SwiftShader
-// is loaded with the instance, just before; its worker threads crashed when
-// they went first) and before the context's slot, made earlier still.
+// A plain pointer, destroyed by the exit teardown (context.hpp's
+// arm_exit_teardown, armed again when the runner is made) before the driver's
+// own statics: SwiftShader's worker threads crashed when those went first.
 HostRunner*& runner_slot() {
     static HostRunner* runner = nullptr;
     return runner;
 }
-void destroy_runner() {
+}  // namespace
+
+void destroy_host_runner() {
     delete runner_slot();
     runner_slot() = nullptr;
 }
-
-}  // namespace
 
 // While it exists the instance must stay (set_validation refuses to remake it).
 bool host_runner_open() { return runner_slot() != nullptr; }
@@ -296,7 +294,7 @@ void run_on_host(const UserCall& call, void* const* host, const size_t* bytes) {
                  call.kernel->name,
                  software ? "none here has VK_EXT_external_memory_host" : "none is installed");
         runner = new HostRunner(*pick);
-        std::atexit(destroy_runner);
+        arm_exit_teardown();  // destroys the runner first, before the devices and the instance
     }
     runner->run(call, host, bytes);
 }

@@ -87,10 +87,14 @@ Memory::Memory(Gpu& gpu, std::string device_name, bool force_staging) : gpu_(gpu
     const VkMemoryPropertyFlags visible = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     // Device memory that the host can also map (UMA, lavapipe) makes every transfer a memcpy.
     // On a discrete GPU that is a small BAR window at best, so only use it where the whole
-    // device-local heap is host-visible (it then is the same memory).
+    // device-local heap is host-visible (it then is the same memory) and the device is not
+    // discrete: with resizable BAR a discrete GPU maps all of its memory, but the host reads
+    // it uncached across the bus (on an H200 the tests that read results back ran over 70 s,
+    // 7 s on lavapipe), so it stages through cached host memory instead.
     uint32_t t = 0;
     bool uma = false;
-    if (!force_staging && find_type(mp, local | visible, t)) {
+    if (!force_staging && gpu.phys.props.deviceType != VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU &&
+        find_type(mp, local | visible, t)) {
         VkDeviceSize heap = mp.memoryHeaps[mp.memoryTypes[t].heapIndex].size;
         VkDeviceSize largest_local = 0;
         for (uint32_t h = 0; h < mp.memoryHeapCount; ++h)

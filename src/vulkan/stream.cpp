@@ -176,6 +176,10 @@ void Stream::submit() {
     si.commandBufferCount = 1;
     si.pCommandBuffers = &s.cb;
     check(vkQueueSubmit(gpu_.queue, 1, &si, s.fence), "vkQueueSubmit");
+    if (!submitted_once_) {
+        submitted_once_ = true;
+        arm_exit_teardown();
+    }
     s.pending = true;
     ++stats_.submissions;
     cur_ = (cur_ + 1) % kRing;

@@ -126,6 +126,7 @@ private:
     std::vector<Slot> ring_;
     uint32_t cur_ = 0;
     bool recording_ = false;
+    bool submitted_once_ = false;  // the first submission arms the exit teardown again (context.hpp)
     uint64_t serial_ = 0;     // serial of the command buffer being recorded (or last one)
     uint64_t completed_ = 0;  // every command buffer with serial <= completed_ has finished
     uint64_t epoch_ = 1;      // bumped by each barrier

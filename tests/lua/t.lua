@@ -47,6 +47,28 @@ function t.devices()
   return ids
 end
 
+-- Whether kernels written at the prompt (map, kernel{}) can run on the cpu
+-- here: the cpu runs them through a software Vulkan driver (lavapipe,
+-- SwiftShader), which a machine with a hardware GPU may lack; there the cpu
+-- says so in an error (tests/lua/test_user_kernels.lua checks its words).
+function t.cpu_kernels()
+  for _, d in ipairs(devices()) do
+    if d.usable and d.software and d.id ~= "cpu" then return true end
+  end
+  return false
+end
+
+-- ids without "cpu" where the cpu cannot run user kernels, saying so once.
+function t.kernel_devices(ids)
+  if t.cpu_kernels() then return ids end
+  io.stderr:write("skip: the cpu's user kernels (no software Vulkan driver here)\n")
+  local out = {}
+  for _, id in ipairs(ids) do
+    if id ~= "cpu" then out[#out + 1] = id end
+  end
+  return out
+end
+
 function t.done()
   print(("%d passed, %d failed"):format(t.passed, t.failed))
   os.exit(t.failed == 0 and 0 or 1)

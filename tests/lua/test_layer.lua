@@ -4,6 +4,7 @@
 -- nn.layernorm and nn.embedding stayed on the old device before the base).
 local t = dofile("tests/lua/t.lua")
 local nn, optim = require "vela.nn", require "vela.optim"
+device("cpu")  -- the inputs below are made on the current device; a GPU machine starts on its GPU
 
 -- One of each kind with an input it takes (columns: samples or tokens).
 local function kinds(dev)

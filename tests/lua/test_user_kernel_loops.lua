@@ -7,7 +7,7 @@
 -- against sums computed here; a kernel within the limit runs on every device.
 local t = dofile("tests/lua/t.lua")
 
-local ids = require("vela.bench_native").devices()  -- "cpu" first, then every usable Vulkan device
+local ids = t.kernel_devices(require("vela.bench_native").devices())  -- "cpu" first, then every usable Vulkan device
 
 local colsum = kernel{args = {a = "matrix", s = "matrix", scale = "float"}, name = "colsum",
                       size = function(a, s) return a.cols end,

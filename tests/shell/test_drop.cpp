@@ -18,12 +18,16 @@ TEST_CASE("prompt: Ctrl-C in a wait drops the queued kernels, the next read is p
         return;
     }
     REQUIRE(pty.expect("> "));
-    pty.send("a = rand(512, 512, 1) c = zeros(512, 512) ok = c:get(1, 1)\n");
-    REQUIRE(pty.expect("\r\n> "));
-    // 400 queued products: seconds to minutes on a software device. Ctrl-C
+    // n: at least 400 products (seconds to minutes on a software device), more
+    // where a second of timed products shows a fast device (an H100 ran 400
+    // before the Ctrl-C came).
+    pty.send("a = rand(512, 512, 1) c = zeros(512, 512) ok = c:get(1, 1) t0, k = os.time(), 0 "
+             "repeat mm(a, a, c) sync() k = k + 1 until os.time() - t0 >= 2 n = math.max(400, 4 * k)\n");
+    REQUIRE(pty.expect("\r\n> ", 30));
+    // n queued products: seconds at least. Ctrl-C
     // goes in once the host blocks in the read's wait (VELA_SAY_WAITS prints
     // that line as it blocks), so it lands in the wait, however slow the build.
-    pty.send("for i = 1, 400 do mm(a, a, c) end v = c:get(1, 1)\n");
+    pty.send("for i = 1, n do mm(a, a, c) end v = c:get(1, 1)\n");
     REQUIRE(pty.expect("vela: the host waits for the device", 60));
     pty.interrupt();
     // Generous deadlines: on a loaded 2-core machine the kernel that is

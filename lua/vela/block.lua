@@ -121,7 +121,9 @@ function blk.block(dim, heads, opts)
     return att.attention(dim, heads, {causal = opts.causal, context = opts.context, seed = s, device = dev})
   end)
   self.ln2 = seq.layernorm(dim, {eps = opts.eps, device = dev})
-  self.fc1 = nn.linear(dim, mlp, "gelu", {seed = s and s + 2, device = dev})
+  -- gelu as nn.linear's own activation {f, df}: a ← gelu(z), then δ ← gelu′(z) ∘ da in two
+  -- kernels, which on the cpu is 5× faster than the fused gelu_backward (docs/sequence.md).
+  self.fc1 = nn.linear(dim, mlp, {f = vela.gelu, df = vela.gelu_prime, name = "gelu", seed = s and s + 2, device = dev})
   self.fc2 = nn.linear(mlp, dim, {seed = s and s + 3, device = dev})
   self.eps = self.ln1.eps
   return self:_on(dev)

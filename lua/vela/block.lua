@@ -28,9 +28,7 @@ function blk.posembed(context, dim, opts)
   opts = options.check("nn.posembed", opts, {"seed", "device"})
   local dev = layer.device(opts, "nn.posembed")
   local self = setmetatable({inputs = dim, outputs = dim, context = context}, PosEmbed)
-  self.P = alloc(dev, dim, context)
-  if opts.seed then vela.randn(self.P, opts.seed) else vela.randn(self.P) end
-  vela.scal(0.1, self.P)
+  self.P = layer.weights(dev, dim, context, opts.seed, 0.1)  -- (and a bias we do not keep)
   return self:_on(dev)
 end
 

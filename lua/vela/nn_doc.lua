@@ -86,4 +86,10 @@ return function(nn, classes)
   doc("nn.embedding", "nn.embedding(vocab, dim [, {seed =, device =}])",
     "Token embedding: the input is 1×n token numbers (1..vocab, checked), the output dim×n, column j the column idx(j) of E (dim×vocab, N(0, 1) at first); backward sums dy into dE per token in a fixed order (the same bits every run). Example: nn.embedding(65, 32):forward(from{{1, 5, 5}})",
     nn.embedding)
+  doc("nn.posembed", "nn.posembed(context, dim [, {seed =, device =}])",
+    "Learned positional embedding (docs/sequence.md): y(:, j) = x(:, j) + P(:, 1 + (j − 1) mod T), T = context, so each of the n/T sequences of a dim×n input gets the same dim×T table P (N(0, 0.01) at first); backward sums dy over the sequences into dP and passes dy on. Example: nn.sequential{nn.embedding(65, 32), nn.posembed(8, 32)}:forward(from{{1, 2, 3, 4, 5, 6, 7, 8}})",
+    nn.posembed)
+  doc("nn.block", "nn.block(dim, heads [, {causal = true, context =, mlp = 4·dim, eps = 1e-5, seed =, device =}])",
+    "A pre-norm transformer block (docs/sequence.md): h = x + attn(ln1(x)), y = h + fc2(gelu(fc1(ln2(h)))), made of nn.layernorm, nn.attention (causal, context = T cuts n tokens into n/T sequences) and nn.linear (dim → mlp with gelu, mlp → dim); backward passes each residual's gradient both ways. Parameters ln1_gamma, ln1_beta, attn_Wqkv, attn_Wo, ln2_gamma, ln2_beta, fc1_w, fc1_b, fc2_w, fc2_b. Example: nn.block(8, 2, {context = 4, mlp = 16}):forward(randn(8, 12))",
+    nn.block)
 end

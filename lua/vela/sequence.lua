@@ -7,20 +7,14 @@ local vela = require "vela"
 local seq = {}
 local fmt = string.format
 local layer = require "vela.layer"
+local options = require "vela.options"
 local alloc, buffers = layer.alloc, layer.buffers
 local check_input, check_grad = layer.check_input, layer.check_grad
 
 local function positive_int(v, fn, what)
   if math.type(v) ~= "integer" or v < 1 then error(fmt("%s: %s must be a positive integer, got %s", fn, what, tostring(v)), 3) end
 end
-local function check_opts(opts, fn, known)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then error(fmt("%s: opts must be a table, got %s", fn, type(opts)), 3) end
-  for k in pairs(opts) do
-    if not known[k] then error(fmt("%s: unknown option '%s'", fn, tostring(k)), 3) end
-  end
-  return opts
-end
+seq.positive_int = positive_int  -- for lua/vela/block.lua
 
 -- ---------------------------------------------------------------------------
 -- nn.layernorm(dim): layer norm of each token (column)
@@ -32,7 +26,7 @@ LayerNorm.moves = {"gamma", "beta"}  -- see layer:_moved
 -- nn.layernorm(dim [, {eps = 1e-5, device =}]): γ = 1, β = 0 at first.
 function seq.layernorm(dim, opts)
   positive_int(dim, "nn.layernorm", "dim (the rows of a token)")
-  opts = check_opts(opts, "nn.layernorm", {eps = true, device = true})
+  opts = options.check("nn.layernorm", opts, {"eps", "device"})
   local eps = opts.eps or 1e-5
   if type(eps) ~= "number" or not (eps > 0) then
     error(fmt("nn.layernorm: eps must be a positive number, got %s", tostring(eps)), 2)
@@ -104,7 +98,7 @@ Embedding.moves = {"E"}  -- see layer:_moved
 function seq.embedding(vocab, dim, opts)
   positive_int(vocab, "nn.embedding", "vocab (the number of tokens)")
   positive_int(dim, "nn.embedding", "dim (the rows of a token)")
-  opts = check_opts(opts, "nn.embedding", {seed = true, device = true})
+  opts = options.check("nn.embedding", opts, {"seed", "device"})
   local dev = layer.device(opts, "nn.embedding")
   local self = setmetatable({inputs = 1, outputs = dim, vocab = vocab}, Embedding)
   self.E = alloc(dev, dim, vocab)
@@ -159,7 +153,8 @@ function Embedding:describe() return {kind = "embedding", vocab = self.vocab, di
 function seq.attach(nn)
   nn.layernorm, nn.embedding = seq.layernorm, seq.embedding
   nn.LayerNorm, nn.Embedding = LayerNorm, Embedding
-  require("vela.attention").attach(nn, layer)
+  local att = require("vela.attention").attach(nn, layer)
+  require("vela.block").attach(nn, seq, att)
   nn.layer_kinds.layernorm = function(d, dev) return seq.layernorm(d.dim, {eps = d.eps, device = dev}) end
   nn.layer_kinds.embedding = function(d, dev) return seq.embedding(d.vocab, d.dim, {device = dev}) end
   return seq

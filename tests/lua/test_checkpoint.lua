@@ -7,10 +7,7 @@
 local t = dofile("tests/lua/t.lua")
 local nn, optim = require "vela.nn", require "vela.optim"
 
-local ids = {"cpu"}
-for k = 0, 7 do
-  if pcall(device, "vulkan:" .. k) then ids[#ids + 1] = "vulkan:" .. k end
-end
+local ids = t.devices()
 device("cpu")
 local dir = os.tmpname()
 os.remove(dir)

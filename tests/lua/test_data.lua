@@ -4,10 +4,7 @@
 local t = dofile("tests/lua/t.lua")
 local data, plot = require "vela.data", require "vela.plot"
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
 local dir = os.tmpname()
 os.remove(dir)

@@ -68,8 +68,7 @@ end)
 
 t.test("matrices of several 4 MiB pieces, both orders and transposed views, on every device", function()
   -- 1200×1000 (1.2 M elements: two pieces) and 3×2^20+5 rows (pieces inside one column); values v(i, j) = i − j/4.
-  local ids = {}
-  for _, d in ipairs(devices()) do if d.usable then ids[#ids + 1] = d.id end end
+  local ids = t.devices()
   local rows, cols = 1200, 1000
   local parts = {}
   for i = 1, rows do

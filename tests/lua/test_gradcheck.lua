@@ -6,10 +6,7 @@
 local t = dofile("tests/lua/t.lua")
 local nn = require "vela.nn"
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
 -- ---- the float64 reference ------------------------------------------------
 

@@ -13,10 +13,7 @@ local dir = os.tmpname()
 os.remove(dir)
 assert(os.execute("mkdir -p " .. dir))
 
-local ids = {"cpu"}
-for k = 0, 7 do
-  if pcall(device, "vulkan:" .. k) then ids[#ids + 1] = "vulkan:" .. k end
-end
+local ids = t.devices()
 device("cpu")
 
 local function v(i, j) return 10 * i + j / 8 end

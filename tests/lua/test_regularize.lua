@@ -8,10 +8,7 @@
 local t = dofile("tests/lua/t.lua")
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
 -- ---- float64 / integer references ---------------------------------------
 

@@ -388,6 +388,14 @@ end
 
 local ops = {}
 
+-- An op on one held matrix: pick draws it (any_entry, f32_entry); none held, the op does nothing.
+local function on_entry(pick, body)
+  ops[#ops + 1] = function(dev)
+    local e = pick()
+    if e then return body(e, dev) end
+  end
+end
+
 -- constructors
 ops[#ops + 1] = function(dev)
   local r, c = size(), size()
@@ -431,9 +439,7 @@ ops[#ops + 1] = function(dev)
 end
 
 -- views
-ops[#ops + 1] = function()
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e)
   local kind = R(5)
   local m = e.m
   if kind == 1 then
@@ -478,12 +484,10 @@ ops[#ops + 1] = function()
     local ok, v = attempt({"t"}, true, function() return m:t() end)
     if ok then check(derive(e, v, 0, 0, e.cols, e.rows, true), "m:t") end
   end
-end
+end)
 
 -- get / set
-ops[#ops + 1] = function()
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e)
   local i, j = index(e.rows), index(e.cols)
   local valid = math.type(i) == "integer" and math.type(j) == "integer" and i >= 1 and j >= 1 and i <= e.rows and
     j <= e.cols and live(e)
@@ -505,12 +509,10 @@ ops[#ops + 1] = function()
       check(e, "m:set")
     end
   end
-end
+end)
 
 -- fill, scal
-ops[#ops + 1] = function()
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e)
   local v = number()
   local valid = live(e) and e.base.dtype == "float32"
   if R() < 0.5 then
@@ -532,7 +534,7 @@ ops[#ops + 1] = function()
       check(e, "scal")
     end
   end
-end
+end)
 
 -- axpy, copy: two operands, any pair (shapes, devices, dtypes, aliasing, released)
 ops[#ops + 1] = function()
@@ -578,9 +580,7 @@ ops[#ops + 1] = function()
 end
 
 -- reductions
-ops[#ops + 1] = function()
-  local e = f32_entry()
-  if not e then return end
+on_entry(f32_entry, function(e)
   local fn = pick{"sum", "asum", "nrm2"}
   current_call = fmt("%s(x %d×%d)", fn, e.rows, e.cols)
   local ok, v = attempt({fn}, live(e), function() return vela[fn](e.m) end)
@@ -600,12 +600,10 @@ ops[#ops + 1] = function()
       end
     end
   end
-end
+end)
 
 -- copies and moves: m:copy(), m:to(dev), operators
-ops[#ops + 1] = function()
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e)
   local kind = R(5)
   local function adopt(m, values_of, dev, dtype)
     local n = new_entry(m, dev, dtype)
@@ -658,12 +656,10 @@ ops[#ops + 1] = function()
       pcall(m.release, m)
     end
   end
-end
+end)
 
 -- release (sometimes), and checks of random entries
-ops[#ops + 1] = function()
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e)
   if R() < 0.15 then
     current_call = "m:release()"
     attempt({"release"}, true, function() e.m:release() end)
@@ -672,7 +668,7 @@ ops[#ops + 1] = function()
     current_call = "check"
     check(e, "a check of a held matrix")
   end
-end
+end)
 
 -- garbage: any function or method with random arguments
 local function garbage_value(dev)
@@ -943,9 +939,7 @@ local function write_file(path, d)
   f:close()
 end
 
-ops[#ops + 1] = function(dev)
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e, dev)
   stats.files = stats.files + 1
   local d2 = other_dev(dev)
   if R() < 0.25 then
@@ -996,7 +990,7 @@ ops[#ops + 1] = function(dev)
   local n = new_entry(m, d2, e.base.dtype)
   for j = 0, e.cols - 1 do for i = 0, e.rows - 1 do model_set(n, i, j, model_get(e, i, j)) end end
   check(n, "vela.load")
-end
+end)
 
 local nn = require "vela.nn"
 local acts = {"identity", "relu", "sigmoid", "tanh"}

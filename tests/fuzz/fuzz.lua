@@ -359,22 +359,21 @@ end
 
 -- Callers that name the function at the call site, as a user at the prompt
 -- does: Lua's "bad argument #1 to 'axpy'" takes the name from there.
-local callers, method_callers = {}, {}
-local function caller(name)
-  local c = callers[name]
+local compiled = {}
+local function compile(src)  -- each source compiled once
+  local c = compiled[src]
   if not c then
-    c = assert(load(fmt("local vela, a = ... return vela.%s(table.unpack(a, 1, a.n))", name)))
-    callers[name] = c
+    c = assert(load(src))
+    compiled[src] = c
   end
+  return c
+end
+local function caller(name)
+  local c = compile(fmt("local vela, a = ... return vela.%s(table.unpack(a, 1, a.n))", name))
   return function(...) return c(vela, table.pack(...)) end
 end
 local function method_caller(name)
-  local c = method_callers[name]
-  if not c then
-    c = assert(load(fmt("local m, a = ... return m:%s(table.unpack(a, 1, a.n))", name)))
-    method_callers[name] = c
-  end
-  return c
+  return compile(fmt("local m, a = ... return m:%s(table.unpack(a, 1, a.n))", name))
 end
 
 -- Sizes (numbers or numeric strings, as Lua converts them) whose product would

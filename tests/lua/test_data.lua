@@ -10,12 +10,7 @@ local dir = os.tmpname()
 os.remove(dir)
 assert(os.execute("mkdir -p " .. dir))
 
-local function write(name, bytes)
-  local f = assert(io.open(dir .. "/" .. name, "wb"))
-  f:write(bytes)
-  f:close()
-  return dir .. "/" .. name
-end
+local function write(name, bytes) return t.write_file(dir .. "/" .. name, bytes) end
 local function idx(magic, dims, payload)
   local s = string.pack(">I4", magic)
   for _, d in ipairs(dims) do s = s .. string.pack(">I4", d) end

@@ -16,12 +16,7 @@ local child_helper = dofile("tests/lua/helpers/child.lua")
 local VELA, dir = child_helper.vela, child_helper.dir
 device("cpu")
 
-local function write(name, s)
-  local f = assert(io.open(dir .. "/" .. name, "wb"))
-  f:write(s)
-  f:close()
-  return dir .. "/" .. name
-end
+local function write(name, s) return t.write_file(dir .. "/" .. name, s) end
 local function sh(cmd)
   local p = io.popen(cmd)
   local s = p:read("a")

@@ -6,7 +6,7 @@ local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.d
 
 local ids = t.devices()
 
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
 local function max_diff(a, b)
   local ha, hb, d = host(a), host(b), 0

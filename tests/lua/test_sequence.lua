@@ -6,7 +6,7 @@ local t = dofile("tests/lua/t.lua")
 local nn = require "vela.nn"
 
 local ids = t.devices()
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
 for _, id in ipairs(ids) do
   device(id)

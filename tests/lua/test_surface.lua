@@ -7,7 +7,7 @@ local t = dofile("tests/lua/t.lua")
 local ids = t.devices()
 device("cpu")
 
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
 -- Reference reductions in float64 on the host.
 local function ref(tab, rows, cols, what, dim)

@@ -8,7 +8,7 @@ local t = dofile("tests/lua/t.lua")
 local ids = t.devices()
 device("cpu")
 
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
 local function same(got, want, what, tol)
   tol = tol or 0

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/ops.hpp"
+#include "lua/bind.hpp"
 #include "lua/check.hpp"
 #include "lua/observe.hpp"
 #include "lua/vela.hpp"
@@ -34,9 +35,7 @@ float opt_eps(lua_State* L, int arg) { return lua_isnoneornil(L, arg) ? 1e-5f : 
 // dropout(x, mask, y, p [, seed [, step]]) -> y
 int k_dropout(lua_State* L) {
     check_nargs(L, 6);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& mask = check_matrix(L, 2);
-    Matrix& y = check_matrix(L, 3);
+    auto [x, mask, y] = check_matrices<3>(L);
     double p = luaL_checknumber(L, 4);
     uint64_t seed = opt_seed(L, 5, "dropout"), step = opt_step(L, 6, "dropout");
     guarded(L, [&] { dropout(seed, step, p, x, mask, y); });
@@ -47,9 +46,7 @@ int k_dropout(lua_State* L) {
 // batchnorm_stats(x, mean, var [, group]) -> mean, var
 int k_batchnorm_stats(lua_State* L) {
     check_nargs(L, 4);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& mean = check_matrix(L, 2);
-    Matrix& var = check_matrix(L, 3);
+    auto [x, mean, var] = check_matrices<3>(L);
     int64_t group = opt_group(L, 4, "batchnorm_stats");
     guarded(L, [&] { batchnorm_stats(x, group, mean, var); });
     lua_pushvalue(L, 2);
@@ -60,12 +57,7 @@ int k_batchnorm_stats(lua_State* L) {
 // batchnorm(x, mean, var, gamma, beta, y [, eps [, group]]) -> y
 int k_batchnorm(lua_State* L) {
     check_nargs(L, 8);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& mean = check_matrix(L, 2);
-    Matrix& var = check_matrix(L, 3);
-    Matrix& gamma = check_matrix(L, 4);
-    Matrix& beta = check_matrix(L, 5);
-    Matrix& y = check_matrix(L, 6);
+    auto [x, mean, var, gamma, beta, y] = check_matrices<6>(L);
     float eps = opt_eps(L, 7);
     int64_t group = opt_group(L, 8, "batchnorm");
     guarded(L, [&] { batchnorm(x, mean, var, gamma, beta, eps, group, y); });
@@ -76,13 +68,7 @@ int k_batchnorm(lua_State* L) {
 // batchnorm_backward(dy, x, mean, var, gamma, dgamma, dbeta [, dx [, eps [, group]]]) -> dx or dgamma, dbeta
 int k_batchnorm_backward(lua_State* L) {
     check_nargs(L, 10);
-    Matrix& dy = check_matrix(L, 1);
-    Matrix& x = check_matrix(L, 2);
-    Matrix& mean = check_matrix(L, 3);
-    Matrix& var = check_matrix(L, 4);
-    Matrix& gamma = check_matrix(L, 5);
-    Matrix& dgamma = check_matrix(L, 6);
-    Matrix& dbeta = check_matrix(L, 7);
+    auto [dy, x, mean, var, gamma, dgamma, dbeta] = check_matrices<7>(L);
     Matrix none;
     Matrix& dx = lua_isnoneornil(L, 8) ? none : check_matrix(L, 8);
     float eps = opt_eps(L, 9);
@@ -100,8 +86,7 @@ int k_batchnorm_backward(lua_State* L) {
 // random_shift(x, y, shift, height, width [, seed [, step]]) -> y
 int k_random_shift(lua_State* L) {
     check_nargs(L, 7);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& y = check_matrix(L, 2);
+    auto [x, y] = check_matrices<2>(L);
     int64_t shift = check_size(L, 3, "random_shift", "shift");
     int64_t height = check_size(L, 4, "random_shift", "height");
     int64_t width = check_size(L, 5, "random_shift", "width");

@@ -4,6 +4,7 @@
 // (core/ops_bmm.cpp).
 // nn.layernorm and nn.embedding (lua/vela/sequence.lua) use them.
 #include "core/ops.hpp"
+#include "lua/bind.hpp"
 #include "lua/check.hpp"
 #include "lua/observe.hpp"
 #include "lua/vela.hpp"
@@ -15,42 +16,10 @@ namespace {
 // layernorm(x, gamma, beta, mean, rstd, y [, eps]) -> y
 int k_layernorm(lua_State* L) {
     check_nargs(L, 7);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& gamma = check_matrix(L, 2);
-    Matrix& beta = check_matrix(L, 3);
-    Matrix& mean = check_matrix(L, 4);
-    Matrix& rstd = check_matrix(L, 5);
-    Matrix& y = check_matrix(L, 6);
+    auto [x, gamma, beta, mean, rstd, y] = check_matrices<6>(L);
     float eps = lua_isnoneornil(L, 7) ? 1e-5f : check_float(L, 7);
     guarded(L, [&] { layernorm(x, gamma, beta, eps, mean, rstd, y); });
     lua_pushvalue(L, 6);
-    return 1;
-}
-
-// layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx) -> dx
-int k_layernorm_backward(lua_State* L) {
-    check_nargs(L, 8);
-    Matrix& dy = check_matrix(L, 1);
-    Matrix& x = check_matrix(L, 2);
-    Matrix& mean = check_matrix(L, 3);
-    Matrix& rstd = check_matrix(L, 4);
-    Matrix& gamma = check_matrix(L, 5);
-    Matrix& dgamma = check_matrix(L, 6);
-    Matrix& dbeta = check_matrix(L, 7);
-    Matrix& dx = check_matrix(L, 8);
-    guarded(L, [&] { layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx); });
-    lua_pushvalue(L, 8);
-    return 1;
-}
-
-// embedding_backward(dy, idx, dE) -> dE
-int k_embedding_backward(lua_State* L) {
-    check_nargs(L, 3);
-    Matrix& dy = check_matrix(L, 1);
-    Matrix& idx = check_matrix(L, 2);
-    Matrix& dE = check_matrix(L, 3);
-    guarded(L, [&] { embedding_backward(dy, idx, dE); });
-    lua_pushvalue(L, 3);
     return 1;
 }
 
@@ -61,17 +30,6 @@ int k_softmax_causal(lua_State* L) {
     Matrix& y = lua_isnoneornil(L, 2) ? x : check_matrix(L, 2);
     guarded(L, [&] { softmax_causal(x, y); });
     lua_pushvalue(L, lua_isnoneornil(L, 2) ? 1 : 2);
-    return 1;
-}
-
-// softmax_causal_backward(y, dy, dx) -> dx
-int k_softmax_causal_backward(lua_State* L) {
-    check_nargs(L, 3);
-    Matrix& y = check_matrix(L, 1);
-    Matrix& dy = check_matrix(L, 2);
-    Matrix& dx = check_matrix(L, 3);
-    guarded(L, [&] { softmax_causal_backward(y, dy, dx); });
-    lua_pushvalue(L, 3);
     return 1;
 }
 
@@ -92,8 +50,7 @@ bool opt_bool(lua_State* L, int idx, const char* fn, const char* key) {
 int k_bmm(lua_State* L) {
     check_nargs(L, 7);
     float alpha = check_float(L, 1);
-    Matrix& a = check_matrix(L, 2);
-    Matrix& b = check_matrix(L, 3);
+    auto [a, b] = check_matrices<2>(L, 2);
     float beta = check_float(L, 4);
     Matrix& c = check_matrix(L, 5);
     int64_t count = check_size(L, 6, "bmm", "count");
@@ -108,11 +65,14 @@ int k_bmm(lua_State* L) {
     return 1;
 }
 
+// layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx) -> dx,
+// embedding_backward(dy, idx, dE) -> dE, softmax_causal_backward(y, dy, dx) -> dx:
+// matrices alone (bind.hpp).
 const luaL_Reg kernels[] = {{"layernorm", k_layernorm},
-                            {"layernorm_backward", k_layernorm_backward},
-                            {"embedding_backward", k_embedding_backward},
+                            {"layernorm_backward", matrix_kernel<layernorm_backward, 8>},
+                            {"embedding_backward", matrix_kernel<embedding_backward, 3>},
                             {"softmax_causal", k_softmax_causal},
-                            {"softmax_causal_backward", k_softmax_causal_backward},
+                            {"softmax_causal_backward", matrix_kernel<softmax_causal_backward, 3>},
                             {"bmm", k_bmm},
                             {nullptr, nullptr}};
 

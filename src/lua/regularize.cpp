@@ -115,27 +115,28 @@ int l_next_seed(lua_State* L) {
 const luaL_Reg helpers[] = {{"_next_seed", l_next_seed}, {nullptr, nullptr}};
 
 void document() {
-    doc("dropout", "dropout(x, mask, y, p [, seed [, step = 0]]) -> y",
-        "Inverted dropout in one pass: mask(k) ← 1/(1 − p) where u(k) ≥ p, else 0; y ← x ∘ mask. u(k) is 24 bits of "
-        "word k mod 4 of the Philox draw k div 4 (k column-major) for (seed, step): the same mask on every device. 0 ≤ p < 1; y "
-        "may be x; the backward is mul(dy, mask, dx). Without a seed, the next of seed(n)'s sequence. nn.dropout "
-        "uses it. Example: dropout(x, zeros(x.rows, x.cols), x, 0.5, 7).");
-    doc("batchnorm_stats", "batchnorm_stats(x, mean, var [, group = 1]) -> mean, var",
-        "Per-feature mean and (biased) variance of x, (F·group)×n: feature f is rows (f−1)·group+1 .. f·group of "
-        "every column (group = 1: one feature per row; group = height·width: one per channel of images), N = "
-        "group·n values each. Two passes; loops bounded on every device. mean, var: F-vectors.");
-    doc("batchnorm", "batchnorm(x, mean, var, gamma, beta, y [, eps = 1e-5 [, group = 1]]) -> y",
-        "y ← γ·(x − mean)/√(var + eps) + β per feature (see batchnorm_stats for group); y may be x. nn.batchnorm "
-        "uses it with the batch's statistics in training and the running ones in evaluation.");
-    doc("batchnorm_backward",
-        "batchnorm_backward(dy, x, mean, var, gamma, dgamma, dbeta [, dx [, eps = 1e-5 [, group = 1]]]) -> dx",
-        "The backward of batchnorm with the batch's statistics: dβ ← Σ dy, dγ ← Σ dy·x̂ (x̂ = (x − mean)·inv, inv "
-        "= 1/√(var + eps)), and when dx is given dx ← γ·inv/N·(N·dy − dβ − x̂·dγ), N = group·n. Returns dx, or "
-        "dgamma, dbeta without dx.");
-    doc("random_shift", "random_shift(x, y, shift, height, width [, seed [, step = 0]]) -> y",
-        "Each column of x holds an image (channels·height·width rows, row-major pixels); y gets it moved by up to "
-        "±shift pixels in each direction, zero fill, the move of column j drawn by Philox from (seed, step, j): the "
-        "same on every device. y must not overlap x. data.loader(set, batch, {shift = 2}) uses it.");
+    doc({
+        {"dropout", "dropout(x, mask, y, p [, seed [, step = 0]]) -> y",
+         "Inverted dropout in one pass: mask(k) ← 1/(1 − p) where u(k) ≥ p, else 0; y ← x ∘ mask. u(k) is 24 bits of "
+         "word k mod 4 of the Philox draw k div 4 (k column-major) for (seed, step): the same mask on every device. 0 ≤ p < 1; y "
+         "may be x; the backward is mul(dy, mask, dx). Without a seed, the next of seed(n)'s sequence. nn.dropout "
+         "uses it. Example: dropout(x, zeros(x.rows, x.cols), x, 0.5, 7)."},
+        {"batchnorm_stats", "batchnorm_stats(x, mean, var [, group = 1]) -> mean, var",
+         "Per-feature mean and (biased) variance of x, (F·group)×n: feature f is rows (f−1)·group+1 .. f·group of "
+         "every column (group = 1: one feature per row; group = height·width: one per channel of images), N = "
+         "group·n values each. Two passes; loops bounded on every device. mean, var: F-vectors."},
+        {"batchnorm", "batchnorm(x, mean, var, gamma, beta, y [, eps = 1e-5 [, group = 1]]) -> y",
+         "y ← γ·(x − mean)/√(var + eps) + β per feature (see batchnorm_stats for group); y may be x. nn.batchnorm "
+         "uses it with the batch's statistics in training and the running ones in evaluation."},
+        {"batchnorm_backward", "batchnorm_backward(dy, x, mean, var, gamma, dgamma, dbeta [, dx [, eps = 1e-5 [, group = 1]]]) -> dx",
+         "The backward of batchnorm with the batch's statistics: dβ ← Σ dy, dγ ← Σ dy·x̂ (x̂ = (x − mean)·inv, inv "
+         "= 1/√(var + eps)), and when dx is given dx ← γ·inv/N·(N·dy − dβ − x̂·dγ), N = group·n. Returns dx, or "
+         "dgamma, dbeta without dx."},
+        {"random_shift", "random_shift(x, y, shift, height, width [, seed [, step = 0]]) -> y",
+         "Each column of x holds an image (channels·height·width rows, row-major pixels); y gets it moved by up to "
+         "±shift pixels in each direction, zero fill, the move of column j drawn by Philox from (seed, step, j): the "
+         "same on every device. y must not overlap x. data.loader(set, batch, {shift = 2}) uses it."},
+    });
 }
 
 }  // namespace

@@ -77,31 +77,33 @@ const luaL_Reg kernels[] = {{"layernorm", k_layernorm},
                             {nullptr, nullptr}};
 
 void document() {
-    doc("layernorm", "layernorm(x, gamma, beta, mean, rstd, y [, eps = 1e-5]) -> y",
-        "Layer norm of each column (one token per column) over its rows: y ← γ ∘ (x − mean(j))·rstd(j) + β, "
-        "rstd = 1/√(var + eps), var the biased variance of column j; saves mean and rstd (n-vectors) for the "
-        "backward. gamma, beta: one per row. y may be x. nn.layernorm uses it. Example: "
-        "layernorm(from{{1, 2}, {3, 6}}, ones(2, 1), zeros(2, 1), zeros(2, 1), zeros(2, 1), zeros(2, 2)).");
-    doc("layernorm_backward", "layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx) -> dx",
-        "The backward of layernorm: dβ ← Σⱼ dy, dγ ← Σⱼ dy ∘ x̂ (x̂ = (x − mean)·rstd; both overwritten), dx ← "
-        "rstd·(g − mean(g) − x̂·mean(g ∘ x̂)) per column, g = dy ∘ γ.");
-    doc("embedding_backward", "embedding_backward(dy, idx, dE) -> dE",
-        "The backward of an embedding lookup (gather_cols(E, idx, y)): dE(:, idx[j]) += dy(:, j) for every j, "
-        "repeated tokens summed in order (the same bits every run). idx: 1-based columns of dE, checked. Example: "
-        "embedding_backward(ones(2, 3), from{{1, 3, 1}}, zeros(2, 4)).");
-    doc("softmax_causal", "softmax_causal(x [, y]) -> y",
-        "Causal softmax of attention scores x (T×n, n/T sequences): column j is the query at position p = (j−1) "
-        "mod T + 1, and only rows 1..p (the keys up to it) take part; the others get 0, with no −Inf mask stored. "
-        "Into y, or x when y is absent. T at most 4,096 on Vulkan. Example: softmax_causal(zeros(3, 3)).");
-    doc("softmax_causal_backward", "softmax_causal_backward(y, dy, dx) -> dx",
-        "The backward of softmax_causal from its output y: dx ← y ∘ (dy − Σᵢ y ∘ dy) per column (0 where y was "
-        "masked). dx may be dy.");
-    doc("bmm", "bmm(alpha, a, b, beta, c, count [, {ta = false, tb = false}]) -> c",
-        "Strided batched product: Cᵢ ← α·op(Aᵢ)·op(Bᵢ) + β·Cᵢ for i = 1..count, Xᵢ the i-th of count equal "
-        "column blocks of x, op(Aᵢ) = Aᵢᵀ with ta (Bᵢᵀ with tb). a: m×(k·count) (ta: k×(m·count)), b: "
-        "k×(n·count) (tb: n×(k·count)), c: m×(n·count), not overlapping a or b. One dispatch on Vulkan; "
-        "attention's scores Kᵢᵀ·Qᵢ and outputs Vᵢ·Pᵢ (docs/sequence.md). Like torch.baddbmm with the batch "
-        "along the columns. Example: bmm(1, ones(2, 6), ones(3, 4), 0, zeros(2, 4), 2).");
+    doc({
+        {"layernorm", "layernorm(x, gamma, beta, mean, rstd, y [, eps = 1e-5]) -> y",
+         "Layer norm of each column (one token per column) over its rows: y ← γ ∘ (x − mean(j))·rstd(j) + β, "
+         "rstd = 1/√(var + eps), var the biased variance of column j; saves mean and rstd (n-vectors) for the "
+         "backward. gamma, beta: one per row. y may be x. nn.layernorm uses it. Example: "
+         "layernorm(from{{1, 2}, {3, 6}}, ones(2, 1), zeros(2, 1), zeros(2, 1), zeros(2, 1), zeros(2, 2))."},
+        {"layernorm_backward", "layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx) -> dx",
+         "The backward of layernorm: dβ ← Σⱼ dy, dγ ← Σⱼ dy ∘ x̂ (x̂ = (x − mean)·rstd; both overwritten), dx ← "
+         "rstd·(g − mean(g) − x̂·mean(g ∘ x̂)) per column, g = dy ∘ γ."},
+        {"embedding_backward", "embedding_backward(dy, idx, dE) -> dE",
+         "The backward of an embedding lookup (gather_cols(E, idx, y)): dE(:, idx[j]) += dy(:, j) for every j, "
+         "repeated tokens summed in order (the same bits every run). idx: 1-based columns of dE, checked. Example: "
+         "embedding_backward(ones(2, 3), from{{1, 3, 1}}, zeros(2, 4))."},
+        {"softmax_causal", "softmax_causal(x [, y]) -> y",
+         "Causal softmax of attention scores x (T×n, n/T sequences): column j is the query at position p = (j−1) "
+         "mod T + 1, and only rows 1..p (the keys up to it) take part; the others get 0, with no −Inf mask stored. "
+         "Into y, or x when y is absent. T at most 4,096 on Vulkan. Example: softmax_causal(zeros(3, 3))."},
+        {"softmax_causal_backward", "softmax_causal_backward(y, dy, dx) -> dx",
+         "The backward of softmax_causal from its output y: dx ← y ∘ (dy − Σᵢ y ∘ dy) per column (0 where y was "
+         "masked). dx may be dy."},
+        {"bmm", "bmm(alpha, a, b, beta, c, count [, {ta = false, tb = false}]) -> c",
+         "Strided batched product: Cᵢ ← α·op(Aᵢ)·op(Bᵢ) + β·Cᵢ for i = 1..count, Xᵢ the i-th of count equal "
+         "column blocks of x, op(Aᵢ) = Aᵢᵀ with ta (Bᵢᵀ with tb). a: m×(k·count) (ta: k×(m·count)), b: "
+         "k×(n·count) (tb: n×(k·count)), c: m×(n·count), not overlapping a or b. One dispatch on Vulkan; "
+         "attention's scores Kᵢᵀ·Qᵢ and outputs Vᵢ·Pᵢ (docs/sequence.md). Like torch.baddbmm with the batch "
+         "along the columns. Example: bmm(1, ones(2, 6), ones(3, 4), 0, zeros(2, 4), 2)."},
+    });
 }
 
 }  // namespace

@@ -72,6 +72,14 @@ function t.devices()
   return ids
 end
 
+-- fn(id) for each usable device, made current first.
+function t.each_device(fn)
+  for _, id in ipairs(t.devices()) do
+    device(id)
+    fn(id)
+  end
+end
+
 -- Whether kernels written at the prompt (map, kernel{}) can run on the cpu
 -- here: the cpu runs them through a software Vulkan driver (lavapipe,
 -- SwiftShader), which a machine with a hardware GPU may lack; there the cpu

@@ -39,9 +39,12 @@ double pixel(const std::vector<float>& x, const ConvGeom& g, int64_t n, int64_t 
     return x[size_t(n * g.pixels() + (c * g.h + iy) * g.w + ix)];
 }
 
-std::vector<double> im2col_ref(const std::vector<float>& x, const ConvGeom& g, int64_t N) {
-    const int64_t oh = g.oh(), ow = g.ow(), R = g.patch(), Q = oh * ow * N;
-    std::vector<double> cols(size_t(R * Q));
+// Calls f(n, c, iy, ix, k) for every entry k (column-major) of the im2col
+// matrix of an N-image batch: pixel (iy, ix) of channel c of image n, which may
+// lie on the padding.
+template <class F>
+void for_each_patch_entry(const ConvGeom& g, int64_t N, F f) {
+    const int64_t oh = g.oh(), ow = g.ow(), R = g.patch();
     for (int64_t n = 0; n < N; n++)
         for (int64_t c = 0; c < g.c; c++)
             for (int64_t ky = 0; ky < g.kh; ky++)
@@ -49,27 +52,26 @@ std::vector<double> im2col_ref(const std::vector<float>& x, const ConvGeom& g, i
                     for (int64_t oy = 0; oy < oh; oy++)
                         for (int64_t ox = 0; ox < ow; ox++) {
                             int64_t r = (c * g.kh + ky) * g.kw + kx, q = n * oh * ow + oy * ow + ox;
-                            cols[size_t(r + q * R)] = pixel(x, g, n, c, oy * g.sh - g.ph + ky, ox * g.sw - g.pw + kx);
+                            f(n, c, oy * g.sh - g.ph + ky, ox * g.sw - g.pw + kx, size_t(r + q * R));
                         }
+}
+
+std::vector<double> im2col_ref(const std::vector<float>& x, const ConvGeom& g, int64_t N) {
+    std::vector<double> cols(size_t(g.patch() * g.oh() * g.ow() * N));
+    for_each_patch_entry(g, N, [&](int64_t n, int64_t c, int64_t iy, int64_t ix, size_t k) {
+        cols[k] = pixel(x, g, n, c, iy, ix);
+    });
     return cols;
 }
 
 // x0 + the scatter of every cols entry to its pixel (entries on padding dropped).
 std::vector<double> col2im_ref(const std::vector<float>& cols, const std::vector<float>& x0, const ConvGeom& g,
                                int64_t N) {
-    const int64_t oh = g.oh(), ow = g.ow(), R = g.patch();
     std::vector<double> x(x0.begin(), x0.end());
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t c = 0; c < g.c; c++)
-            for (int64_t ky = 0; ky < g.kh; ky++)
-                for (int64_t kx = 0; kx < g.kw; kx++)
-                    for (int64_t oy = 0; oy < oh; oy++)
-                        for (int64_t ox = 0; ox < ow; ox++) {
-                            int64_t iy = oy * g.sh - g.ph + ky, ix = ox * g.sw - g.pw + kx;
-                            if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
-                            int64_t r = (c * g.kh + ky) * g.kw + kx, q = n * oh * ow + oy * ow + ox;
-                            x[size_t(n * g.pixels() + (c * g.h + iy) * g.w + ix)] += cols[size_t(r + q * R)];
-                        }
+    for_each_patch_entry(g, N, [&](int64_t n, int64_t c, int64_t iy, int64_t ix, size_t k) {
+        if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) return;
+        x[size_t(n * g.pixels() + (c * g.h + iy) * g.w + ix)] += cols[k];
+    });
     return x;
 }
 

@@ -115,9 +115,12 @@ bool outside_unchanged(const Pair& c, const std::vector<float>& after) {
     return true;
 }
 
-// mm on the device against float64; returns the scaled error.
-double check_mm(Device& dev, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool tc, float alpha, float beta,
-                int64_t pad, bool* outside_ok) {
+constexpr double tol = 4 * std::numeric_limits<float>::epsilon();
+
+// mm on the device against float64: the scaled error within tol, and nothing
+// outside c's view written.
+void check_mm(Device& dev, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool tc, float alpha, float beta,
+              int64_t pad) {
     Pair a = make(dev, m, k, ta, pad), b = make(dev, k, n, tb, pad);
     Pair c = make(dev, m, n, tc, pad, beta == 0.0f);
     mm(alpha, a.view, b.view, beta, c.view);
@@ -134,11 +137,9 @@ double check_mm(Device& dev, int64_t m, int64_t n, int64_t k, bool ta, bool tb, 
             scale = std::fabs(alpha) * scale + (beta != 0.0f ? std::fabs(beta * c.at(i, j)) : 0.0);
             err.add(got[size_t(c.view.index(i, j) - c.parent.offset)], want, scale);
         }
-    *outside_ok = outside_unchanged(c, got);
-    return err.worst;
+    CHECK(err.worst <= tol);
+    CHECK(outside_unchanged(c, got));
 }
-
-constexpr double tol = 4 * std::numeric_limits<float>::epsilon();
 
 // CPU time of the whole process (lavapipe's worker threads included).
 double cpu_seconds() {
@@ -164,13 +165,10 @@ TEST_CASE("vulkan mm: transposes, α and β, odd sizes, ld > rows, offsets", "[v
                 for (float alpha : coefs)
                     for (float beta : coefs)
                         for (int64_t pad : {0, 3}) {
-                            bool outside_ok = false;
-                            double e = check_mm(*dev, s.m, s.n, s.k, ta, tb, false, alpha, beta, pad, &outside_ok);
                             INFO(variant_name(variant) << " " << s.m << "×" << s.n << "×" << s.k << " ta " << ta
                                                        << " tb " << tb << " α " << alpha << " β " << beta
                                                        << " pad " << pad);
-                            CHECK(e <= tol);
-                            CHECK(outside_ok);
+                            check_mm(*dev, s.m, s.n, s.k, ta, tb, false, alpha, beta, pad);
                         }
 }
 
@@ -182,13 +180,10 @@ TEST_CASE("vulkan mm: a transposed c, and even sizes that take the 8-byte loads"
         for (int tb = 0; tb < 2; tb++)
             for (int tc = 0; tc < 2; tc++)
                 for (int64_t pad : {0, 1, 2}) {
-                    bool outside_ok = false;
+                    INFO(variant_name(variant) << " ta " << ta << " tb " << tb << " tc " << tc << " pad " << pad);
                     // 66 rows, k = 20: both the 8-wide k chunks and the remainder; pad 1 makes
                     // the leading dimension odd, which must fall back to 4-byte loads.
-                    double e = check_mm(*dev, 66, 26, 20, ta, tb, tc, -1.5f, 1.0f, pad, &outside_ok);
-                    INFO(variant_name(variant) << " ta " << ta << " tb " << tb << " tc " << tc << " pad " << pad);
-                    CHECK(e <= tol);
-                    CHECK(outside_ok);
+                    check_mm(*dev, 66, 26, 20, ta, tb, tc, -1.5f, 1.0f, pad);
                 }
 }
 
@@ -205,19 +200,15 @@ TEST_CASE("vulkan mm: sizes and leading dimensions that take the 16-byte loads",
         for (int tb = 0; tb < 2; tb++)
             for (int64_t pad : {0, 1, 2, 4})
                 for (int64_t k : {24, 27}) {
-                    bool outside_ok = false;
-                    double e = check_mm(*dev, 68, 30, k, ta, tb, false, 0.75f, -1.0f, pad, &outside_ok);
                     INFO(variant_name(variant) << " ta " << ta << " tb " << tb << " pad " << pad << " k " << k);
-                    CHECK(e <= tol);
-                    CHECK(outside_ok);
+                    check_mm(*dev, 68, 30, k, ta, tb, false, 0.75f, -1.0f, pad);
                 }
 }
 
 TEST_CASE("vulkan mm: β = 0 never reads c, k = 0 and empty shapes", "[vulkan][gemm]") {
     REQUIRE_VULKAN(dev);
     // c full of NaN with β = 0: the result must be exactly α·a·b.
-    bool outside_ok = false;
-    CHECK(check_mm(*dev, 33, 9, 7, false, false, false, 1.0f, 0.0f, 0, &outside_ok) <= tol);
+    check_mm(*dev, 33, 9, 7, false, false, false, 1.0f, 0.0f, 0);
     // k = 0: c ← β·c, and with β = 0 plain zeros even over NaN.
     std::vector<float> nan4(4, NAN), ones4(4, 1.0f);
     Matrix a = empty(*dev, 2, 0), b = empty(*dev, 0, 2);

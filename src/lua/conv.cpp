@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/ops.hpp"
+#include "lua/bind.hpp"
 #include "lua/check.hpp"
 #include "lua/guarded.hpp"
 #include "lua/observe.hpp"
@@ -74,8 +75,7 @@ ConvGeom check_geom(lua_State* L, int arg, const char* fn, bool pooling) {
 
 int l_im2col(lua_State* L) {
     check_nargs(L, 3);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& cols = check_matrix(L, 2);
+    auto [x, cols] = check_matrices<2>(L);
     ConvGeom g = check_geom(L, 3, "im2col", false);
     guarded(L, [&] { im2col(g, x, cols); });
     lua_pushvalue(L, 2);
@@ -84,8 +84,7 @@ int l_im2col(lua_State* L) {
 
 int l_col2im(lua_State* L) {
     check_nargs(L, 3);
-    Matrix& cols = check_matrix(L, 1);
-    Matrix& x = check_matrix(L, 2);
+    auto [cols, x] = check_matrices<2>(L);
     ConvGeom g = check_geom(L, 3, "col2im", false);
     guarded(L, [&] { col2im(g, cols, x); });
     lua_pushvalue(L, 2);
@@ -94,9 +93,7 @@ int l_col2im(lua_State* L) {
 
 int l_maxpool(lua_State* L) {
     check_nargs(L, 4);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& y = check_matrix(L, 2);
-    Matrix& idx = check_matrix(L, 3);
+    auto [x, y, idx] = check_matrices<3>(L);
     ConvGeom g = check_geom(L, 4, "maxpool", true);
     guarded(L, [&] { maxpool(g, x, y, idx); });
     lua_pushvalue(L, 2);
@@ -106,9 +103,7 @@ int l_maxpool(lua_State* L) {
 
 int l_maxpool_backward(lua_State* L) {
     check_nargs(L, 4);
-    Matrix& dy = check_matrix(L, 1);
-    Matrix& idx = check_matrix(L, 2);
-    Matrix& dx = check_matrix(L, 3);
+    auto [dy, idx, dx] = check_matrices<3>(L);
     ConvGeom g = check_geom(L, 4, "maxpool_backward", true);
     guarded(L, [&] { maxpool_backward(g, dy, idx, dx); });
     lua_pushvalue(L, 3);
@@ -117,8 +112,7 @@ int l_maxpool_backward(lua_State* L) {
 
 int l_avgpool(lua_State* L) {
     check_nargs(L, 3);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& y = check_matrix(L, 2);
+    auto [x, y] = check_matrices<2>(L);
     ConvGeom g = check_geom(L, 3, "avgpool", true);
     guarded(L, [&] { avgpool(g, x, y); });
     lua_pushvalue(L, 2);
@@ -127,8 +121,7 @@ int l_avgpool(lua_State* L) {
 
 int l_avgpool_backward(lua_State* L) {
     check_nargs(L, 3);
-    Matrix& dy = check_matrix(L, 1);
-    Matrix& dx = check_matrix(L, 2);
+    auto [dy, dx] = check_matrices<2>(L);
     ConvGeom g = check_geom(L, 3, "avgpool_backward", true);
     guarded(L, [&] { avgpool_backward(g, dy, dx); });
     lua_pushvalue(L, 2);
@@ -137,19 +130,9 @@ int l_avgpool_backward(lua_State* L) {
 
 int l_to_images(lua_State* L) {
     check_nargs(L, 3);
-    Matrix& u = check_matrix(L, 1);
-    Matrix& y = check_matrix(L, 2);
+    auto [u, y] = check_matrices<2>(L);
     Matrix* b = lua_isnoneornil(L, 3) ? nullptr : &check_matrix(L, 3);
     guarded(L, [&] { to_images(u, b ? *b : Matrix{}, y); });
-    lua_pushvalue(L, 2);
-    return 1;
-}
-
-int l_from_images(lua_State* L) {
-    check_nargs(L, 2);
-    Matrix& y = check_matrix(L, 1);
-    Matrix& u = check_matrix(L, 2);
-    guarded(L, [&] { from_images(y, u); });
     lua_pushvalue(L, 2);
     return 1;
 }
@@ -162,7 +145,7 @@ const luaL_Reg conv_kernels[] = {
     {"avgpool", l_avgpool},
     {"avgpool_backward", l_avgpool_backward},
     {"to_images", l_to_images},
-    {"from_images", l_from_images},
+    {"from_images", matrix_kernel<from_images, 2>},  // from_images(y, u) -> u
     {nullptr, nullptr}};
 
 void document() {

@@ -199,6 +199,10 @@ void doc(const char* name, const char* signature, const char* text) {
     help::registry()[name] = help::Entry{signature ? signature : "", text ? text : ""};
 }
 
+void doc(std::initializer_list<DocEntry> entries) {
+    for (const DocEntry& e : entries) doc(e.name, e.signature, e.text);
+}
+
 std::string signature_of(lua_State* L, int idx) {
     if (!lua_isfunction(L, idx)) return "";
     int top = lua_gettop(L);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/ops.hpp"
+#include "lua/bind.hpp"
 #include "lua/check.hpp"
 #include "lua/observe.hpp"
 #include "lua/vela.hpp"
@@ -34,9 +35,7 @@ float opt_eps(lua_State* L, int arg) { return lua_isnoneornil(L, arg) ? 1e-5f : 
 // dropout(x, mask, y, p [, seed [, step]]) -> y
 int k_dropout(lua_State* L) {
     check_nargs(L, 6);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& mask = check_matrix(L, 2);
-    Matrix& y = check_matrix(L, 3);
+    auto [x, mask, y] = check_matrices<3>(L);
     double p = luaL_checknumber(L, 4);
     uint64_t seed = opt_seed(L, 5, "dropout"), step = opt_step(L, 6, "dropout");
     guarded(L, [&] { dropout(seed, step, p, x, mask, y); });
@@ -47,9 +46,7 @@ int k_dropout(lua_State* L) {
 // batchnorm_stats(x, mean, var [, group]) -> mean, var
 int k_batchnorm_stats(lua_State* L) {
     check_nargs(L, 4);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& mean = check_matrix(L, 2);
-    Matrix& var = check_matrix(L, 3);
+    auto [x, mean, var] = check_matrices<3>(L);
     int64_t group = opt_group(L, 4, "batchnorm_stats");
     guarded(L, [&] { batchnorm_stats(x, group, mean, var); });
     lua_pushvalue(L, 2);
@@ -60,12 +57,7 @@ int k_batchnorm_stats(lua_State* L) {
 // batchnorm(x, mean, var, gamma, beta, y [, eps [, group]]) -> y
 int k_batchnorm(lua_State* L) {
     check_nargs(L, 8);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& mean = check_matrix(L, 2);
-    Matrix& var = check_matrix(L, 3);
-    Matrix& gamma = check_matrix(L, 4);
-    Matrix& beta = check_matrix(L, 5);
-    Matrix& y = check_matrix(L, 6);
+    auto [x, mean, var, gamma, beta, y] = check_matrices<6>(L);
     float eps = opt_eps(L, 7);
     int64_t group = opt_group(L, 8, "batchnorm");
     guarded(L, [&] { batchnorm(x, mean, var, gamma, beta, eps, group, y); });
@@ -76,13 +68,7 @@ int k_batchnorm(lua_State* L) {
 // batchnorm_backward(dy, x, mean, var, gamma, dgamma, dbeta [, dx [, eps [, group]]]) -> dx or dgamma, dbeta
 int k_batchnorm_backward(lua_State* L) {
     check_nargs(L, 10);
-    Matrix& dy = check_matrix(L, 1);
-    Matrix& x = check_matrix(L, 2);
-    Matrix& mean = check_matrix(L, 3);
-    Matrix& var = check_matrix(L, 4);
-    Matrix& gamma = check_matrix(L, 5);
-    Matrix& dgamma = check_matrix(L, 6);
-    Matrix& dbeta = check_matrix(L, 7);
+    auto [dy, x, mean, var, gamma, dgamma, dbeta] = check_matrices<7>(L);
     Matrix none;
     Matrix& dx = lua_isnoneornil(L, 8) ? none : check_matrix(L, 8);
     float eps = opt_eps(L, 9);
@@ -100,8 +86,7 @@ int k_batchnorm_backward(lua_State* L) {
 // random_shift(x, y, shift, height, width [, seed [, step]]) -> y
 int k_random_shift(lua_State* L) {
     check_nargs(L, 7);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& y = check_matrix(L, 2);
+    auto [x, y] = check_matrices<2>(L);
     int64_t shift = check_size(L, 3, "random_shift", "shift");
     int64_t height = check_size(L, 4, "random_shift", "height");
     int64_t width = check_size(L, 5, "random_shift", "width");
@@ -130,27 +115,28 @@ int l_next_seed(lua_State* L) {
 const luaL_Reg helpers[] = {{"_next_seed", l_next_seed}, {nullptr, nullptr}};
 
 void document() {
-    doc("dropout", "dropout(x, mask, y, p [, seed [, step = 0]]) -> y",
-        "Inverted dropout in one pass: mask(k) ← 1/(1 − p) where u(k) ≥ p, else 0; y ← x ∘ mask. u(k) is 24 bits of "
-        "word k mod 4 of the Philox draw k div 4 (k column-major) for (seed, step): the same mask on every device. 0 ≤ p < 1; y "
-        "may be x; the backward is mul(dy, mask, dx). Without a seed, the next of seed(n)'s sequence. nn.dropout "
-        "uses it. Example: dropout(x, zeros(x.rows, x.cols), x, 0.5, 7).");
-    doc("batchnorm_stats", "batchnorm_stats(x, mean, var [, group = 1]) -> mean, var",
-        "Per-feature mean and (biased) variance of x, (F·group)×n: feature f is rows (f−1)·group+1 .. f·group of "
-        "every column (group = 1: one feature per row; group = height·width: one per channel of images), N = "
-        "group·n values each. Two passes; loops bounded on every device. mean, var: F-vectors.");
-    doc("batchnorm", "batchnorm(x, mean, var, gamma, beta, y [, eps = 1e-5 [, group = 1]]) -> y",
-        "y ← γ·(x − mean)/√(var + eps) + β per feature (see batchnorm_stats for group); y may be x. nn.batchnorm "
-        "uses it with the batch's statistics in training and the running ones in evaluation.");
-    doc("batchnorm_backward",
-        "batchnorm_backward(dy, x, mean, var, gamma, dgamma, dbeta [, dx [, eps = 1e-5 [, group = 1]]]) -> dx",
-        "The backward of batchnorm with the batch's statistics: dβ ← Σ dy, dγ ← Σ dy·x̂ (x̂ = (x − mean)·inv, inv "
-        "= 1/√(var + eps)), and when dx is given dx ← γ·inv/N·(N·dy − dβ − x̂·dγ), N = group·n. Returns dx, or "
-        "dgamma, dbeta without dx.");
-    doc("random_shift", "random_shift(x, y, shift, height, width [, seed [, step = 0]]) -> y",
-        "Each column of x holds an image (channels·height·width rows, row-major pixels); y gets it moved by up to "
-        "±shift pixels in each direction, zero fill, the move of column j drawn by Philox from (seed, step, j): the "
-        "same on every device. y must not overlap x. data.loader(set, batch, {shift = 2}) uses it.");
+    doc({
+        {"dropout", "dropout(x, mask, y, p [, seed [, step = 0]]) -> y",
+         "Inverted dropout in one pass: mask(k) ← 1/(1 − p) where u(k) ≥ p, else 0; y ← x ∘ mask. u(k) is 24 bits of "
+         "word k mod 4 of the Philox draw k div 4 (k column-major) for (seed, step): the same mask on every device. 0 ≤ p < 1; y "
+         "may be x; the backward is mul(dy, mask, dx). Without a seed, the next of seed(n)'s sequence. nn.dropout "
+         "uses it. Example: dropout(x, zeros(x.rows, x.cols), x, 0.5, 7)."},
+        {"batchnorm_stats", "batchnorm_stats(x, mean, var [, group = 1]) -> mean, var",
+         "Per-feature mean and (biased) variance of x, (F·group)×n: feature f is rows (f−1)·group+1 .. f·group of "
+         "every column (group = 1: one feature per row; group = height·width: one per channel of images), N = "
+         "group·n values each. Two passes; loops bounded on every device. mean, var: F-vectors."},
+        {"batchnorm", "batchnorm(x, mean, var, gamma, beta, y [, eps = 1e-5 [, group = 1]]) -> y",
+         "y ← γ·(x − mean)/√(var + eps) + β per feature (see batchnorm_stats for group); y may be x. nn.batchnorm "
+         "uses it with the batch's statistics in training and the running ones in evaluation."},
+        {"batchnorm_backward", "batchnorm_backward(dy, x, mean, var, gamma, dgamma, dbeta [, dx [, eps = 1e-5 [, group = 1]]]) -> dx",
+         "The backward of batchnorm with the batch's statistics: dβ ← Σ dy, dγ ← Σ dy·x̂ (x̂ = (x − mean)·inv, inv "
+         "= 1/√(var + eps)), and when dx is given dx ← γ·inv/N·(N·dy − dβ − x̂·dγ), N = group·n. Returns dx, or "
+         "dgamma, dbeta without dx."},
+        {"random_shift", "random_shift(x, y, shift, height, width [, seed [, step = 0]]) -> y",
+         "Each column of x holds an image (channels·height·width rows, row-major pixels); y gets it moved by up to "
+         "±shift pixels in each direction, zero fill, the move of column j drawn by Philox from (seed, step, j): the "
+         "same on every device. y must not overlap x. data.loader(set, batch, {shift = 2}) uses it."},
+    });
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // (core/ops_bmm.cpp).
 // nn.layernorm and nn.embedding (lua/vela/sequence.lua) use them.
 #include "core/ops.hpp"
+#include "lua/bind.hpp"
 #include "lua/check.hpp"
 #include "lua/observe.hpp"
 #include "lua/vela.hpp"
@@ -15,42 +16,10 @@ namespace {
 // layernorm(x, gamma, beta, mean, rstd, y [, eps]) -> y
 int k_layernorm(lua_State* L) {
     check_nargs(L, 7);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& gamma = check_matrix(L, 2);
-    Matrix& beta = check_matrix(L, 3);
-    Matrix& mean = check_matrix(L, 4);
-    Matrix& rstd = check_matrix(L, 5);
-    Matrix& y = check_matrix(L, 6);
+    auto [x, gamma, beta, mean, rstd, y] = check_matrices<6>(L);
     float eps = lua_isnoneornil(L, 7) ? 1e-5f : check_float(L, 7);
     guarded(L, [&] { layernorm(x, gamma, beta, eps, mean, rstd, y); });
     lua_pushvalue(L, 6);
-    return 1;
-}
-
-// layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx) -> dx
-int k_layernorm_backward(lua_State* L) {
-    check_nargs(L, 8);
-    Matrix& dy = check_matrix(L, 1);
-    Matrix& x = check_matrix(L, 2);
-    Matrix& mean = check_matrix(L, 3);
-    Matrix& rstd = check_matrix(L, 4);
-    Matrix& gamma = check_matrix(L, 5);
-    Matrix& dgamma = check_matrix(L, 6);
-    Matrix& dbeta = check_matrix(L, 7);
-    Matrix& dx = check_matrix(L, 8);
-    guarded(L, [&] { layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx); });
-    lua_pushvalue(L, 8);
-    return 1;
-}
-
-// embedding_backward(dy, idx, dE) -> dE
-int k_embedding_backward(lua_State* L) {
-    check_nargs(L, 3);
-    Matrix& dy = check_matrix(L, 1);
-    Matrix& idx = check_matrix(L, 2);
-    Matrix& dE = check_matrix(L, 3);
-    guarded(L, [&] { embedding_backward(dy, idx, dE); });
-    lua_pushvalue(L, 3);
     return 1;
 }
 
@@ -61,17 +30,6 @@ int k_softmax_causal(lua_State* L) {
     Matrix& y = lua_isnoneornil(L, 2) ? x : check_matrix(L, 2);
     guarded(L, [&] { softmax_causal(x, y); });
     lua_pushvalue(L, lua_isnoneornil(L, 2) ? 1 : 2);
-    return 1;
-}
-
-// softmax_causal_backward(y, dy, dx) -> dx
-int k_softmax_causal_backward(lua_State* L) {
-    check_nargs(L, 3);
-    Matrix& y = check_matrix(L, 1);
-    Matrix& dy = check_matrix(L, 2);
-    Matrix& dx = check_matrix(L, 3);
-    guarded(L, [&] { softmax_causal_backward(y, dy, dx); });
-    lua_pushvalue(L, 3);
     return 1;
 }
 
@@ -92,8 +50,7 @@ bool opt_bool(lua_State* L, int idx, const char* fn, const char* key) {
 int k_bmm(lua_State* L) {
     check_nargs(L, 7);
     float alpha = check_float(L, 1);
-    Matrix& a = check_matrix(L, 2);
-    Matrix& b = check_matrix(L, 3);
+    auto [a, b] = check_matrices<2>(L, 2);
     float beta = check_float(L, 4);
     Matrix& c = check_matrix(L, 5);
     int64_t count = check_size(L, 6, "bmm", "count");
@@ -108,40 +65,45 @@ int k_bmm(lua_State* L) {
     return 1;
 }
 
+// layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx) -> dx,
+// embedding_backward(dy, idx, dE) -> dE, softmax_causal_backward(y, dy, dx) -> dx:
+// matrices alone (bind.hpp).
 const luaL_Reg kernels[] = {{"layernorm", k_layernorm},
-                            {"layernorm_backward", k_layernorm_backward},
-                            {"embedding_backward", k_embedding_backward},
+                            {"layernorm_backward", matrix_kernel<layernorm_backward, 8>},
+                            {"embedding_backward", matrix_kernel<embedding_backward, 3>},
                             {"softmax_causal", k_softmax_causal},
-                            {"softmax_causal_backward", k_softmax_causal_backward},
+                            {"softmax_causal_backward", matrix_kernel<softmax_causal_backward, 3>},
                             {"bmm", k_bmm},
                             {nullptr, nullptr}};
 
 void document() {
-    doc("layernorm", "layernorm(x, gamma, beta, mean, rstd, y [, eps = 1e-5]) -> y",
-        "Layer norm of each column (one token per column) over its rows: y ← γ ∘ (x − mean(j))·rstd(j) + β, "
-        "rstd = 1/√(var + eps), var the biased variance of column j; saves mean and rstd (n-vectors) for the "
-        "backward. gamma, beta: one per row. y may be x. nn.layernorm uses it. Example: "
-        "layernorm(from{{1, 2}, {3, 6}}, ones(2, 1), zeros(2, 1), zeros(2, 1), zeros(2, 1), zeros(2, 2)).");
-    doc("layernorm_backward", "layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx) -> dx",
-        "The backward of layernorm: dβ ← Σⱼ dy, dγ ← Σⱼ dy ∘ x̂ (x̂ = (x − mean)·rstd; both overwritten), dx ← "
-        "rstd·(g − mean(g) − x̂·mean(g ∘ x̂)) per column, g = dy ∘ γ.");
-    doc("embedding_backward", "embedding_backward(dy, idx, dE) -> dE",
-        "The backward of an embedding lookup (gather_cols(E, idx, y)): dE(:, idx[j]) += dy(:, j) for every j, "
-        "repeated tokens summed in order (the same bits every run). idx: 1-based columns of dE, checked. Example: "
-        "embedding_backward(ones(2, 3), from{{1, 3, 1}}, zeros(2, 4)).");
-    doc("softmax_causal", "softmax_causal(x [, y]) -> y",
-        "Causal softmax of attention scores x (T×n, n/T sequences): column j is the query at position p = (j−1) "
-        "mod T + 1, and only rows 1..p (the keys up to it) take part; the others get 0, with no −Inf mask stored. "
-        "Into y, or x when y is absent. T at most 4,096 on Vulkan. Example: softmax_causal(zeros(3, 3)).");
-    doc("softmax_causal_backward", "softmax_causal_backward(y, dy, dx) -> dx",
-        "The backward of softmax_causal from its output y: dx ← y ∘ (dy − Σᵢ y ∘ dy) per column (0 where y was "
-        "masked). dx may be dy.");
-    doc("bmm", "bmm(alpha, a, b, beta, c, count [, {ta = false, tb = false}]) -> c",
-        "Strided batched product: Cᵢ ← α·op(Aᵢ)·op(Bᵢ) + β·Cᵢ for i = 1..count, Xᵢ the i-th of count equal "
-        "column blocks of x, op(Aᵢ) = Aᵢᵀ with ta (Bᵢᵀ with tb). a: m×(k·count) (ta: k×(m·count)), b: "
-        "k×(n·count) (tb: n×(k·count)), c: m×(n·count), not overlapping a or b. One dispatch on Vulkan; "
-        "attention's scores Kᵢᵀ·Qᵢ and outputs Vᵢ·Pᵢ (docs/sequence.md). Like torch.baddbmm with the batch "
-        "along the columns. Example: bmm(1, ones(2, 6), ones(3, 4), 0, zeros(2, 4), 2).");
+    doc({
+        {"layernorm", "layernorm(x, gamma, beta, mean, rstd, y [, eps = 1e-5]) -> y",
+         "Layer norm of each column (one token per column) over its rows: y ← γ ∘ (x − mean(j))·rstd(j) + β, "
+         "rstd = 1/√(var + eps), var the biased variance of column j; saves mean and rstd (n-vectors) for the "
+         "backward. gamma, beta: one per row. y may be x. nn.layernorm uses it. Example: "
+         "layernorm(from{{1, 2}, {3, 6}}, ones(2, 1), zeros(2, 1), zeros(2, 1), zeros(2, 1), zeros(2, 2))."},
+        {"layernorm_backward", "layernorm_backward(dy, x, mean, rstd, gamma, dgamma, dbeta, dx) -> dx",
+         "The backward of layernorm: dβ ← Σⱼ dy, dγ ← Σⱼ dy ∘ x̂ (x̂ = (x − mean)·rstd; both overwritten), dx ← "
+         "rstd·(g − mean(g) − x̂·mean(g ∘ x̂)) per column, g = dy ∘ γ."},
+        {"embedding_backward", "embedding_backward(dy, idx, dE) -> dE",
+         "The backward of an embedding lookup (gather_cols(E, idx, y)): dE(:, idx[j]) += dy(:, j) for every j, "
+         "repeated tokens summed in order (the same bits every run). idx: 1-based columns of dE, checked. Example: "
+         "embedding_backward(ones(2, 3), from{{1, 3, 1}}, zeros(2, 4))."},
+        {"softmax_causal", "softmax_causal(x [, y]) -> y",
+         "Causal softmax of attention scores x (T×n, n/T sequences): column j is the query at position p = (j−1) "
+         "mod T + 1, and only rows 1..p (the keys up to it) take part; the others get 0, with no −Inf mask stored. "
+         "Into y, or x when y is absent. T at most 4,096 on Vulkan. Example: softmax_causal(zeros(3, 3))."},
+        {"softmax_causal_backward", "softmax_causal_backward(y, dy, dx) -> dx",
+         "The backward of softmax_causal from its output y: dx ← y ∘ (dy − Σᵢ y ∘ dy) per column (0 where y was "
+         "masked). dx may be dy."},
+        {"bmm", "bmm(alpha, a, b, beta, c, count [, {ta = false, tb = false}]) -> c",
+         "Strided batched product: Cᵢ ← α·op(Aᵢ)·op(Bᵢ) + β·Cᵢ for i = 1..count, Xᵢ the i-th of count equal "
+         "column blocks of x, op(Aᵢ) = Aᵢᵀ with ta (Bᵢᵀ with tb). a: m×(k·count) (ta: k×(m·count)), b: "
+         "k×(n·count) (tb: n×(k·count)), c: m×(n·count), not overlapping a or b. One dispatch on Vulkan; "
+         "attention's scores Kᵢᵀ·Qᵢ and outputs Vᵢ·Pᵢ (docs/sequence.md). Like torch.baddbmm with the batch "
+         "along the columns. Example: bmm(1, ones(2, 6), ones(3, 4), 0, zeros(2, 4), 2)."},
+    });
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // in the style of Lua's own libraries: small static functions and a luaL_Reg
 // table); the shell copies its fields into the globals.
 #pragma once
+#include <initializer_list>
 #include <lua.hpp>
 
 #include "core/matrix.hpp"
@@ -51,6 +52,13 @@ auto guarded(lua_State* L, F&& f) -> decltype(f());
 // Doc strings, registered beside each binding: help(f) and ?name print them.
 // `name` is what the user types ("mm", "nn.linear", "Matrix:view").
 void doc(const char* name, const char* signature, const char* text);
+// A table of them: doc(name, signature, text) for each entry, in order.
+struct DocEntry {
+    const char* name;
+    const char* signature;
+    const char* text;
+};
+void doc(std::initializer_list<DocEntry> entries);
 
 }  // namespace vela::lua
 

@@ -359,22 +359,21 @@ end
 
 -- Callers that name the function at the call site, as a user at the prompt
 -- does: Lua's "bad argument #1 to 'axpy'" takes the name from there.
-local callers, method_callers = {}, {}
-local function caller(name)
-  local c = callers[name]
+local compiled = {}
+local function compile(src)  -- each source compiled once
+  local c = compiled[src]
   if not c then
-    c = assert(load(fmt("local vela, a = ... return vela.%s(table.unpack(a, 1, a.n))", name)))
-    callers[name] = c
+    c = assert(load(src))
+    compiled[src] = c
   end
+  return c
+end
+local function caller(name)
+  local c = compile(fmt("local vela, a = ... return vela.%s(table.unpack(a, 1, a.n))", name))
   return function(...) return c(vela, table.pack(...)) end
 end
 local function method_caller(name)
-  local c = method_callers[name]
-  if not c then
-    c = assert(load(fmt("local m, a = ... return m:%s(table.unpack(a, 1, a.n))", name)))
-    method_callers[name] = c
-  end
-  return c
+  return compile(fmt("local m, a = ... return m:%s(table.unpack(a, 1, a.n))", name))
 end
 
 -- Sizes (numbers or numeric strings, as Lua converts them) whose product would
@@ -387,6 +386,14 @@ local function too_big(a, b)
 end
 
 local ops = {}
+
+-- An op on one held matrix: pick draws it (any_entry, f32_entry); none held, the op does nothing.
+local function on_entry(pick, body)
+  ops[#ops + 1] = function(dev)
+    local e = pick()
+    if e then return body(e, dev) end
+  end
+end
 
 -- constructors
 ops[#ops + 1] = function(dev)
@@ -431,9 +438,7 @@ ops[#ops + 1] = function(dev)
 end
 
 -- views
-ops[#ops + 1] = function()
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e)
   local kind = R(5)
   local m = e.m
   if kind == 1 then
@@ -478,12 +483,10 @@ ops[#ops + 1] = function()
     local ok, v = attempt({"t"}, true, function() return m:t() end)
     if ok then check(derive(e, v, 0, 0, e.cols, e.rows, true), "m:t") end
   end
-end
+end)
 
 -- get / set
-ops[#ops + 1] = function()
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e)
   local i, j = index(e.rows), index(e.cols)
   local valid = math.type(i) == "integer" and math.type(j) == "integer" and i >= 1 and j >= 1 and i <= e.rows and
     j <= e.cols and live(e)
@@ -505,12 +508,10 @@ ops[#ops + 1] = function()
       check(e, "m:set")
     end
   end
-end
+end)
 
 -- fill, scal
-ops[#ops + 1] = function()
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e)
   local v = number()
   local valid = live(e) and e.base.dtype == "float32"
   if R() < 0.5 then
@@ -532,7 +533,7 @@ ops[#ops + 1] = function()
       check(e, "scal")
     end
   end
-end
+end)
 
 -- axpy, copy: two operands, any pair (shapes, devices, dtypes, aliasing, released)
 ops[#ops + 1] = function()
@@ -578,9 +579,7 @@ ops[#ops + 1] = function()
 end
 
 -- reductions
-ops[#ops + 1] = function()
-  local e = f32_entry()
-  if not e then return end
+on_entry(f32_entry, function(e)
   local fn = pick{"sum", "asum", "nrm2"}
   current_call = fmt("%s(x %d×%d)", fn, e.rows, e.cols)
   local ok, v = attempt({fn}, live(e), function() return vela[fn](e.m) end)
@@ -600,12 +599,10 @@ ops[#ops + 1] = function()
       end
     end
   end
-end
+end)
 
 -- copies and moves: m:copy(), m:to(dev), operators
-ops[#ops + 1] = function()
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e)
   local kind = R(5)
   local function adopt(m, values_of, dev, dtype)
     local n = new_entry(m, dev, dtype)
@@ -658,12 +655,10 @@ ops[#ops + 1] = function()
       pcall(m.release, m)
     end
   end
-end
+end)
 
 -- release (sometimes), and checks of random entries
-ops[#ops + 1] = function()
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e)
   if R() < 0.15 then
     current_call = "m:release()"
     attempt({"release"}, true, function() e.m:release() end)
@@ -672,7 +667,7 @@ ops[#ops + 1] = function()
     current_call = "check"
     check(e, "a check of a held matrix")
   end
-end
+end)
 
 -- garbage: any function or method with random arguments
 local function garbage_value(dev)
@@ -943,9 +938,7 @@ local function write_file(path, d)
   f:close()
 end
 
-ops[#ops + 1] = function(dev)
-  local e = any_entry()
-  if not e then return end
+on_entry(any_entry, function(e, dev)
   stats.files = stats.files + 1
   local d2 = other_dev(dev)
   if R() < 0.25 then
@@ -996,7 +989,7 @@ ops[#ops + 1] = function(dev)
   local n = new_entry(m, d2, e.base.dtype)
   for j = 0, e.cols - 1 do for i = 0, e.rows - 1 do model_set(n, i, j, model_get(e, i, j)) end end
   check(n, "vela.load")
-end
+end)
 
 local nn = require "vela.nn"
 local acts = {"identity", "relu", "sigmoid", "tanh"}

@@ -38,6 +38,31 @@ function t.read_file(path)
   return s
 end
 
+-- Writes bytes to the file at path (replaced if there); returns path.
+function t.write_file(path, bytes)
+  local f = assert(io.open(path, "wb"))
+  f:write(bytes)
+  f:close()
+  return path
+end
+
+-- A matrix's rows as a Lua table, read on the host.
+function t.host(m) return m:to("cpu"):totable() end
+
+-- `steps` SGD steps (lr 0.1, momentum 0.9) of net on one batch (x, labels)
+-- under softmax cross-entropy: the loss of each step, and the optimizer.
+function t.sgd_losses(net, x, labels, steps)
+  local nn, optim = require "vela.nn", require "vela.optim"
+  local loss, opt = nn.softmax_xent(), optim.sgd{lr = 0.1, momentum = 0.9}
+  local out = {}
+  for s = 1, steps do
+    out[s] = nn.mean(loss:forward(net:forward(x), labels))
+    net:backward(loss:backward())
+    opt:step(net)
+  end
+  return out, opt
+end
+
 -- The ids of the usable devices (cpu first), for tests run on each.
 function t.devices()
   local ids = {}
@@ -45,6 +70,14 @@ function t.devices()
     if d.usable then ids[#ids + 1] = d.id end
   end
   return ids
+end
+
+-- fn(id) for each usable device, made current first.
+function t.each_device(fn)
+  for _, id in ipairs(t.devices()) do
+    device(id)
+    fn(id)
+  end
 end
 
 -- Whether kernels written at the prompt (map, kernel{}) can run on the cpu

@@ -4,11 +4,9 @@
 local t = dofile("tests/lua/t.lua")
 local nn = require "vela.nn"
 
-local ids = t.devices()
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
-for _, id in ipairs(ids) do
-  device(id)
+t.each_device(function(id)
   t.test(id .. ": attention of 3 tokens by hand: Q = K = 0 gives the running mean of V", function()
     local a = nn.attention(1, 1, {context = 3})
     copy(from{{0}, {0}, {1}}, a.Wqkv)  -- Q = K = 0, V = x
@@ -29,7 +27,7 @@ for _, id in ipairs(ids) do
     local r2 = nn.gradcheck(net, from{{1, 3, 3, 7, 2, 5}}, {entries = 48})
     assert(r2.ok, tostring(r2))
   end)
-end
+end)
 
 t.test("nn.attention: argument errors name the function", function()
   device("cpu")

@@ -7,10 +7,7 @@
 local t = dofile("tests/lua/t.lua")
 local nn, optim = require "vela.nn", require "vela.optim"
 
-local ids = {"cpu"}
-for k = 0, 7 do
-  if pcall(device, "vulkan:" .. k) then ids[#ids + 1] = "vulkan:" .. k end
-end
+local ids = t.devices()
 device("cpu")
 local dir = os.tmpname()
 os.remove(dir)
@@ -107,7 +104,7 @@ t.test("bad checkpoints are errors naming the file; a failed save keeps the old 
   local path = dir .. "/c.npz"
   nn.save(path, net, opt)
   local good = assert(io.open(path, "rb")):read("a")
-  local function write(bytes) local g = assert(io.open(path, "wb")) g:write(bytes) g:close() end
+  local function write(bytes) t.write_file(path, bytes) end
   write(good:sub(1, #good // 2))
   t.raises(function() nn.load(path) end, "nn.load", path, "not a vela net or checkpoint")
   write("garbage")

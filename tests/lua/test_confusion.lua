@@ -8,7 +8,7 @@ local nn, optim = require "vela.nn", require "vela.optim"
 
 local ids = t.devices()
 
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
 -- A set of n samples of 4 features whose class is 1 + the index of the
 -- largest of the first three (a linear net learns most of it).

@@ -8,12 +8,9 @@
 local t = dofile("tests/lua/t.lua")
 local nn, optim = require "vela.nn", require "vela.optim"
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
 -- Deterministic values in [-2, 2) independent of vela's generators, rounded
 -- to float32 (what a matrix holds).
@@ -267,15 +264,7 @@ for j = 1, 16 do labels[j] = (j * 7) % 5 + 1 end
 local function run(dev, steps, net)
   device(dev)
   net = net or lenet(3)
-  local x, y = from(X), from({labels})
-  local loss, opt = nn.softmax_xent(), optim.sgd{lr = 0.1, momentum = 0.9}
-  local out = {}
-  for s = 1, steps do
-    local z = net:forward(x)
-    out[s] = nn.mean(loss:forward(z, y))
-    net:backward(loss:backward())
-    opt:step(net)
-  end
+  local out, opt = t.sgd_losses(net, from(X), from({labels}), steps)
   return out, net, opt
 end
 

@@ -4,21 +4,13 @@
 local t = dofile("tests/lua/t.lua")
 local data, plot = require "vela.data", require "vela.plot"
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
 local dir = os.tmpname()
 os.remove(dir)
 assert(os.execute("mkdir -p " .. dir))
 
-local function write(name, bytes)
-  local f = assert(io.open(dir .. "/" .. name, "wb"))
-  f:write(bytes)
-  f:close()
-  return dir .. "/" .. name
-end
+local function write(name, bytes) return t.write_file(dir .. "/" .. name, bytes) end
 local function idx(magic, dims, payload)
   local s = string.pack(">I4", magic)
   for _, d in ipairs(dims) do s = s .. string.pack(">I4", d) end

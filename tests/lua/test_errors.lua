@@ -3,10 +3,7 @@
 -- each error a kernel call on fresh matrices must succeed.
 local t = dofile("tests/lua/t.lua")
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
 -- fn must raise an error containing every string given; then the session works.
 local function bad(fn, ...)

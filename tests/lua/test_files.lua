@@ -16,12 +16,7 @@ local child_helper = dofile("tests/lua/helpers/child.lua")
 local VELA, dir = child_helper.vela, child_helper.dir
 device("cpu")
 
-local function write(name, s)
-  local f = assert(io.open(dir .. "/" .. name, "wb"))
-  f:write(s)
-  f:close()
-  return dir .. "/" .. name
-end
+local function write(name, s) return t.write_file(dir .. "/" .. name, s) end
 local function sh(cmd)
   local p = io.popen(cmd)
   local s = p:read("a")
@@ -68,8 +63,7 @@ end)
 
 t.test("matrices of several 4 MiB pieces, both orders and transposed views, on every device", function()
   -- 1200×1000 (1.2 M elements: two pieces) and 3×2^20+5 rows (pieces inside one column); values v(i, j) = i − j/4.
-  local ids = {}
-  for _, d in ipairs(devices()) do if d.usable then ids[#ids + 1] = d.id end end
+  local ids = t.devices()
   local rows, cols = 1200, 1000
   local parts = {}
   for i = 1, rows do

@@ -1,29 +1,19 @@
 -- Gradient checks: the analytic gradients of nn (float32, on each device)
 -- against numeric gradients of an independent float64 forward pass written
--- here on the host (central differences). Every layer type (linear), every
+-- here on the host (central differences; the activations' float64 forms are
+-- gradcheck.activations). Every layer type (linear), every
 -- activation and every loss, for W, b and the layer's input; within 1e-3
 -- relative to the gradient's scale. The loss values are checked too.
 local t = dofile("tests/lua/t.lua")
 local nn = require "vela.nn"
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
 -- ---- the float64 reference ------------------------------------------------
 
-local act_f = {
-  identity = function(z) return z end,
-  relu = function(z) return z > 0 and z or 0 end,
-  sigmoid = function(z) return 1 / (1 + math.exp(-z)) end,
-  tanh = function(z) return math.tanh(z) end,
-  elu = function(z) return z > 0 and z or math.exp(z) - 1 end,
-  gelu = function(z) return 0.5 * z * (1 + math.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z ^ 3))) end,
-  leaky_relu = function(z) return z > 0 and z or 0.01 * z end,
-  softplus = function(z) return math.log(1 + math.exp(z)) end,
-}
--- Every activation of the op table has a reference here (discovered, not listed).
+-- The float64 activations nn.gradcheck uses too (lua/vela/gradcheck.lua), checked below to cover the op table.
+local act_f = require("vela.gradcheck").activations
+-- Every activation of the op table has a reference (discovered, not listed).
 for _, name in ipairs(vela.activations) do
   assert(act_f[name], "test_gradcheck: no float64 reference for activation " .. name)
 end

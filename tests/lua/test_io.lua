@@ -13,10 +13,7 @@ local dir = os.tmpname()
 os.remove(dir)
 assert(os.execute("mkdir -p " .. dir))
 
-local ids = {"cpu"}
-for k = 0, 7 do
-  if pcall(device, "vulkan:" .. k) then ids[#ids + 1] = "vulkan:" .. k end
-end
+local ids = t.devices()
 device("cpu")
 
 local function v(i, j) return 10 * i + j / 8 end
@@ -144,7 +141,7 @@ end)
 t.test("bad, truncated and foreign files are errors naming the file", function()
   vela.save(dir .. "/good.npy", formula(4, 4))
   local good = assert(io.open(dir .. "/good.npy", "rb")):read("a")
-  local function write(name, s) local f = assert(io.open(dir .. "/" .. name, "wb")) f:write(s) f:close() return dir .. "/" .. name end
+  local function write(name, s) return t.write_file(dir .. "/" .. name, s) end
   t.raises(function() vela.load(write("cut.npy", good:sub(1, #good - 5))) end, "cut.npy", "is truncated", "4×4")
   t.raises(function() vela.load(write("head.npy", good:sub(1, 40))) end, "head.npy", "truncated in its header")
   t.raises(function() vela.load(write("text.npy", "hello world")) end, "text.npy", "neither a .npy")

@@ -4,12 +4,9 @@
 local t = dofile("tests/lua/t.lua")
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
 local function max_diff(a, b)
   local ha, hb, d = host(a), host(b), 0

@@ -6,10 +6,7 @@
 local t = dofile("tests/lua/t.lua")
 local nn, optim = require "vela.nn", require "vela.optim"
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
 local N = 7  -- elements per parameter (odd: the vector kernels' tail too)
 -- Gradient of step s, element i: deterministic, of both signs, never 0.

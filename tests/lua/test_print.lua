@@ -3,10 +3,7 @@
 -- text on every device (printing downloads, so it waits for queued work).
 local t = dofile("tests/lua/t.lua")
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
 local function is(got, want)
   assert(got == want, ("printed\n%s\nexpected\n%s"):format(got, want))

@@ -8,10 +8,7 @@
 local t = dofile("tests/lua/t.lua")
 local nn, optim, data = require "vela.nn", require "vela.optim", require "vela.data"
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
 -- ---- float64 / integer references ---------------------------------------
 
@@ -31,7 +28,7 @@ local function draw(seed, step, k)
   return philox(k & M32, k >> 32, step & M32, step >> 32, seed & M32, seed >> 32)
 end
 
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
 -- The known answer of Random123 for philox4x32-10 (counter 0, key 0).
 t.test("the Lua Philox reference gives Random123's known answer", function()
@@ -357,14 +354,7 @@ local function run(id, steps)
                             nn.linear(16, 4, {seed = 2})}
   local x = randn(20, 32, 3)
   local labels = vela.matrix(1, 32, (function() local l = {} for j = 1, 32 do l[j] = (j % 4) + 1 end return l end)())
-  local lossfn, opt = nn.softmax_xent(), optim.sgd{lr = 0.1, momentum = 0.9}
-  local losses = {}
-  for s = 1, steps do
-    local l = lossfn:forward(net:forward(x), labels)
-    losses[s] = nn.mean(l)
-    net:backward(lossfn:backward())
-    opt:step(net)
-  end
+  local losses, opt = t.sgd_losses(net, x, labels, steps)
   return losses, net, opt
 end
 

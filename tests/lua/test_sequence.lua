@@ -6,10 +6,9 @@ local t = dofile("tests/lua/t.lua")
 local nn = require "vela.nn"
 
 local ids = t.devices()
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
-for _, id in ipairs(ids) do
-  device(id)
+t.each_device(function(id)
   t.test(id .. ": layernorm worked by hand", function()
     -- column (1, 3): mean 2, var 1, eps 3: rstd = 0.5, x̂ = (−0.5, 0.5)
     local x, g, b = from{{1}, {3}}, from{{2}, {0.5}}, from{{0}, {1}}
@@ -68,7 +67,7 @@ for _, id in ipairs(ids) do
     local r2 = nn.gradcheck(ln, randn(5, 9, 4), {entries = math.huge})
     assert(r2.ok, tostring(r2))
   end)
-end
+end)
 
 t.test("net:to gives the same output on every device; checkpoints keep the layers", function()
   device("cpu")

@@ -4,13 +4,10 @@
 -- per-dimension results staying on the device), and Torch7's in-place methods.
 local t = dofile("tests/lua/t.lua")
 
-local ids = {"cpu"}
-for k = 0, 7 do
-  if pcall(device, "vulkan:" .. k) then ids[#ids + 1] = "vulkan:" .. k end
-end
+local ids = t.devices()
 device("cpu")
 
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
 -- Reference reductions in float64 on the host.
 local function ref(tab, rows, cols, what, dim)

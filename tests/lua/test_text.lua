@@ -5,10 +5,7 @@
 local t = dofile("tests/lua/t.lua")
 local data, text = require "vela.data", require "vela.text"
 
-local ids = {}
-for _, d in ipairs(devices()) do
-  if d.usable then ids[#ids + 1] = d.id end
-end
+local ids = t.devices()
 
 t.test("vocabulary, encode and decode on a hand-written text", function()
   local txt = data.text{text = "hello, wörld\n"}

@@ -5,13 +5,10 @@
 -- elementwise operators. Each against hand-computed values or float64 on the host.
 local t = dofile("tests/lua/t.lua")
 
-local ids = {"cpu"}
-for k = 0, 7 do
-  if pcall(device, "vulkan:" .. k) then ids[#ids + 1] = "vulkan:" .. k end
-end
+local ids = t.devices()
 device("cpu")
 
-local function host(m) return m:to("cpu"):totable() end
+local host = t.host
 
 local function same(got, want, what, tol)
   tol = tol or 0

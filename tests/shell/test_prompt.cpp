@@ -4,27 +4,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "process.hpp"
+#include "session.hpp"
 
 using vela_test::Pty;
-
-namespace {
-
-// A pty session at its first prompt.
-struct Session {
-    Pty pty;
-    explicit Session(const std::vector<std::string>& args = {}, const std::map<std::string, std::string>& env = {})
-        : pty(args, env) {
-        REQUIRE(pty.expect("> "));
-    }
-    // Sends a line and waits for `needle` in what follows.
-    bool run(const std::string& line, const std::string& needle) {
-        pty.send(line + "\n");
-        return pty.expect(needle);
-    }
-};
-
-}  // namespace
+using vela_test::Session;
 
 TEST_CASE("prompt: an expression prints its value without return", "[shell][pty]") {
     Session s;

@@ -5,28 +5,12 @@
 
 #include <string>
 
-#include "process.hpp"
+#include "session.hpp"
 
 using vela_test::Pty;
+using vela_test::Session;
 
 namespace {
-
-struct Session {
-    Pty pty;
-    explicit Session(const std::vector<std::string>& args = {}, const std::map<std::string, std::string>& env = {})
-        : pty(args, env) {
-        REQUIRE(pty.expect("> "));
-    }
-    // Sends a line and returns everything printed up to the next prompt
-    // (the echoed line included); "" when no prompt came back.
-    std::string run(const std::string& line, double timeout_s = 60) {
-        size_t before = pty.output().size();
-        pty.send(line + "\n");
-        if (!pty.expect("\r\n> ", timeout_s)) return "";
-        std::string out = pty.output().substr(before);
-        return out.substr(0, out.size() - 2);  // without the new prompt
-    }
-};
 
 size_t count(const std::string& hay, const std::string& needle) {
     size_t n = 0;

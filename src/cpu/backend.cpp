@@ -25,7 +25,8 @@ DeviceInfo info() {
 
 }  // namespace
 
-void register_backend() {
+void register_backend(HostRunner runner) {
+    set_host_runner(runner);
     Backend b;
     b.name = "cpu";
     b.enumerate = [] { return std::vector<DeviceInfo>{info()}; };

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/device.hpp"
+#include "core/user_kernel.hpp"
 
 namespace vela::cpu {
 
@@ -32,8 +33,11 @@ struct MemoryLimit {
 };
 MemoryLimit available_memory();
 
-// Registers "cpu" with the device registry (src/cpu/backend.cpp).
-void register_backend();
+// Registers "cpu" with the device registry (src/cpu/backend.cpp). runner: how the cpu runs
+// general user kernels (core/user_kernel.hpp; src/backends.cpp passes the software-driver
+// runner); without one such a kernel fails with fail_no_host_runner's message.
+void register_backend(HostRunner runner = nullptr);
+void set_host_runner(HostRunner runner);
 
 }  // namespace vela::cpu
 

@@ -23,9 +23,8 @@ set(known core cpu vulkan userk lua bench dist repl jupyter root)
 set(userk_headers_allow core userk)
 # The one composition root, which sees every folder: it wires the devices together.
 set(any_file backends.cpp)
-# Exceptions, each naming why, to remove: cpu::available_memory (src/cpu/machine.cpp) is read
-# by the Vulkan heap budget and the Lua file readers; it belongs in src/core.
-set(exceptions "vulkan/memory.cpp:cpu/cpu_device.hpp" "lua/file_io.cpp:cpu/cpu_device.hpp")
+# Exceptions, "file:header", each with its reason (none today).
+set(exceptions)
 
 if(NOT SRC)
   message(FATAL_ERROR "check_layers.cmake: -DSRC=<repo>/src is required")

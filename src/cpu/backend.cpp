@@ -27,6 +27,7 @@ DeviceInfo info() {
 
 void register_backend(HostRunner runner) {
     set_host_runner(runner);
+    set_host_memory_probe(available_memory);
     Backend b;
     b.name = "cpu";
     b.enumerate = [] { return std::vector<DeviceInfo>{info()}; };

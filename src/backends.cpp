@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "cpu/cpu_device.hpp"
+#include "userk/host_runner.hpp"
 #include "vulkan/backend.hpp"
 
 namespace vela {
@@ -12,9 +13,11 @@ namespace vela {
 void register_backends() {
     static std::once_flag once;
     std::call_once(once, [] {
-        cpu::register_backend();
+        cpu::register_backend(userk::run_on_host);
         vk::register_backend();
     });
 }
+
+void set_vulkan_validation(bool on) { vk::set_validation(on); }
 
 }  // namespace vela

@@ -17,8 +17,7 @@
 #include "cpu/blas_core.hpp"
 #include "lua/vela.hpp"
 #include "repl/repl.hpp"
-#include "vulkan/backend.hpp"
-#include "vulkan/user_kernel.hpp"
+#include "userk/compiler.hpp"
 #ifdef VELA_JUPYTER
 #include "jupyter/kernel.hpp"
 #endif
@@ -208,7 +207,7 @@ void start_compiler_if_likely(const Options& o, int argc, char** argv) {
         std::ifstream in(argv[o.script], std::ios::binary);
         likely = in && mentions_kernels(std::string(std::istreambuf_iterator<char>(in), {}));
     }
-    if (likely) vela::vk::start_compiler();
+    if (likely) vela::userk::start_compiler();
 }
 
 // --kernel and --install-kernel need the build's Jupyter support (xeus).
@@ -243,7 +242,7 @@ int run(lua_State* L, int argc, char** argv) {
     // started from the script inherit it), then turned on before any device opens.
     if (o.validate) setenv("VELA_VALIDATE", "1", 1);
     const char* env_validate = std::getenv("VELA_VALIDATE");
-    if (env_validate && *env_validate && std::strcmp(env_validate, "0") != 0) vela::vk::set_validation(true);
+    if (env_validate && *env_validate && std::strcmp(env_validate, "0") != 0) vela::set_vulkan_validation(true);
     if (o.version) print_version();
 
     if (o.no_env) {  // package.path and cpath then ignore LUA_PATH and LUA_CPATH, as in lua.c

@@ -1,5 +1,5 @@
 // User kernels below the Lua layer: libshaderc compilation and its caches
-// (src/vulkan/user_kernel.cpp) and Device::run_user on every usable device
+// (src/userk/compiler.cpp) and Device::run_user on every usable device
 // with a shader written here by hand against the push layout of
 // core/user_kernel.hpp, checked against float64 on the host.
 #include <catch2/catch.hpp>
@@ -14,8 +14,10 @@
 #include "core/map_expr.hpp"
 #include "core/registry.hpp"
 #include "core/user_kernel.hpp"
+#include "cpu/cpu_device.hpp"
 #include "every_device.hpp"
-#include "vulkan/user_kernel.hpp"
+#include "userk/compiler.hpp"
+#include "userk/host_runner.hpp"
 
 using namespace vela;
 
@@ -52,12 +54,12 @@ uint32_t bits(float f) {
 
 TEST_CASE("user kernels: libshaderc compiles, then the memory cache answers", "[user_kernels]") {
     std::string src = std::string(kAxpx2) + "// " + std::to_string(std::rand()) + "\n";  // a fresh source
-    vk::CompiledKernel a = vk::compile_user("axpx2", src, "    float r = p.a * v + p.b * v * v;");
+    userk::CompiledKernel a = userk::compile_user("axpx2", src, "    float r = p.a * v + p.b * v * v;");
     REQUIRE(a.spirv);
     REQUIRE(a.spirv->size() > 5);
     CHECK((*a.spirv)[0] == 0x07230203u);  // the SPIR-V magic number
-    vk::CompiledKernel b = vk::compile_user("axpx2", src, "");
-    CHECK(b.from == vk::CompiledKernel::memory);
+    userk::CompiledKernel b = userk::compile_user("axpx2", src, "");
+    CHECK(b.from == userk::CompiledKernel::memory);
     CHECK(b.spirv == a.spirv);
     CHECK(std::strcmp(a.module, b.module) == 0);
     CHECK(std::string(a.module).rfind("user:", 0) == 0);
@@ -69,7 +71,7 @@ TEST_CASE("user kernels: a compile error names the kernel and the user's line", 
     size_t at = src.find("    float r = p.a * v + p.b * v * v;");
     src.replace(at, std::strlen("    float r = p.a * v + p.b * v * v;"), user);
     try {
-        vk::compile_user("frobber", src, user);
+        userk::compile_user("frobber", src, user);
         FAIL("no error");
     } catch (const Error& e) {
         std::string m = e.what();
@@ -81,7 +83,7 @@ TEST_CASE("user kernels: a compile error names the kernel and the user's line", 
 }
 
 TEST_CASE("user kernels: run_user on every device against float64", "[user_kernels]") {
-    vk::CompiledKernel c = vk::compile_user("axpx2", kAxpx2, "");
+    userk::CompiledKernel c = userk::compile_user("axpx2", kAxpx2, "");
     UserKernel k;
     k.name = intern("axpx2");
     k.module = c.module;
@@ -121,6 +123,57 @@ TEST_CASE("user kernels: run_user on every device against float64", "[user_kerne
         CHECK(all[0] == 0.0f);
         CHECK(all.back() == 0.0f);
     }
+}
+
+// The cpu runs general kernels with the runner it received at registration (src/backends.cpp):
+// the cpu code calls no Vulkan code. Without one, the clear error; with another, that one runs.
+namespace runner_probe {
+int calls = 0;
+void count(const UserCall& call, void* const* host, const size_t* bytes) {
+    ++calls;
+    REQUIRE(call.mats.size() == 1);
+    REQUIRE(bytes[0] >= 4 * sizeof(float));
+    static_cast<float*>(host[0])[call.mats[0].offset] = 42.0f;  // proves it got the matrix's own memory
+}
+}  // namespace runner_probe
+
+TEST_CASE("user kernels: the cpu's runner is the one given at registration", "[user_kernels]") {
+    UserKernel k;
+    k.name = intern("probe");
+    k.module = intern("user:probe");
+    k.elementwise = false;  // no native program: the runner's work
+    Device& cpu = get_device("cpu");
+    Matrix big = zeros(cpu, 4, 4);
+    Matrix x = view(big, 2, 1, 2, 2);
+    UserCall call;
+    call.kernel = &k;
+    call.mats = {x};
+    call.written = {true};
+    call.invocations = 4;
+    struct Restore {  // the test binary registered userk::run_on_host (tests/main.cpp)
+        ~Restore() { cpu::set_host_runner(userk::run_on_host); }
+    } restore;
+
+    cpu::set_host_runner(nullptr);
+    try {
+        cpu.run_user(call);
+        FAIL("no error without a runner");
+    } catch (const Error& e) {
+        std::string m = e.what();
+        CHECK(m.find("cpu: probe: kernels written at the prompt run on the cpu through a software Vulkan driver") == 0);
+        CHECK(m.find("none was given to the cpu device at registration") != std::string::npos);
+        CHECK(m.find(":to(\"vulkan:0\")") != std::string::npos);
+    }
+    CHECK(to_host(big) == std::vector<float>(16, 0.0f));
+
+    cpu::set_host_runner(runner_probe::count);
+    cpu.run_user(call);
+    CHECK(runner_probe::calls == 1);
+    std::vector<float> got = to_host(big);
+    REQUIRE(x.offset > 0);  // a view inside big: the runner saw the buffer's start and the view's offset
+    CHECK(got[size_t(x.offset)] == 42.0f);
+    got[size_t(x.offset)] = 0;
+    CHECK(got == std::vector<float>(16, 0.0f));
 }
 
 TEST_CASE("user kernels: the native subset of map expressions (core/map_expr.cpp)", "[user_kernels]") {

@@ -118,6 +118,13 @@ void Device::run_user(const UserCall& call) {
     fail("%s: %s: this device cannot run kernels written at the prompt", name().c_str(), call.kernel->name);
 }
 
+void fail_no_host_runner(const char* kernel, const char* why) {
+    fail("cpu: %s: kernels written at the prompt run on the cpu through a software Vulkan driver, and %s "
+         "(Debian: apt install mesa-vulkan-drivers, whose lavapipe 22.3 or later has it); or move the "
+         "matrices to a Vulkan device with :to(\"vulkan:0\")",
+         kernel, why);
+}
+
 const char* optim_name(Optim kind) {
     static const char* const names[] = {"sgd_step", "adam_step", "adamw_step", "rmsprop_step", "rmsprop_step",
                                         "adagrad_step"};

@@ -1,6 +1,6 @@
 // Kernels written at the prompt: what the Lua layer (src/lua/user_kernels.cpp)
 // hands a Device to run. The GLSL is compiled to SPIR-V once, in-process, by
-// src/vulkan/user_kernel.cpp; every device that runs user kernels runs that
+// src/userk/compiler.cpp; every device that runs user kernels runs that
 // SPIR-V (the Vulkan devices directly, the cpu through a software driver).
 //
 // The push-constant block of every user kernel, in this order (std430):
@@ -48,13 +48,17 @@ struct UserCall {
     uint64_t invocations = 0;
 };
 
-}  // namespace vela
-
-namespace vela::vk {
-// Provided by src/vulkan (host_runner.cpp): runs a user kernel on host memory,
-// the cpu device's matrices, through a software Vulkan driver (lavapipe) that
-// imports that memory without a copy (VK_EXT_external_memory_host), and waits.
+// How the cpu device runs a general kernel (one whose map expression core/map_expr.hpp
+// cannot run natively): on host memory, the cpu device's matrices, and waits.
 // host[i] and bytes[i]: the start and size of the buffer holding call.mats[i].
-// Throws vela::Error saying what to install where no such driver exists.
-void run_on_host(const UserCall& call, void* const* host, const size_t* bytes);
-}  // namespace vela::vk
+// The cpu device receives one at registration (src/backends.cpp hands it
+// src/userk/host_runner.cpp's, which runs the SPIR-V through a software Vulkan
+// driver); the cpu code itself calls no Vulkan code.
+using HostRunner = void (*)(const UserCall& call, void* const* host, const size_t* bytes);
+
+// The cpu's error where it cannot run a general kernel: "cpu: <kernel>: kernels written at the
+// prompt run on the cpu through a software Vulkan driver, and <why> (what to install); or move
+// the matrices to a Vulkan device". Thrown by the runner, or by the cpu device when it has none.
+[[noreturn]] void fail_no_host_runner(const char* kernel, const char* why);
+
+}  // namespace vela

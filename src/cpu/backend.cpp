@@ -25,7 +25,9 @@ DeviceInfo info() {
 
 }  // namespace
 
-void register_backend() {
+void register_backend(HostRunner runner) {
+    set_host_runner(runner);
+    set_host_memory_probe(available_memory);
     Backend b;
     b.name = "cpu";
     b.enumerate = [] { return std::vector<DeviceInfo>{info()}; };

@@ -31,6 +31,12 @@ namespace vela::cpu {
 
 namespace {
 
+// How run_user runs general kernels (set at registration; null: the clear error).
+std::atomic<HostRunner>& host_runner() {
+    static std::atomic<HostRunner> runner{nullptr};
+    return runner;
+}
+
 // Buffers of at least this many bytes are mapped pages committed up front
 // (see commit()); smaller ones come from malloc.
 constexpr size_t kMapped = size_t(1) << 20;
@@ -300,7 +306,8 @@ public:
 
     // Kernels written at the prompt: map expressions natively where
     // core/map_expr.hpp can (user_map.cpp), else their SPIR-V through a software
-    // Vulkan driver, on these buffers' own memory (src/vulkan/host_runner.cpp).
+    // Vulkan driver, on these buffers' own memory: the runner received at registration
+    // (src/userk/host_runner.cpp, wired in by src/backends.cpp).
     void run_user(const UserCall& call) override {
         Timed t(this, call.kernel->name);  // profile() names it like any kernel
         if (call.kernel->program) return cpu::run_map(*call.kernel->program, call);
@@ -310,7 +317,9 @@ public:
             host.push_back(static_cast<CpuBuffer*>(m.buf.get())->data());
             bytes.push_back(m.buf->bytes());
         }
-        vk::run_on_host(call, host.data(), bytes.data());
+        HostRunner run = host_runner().load();
+        if (!run) fail_no_host_runner(call.kernel->name, "none was given to the cpu device at registration");
+        run(call, host.data(), bytes.data());
     }
 
     DeviceStats stats() const override {
@@ -427,6 +436,8 @@ void init_threads() {
     }();
     (void)done;
 }
+
+void set_host_runner(HostRunner runner) { host_runner().store(runner); }
 
 Device& device() {
     init_threads();

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "core/device.hpp"
+#include "core/host_memory.hpp"
+#include "core/user_kernel.hpp"
 
 namespace vela::cpu {
 
@@ -25,15 +27,16 @@ uint64_t physical_memory();
 // headroom of its cgroup and each ancestor (v2 memory.max, else v1's
 // memory.limit_in_bytes; VELA_CGROUP_DIR names a directory of such files
 // instead, for tests) and RLIMIT_AS less the address space in use; `source`
-// names the one that decided.
-struct MemoryLimit {
-    uint64_t bytes;
-    const char* source;
-};
+// names the one that decided. register_backend() hands it to the core
+// (core/host_memory.hpp), where the other layers read it.
+using MemoryLimit = HostMemory;
 MemoryLimit available_memory();
 
-// Registers "cpu" with the device registry (src/cpu/backend.cpp).
-void register_backend();
+// Registers "cpu" with the device registry (src/cpu/backend.cpp). runner: how the cpu runs
+// general user kernels (core/user_kernel.hpp; src/backends.cpp passes the software-driver
+// runner); without one such a kernel fails with fail_no_host_runner's message.
+void register_backend(HostRunner runner = nullptr);
+void set_host_runner(HostRunner runner);
 
 }  // namespace vela::cpu
 

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "cpu/cpu_device.hpp"
+#include "core/host_memory.hpp"
 
 namespace vela::lua::files {
 
@@ -139,7 +139,7 @@ std::string read_small(const std::string& path, const std::string& what, uint64_
 }
 
 void check_host_memory(uint64_t bytes, const std::string& what, const char* for_what) {
-    cpu::MemoryLimit lim = cpu::available_memory();
+    HostMemory lim = available_host_memory();
     if (bytes > lim.bytes)
         throw Error(what + ": out of host memory: " + std::to_string(bytes) + " bytes needed " + for_what + ", " +
                     std::to_string(lim.bytes) + " available (" + lim.source + ")");

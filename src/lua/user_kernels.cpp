@@ -4,8 +4,8 @@
 // the operands' device through the same stream as every built-in kernel.
 //
 // This file: the constructors and kernel_info. The GLSL vela writes around the
-// user's text is user_kernels_glsl.cpp, a call's checks user_kernels_call.cpp;
-// compilation and its caches are src/vulkan/user_kernel.cpp; the dispatch is
+// user's text is src/userk/glsl.cpp, a call's checks user_kernels_call.cpp;
+// compilation and its caches are src/userk/compiler.cpp; the dispatch is
 // the device's (VulkanDevice::run_user, CpuDevice::run_user).
 #include <algorithm>
 #include <cctype>
@@ -63,7 +63,7 @@ void check_bounds(const char* fn, const std::string& text, bool statements) {
 void finish(lua_State* L, Spec& s, const char* doc_text, bool has_size) {
     guarded(L, [&] {
         s.source = s.elementwise ? map_source(s) : kernel_source(s);
-        s.compiled = vk::compile_user(s.name, s.source, s.user_text);
+        s.compiled = userk::compile_user(s.name, s.source, s.user_text);
         s.uk.name = intern(s.name);
         s.uk.module = s.compiled.module;
         s.uk.spirv = s.compiled.spirv;

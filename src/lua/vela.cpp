@@ -1,10 +1,9 @@
 // luaopen_vela: the module table, assembled from the area files.
 #include "lua/vela.hpp"
 
-#include "backends.hpp"
-
+// The devices are registered before (src/backends.cpp's register_backends(), called by main() and
+// the test binary): the bindings see them through the registry only.
 extern "C" int luaopen_vela(lua_State* L) {
-    vela::register_backends();
     lua_newtable(L);
     vela::lua::open_matrix(L);
     vela::lua::open_constructors(L);

@@ -12,10 +12,12 @@
 
 namespace vela::vk {
 
-bool host_runner_open();     // host_runner.cpp
-void destroy_host_runner();  // host_runner.cpp
-
 namespace {
+
+InstanceUser& instance_user() {
+    static InstanceUser user;
+    return user;
+}
 
 // Constructed after the context (open() makes the context first), so destroyed before it.
 std::vector<std::unique_ptr<VulkanDevice>>& opened() {
@@ -26,17 +28,20 @@ std::vector<std::unique_ptr<VulkanDevice>>& opened() {
 bool any_open() {
     for (auto& d : opened())
         if (d) return true;
-    return host_runner_open();  // the cpu's user-kernel runner holds a device of the instance too
+    const InstanceUser& u = instance_user();
+    return u.open && u.open();  // the cpu's user-kernel runner holds a device of the instance too
 }
 
 // Everything vela made from the instance, newest first, then the instance.
 void teardown() {
-    destroy_host_runner();
+    if (const InstanceUser& u = instance_user(); u.destroy) u.destroy();
     opened().clear();
     Context::reset();
 }
 
 }  // namespace
+
+void set_instance_user(InstanceUser user) { instance_user() = user; }
 
 void arm_exit_teardown() { std::atexit(teardown); }
 

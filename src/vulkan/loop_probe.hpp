@@ -3,14 +3,14 @@
 // shader invocation once its loops have run 65,535 iterations in all, without
 // an error; a user's loop cannot be split by construction as the built-in
 // kernels' are, so a cut is detected instead. Every user kernel ends with a
-// probe loop of two iterations (vela_probe, src/lua/user_kernels_glsl.cpp)
+// probe loop of two iterations (vela_probe, src/userk/glsl.cpp)
 // whose bounds no compiler can count: once the driver's count is spent it runs
 // once, and the invocation sets a status word whose address the device passes
 // as specialization constants 2 and 3 (low, high word; 0: no probe). The host
 // reads the word when the work has completed and raises loop_cut_message in
 // place of silently cut results. The cpu device's runner also sets constant 4
 // (CHUNKED): it runs a grid in parts, and the word after the status word
-// holds the part's first invocation, which id() adds (src/vulkan/host_runner.cpp).
+// holds the part's first invocation, which id() adds (src/userk/host_runner.cpp).
 #pragma once
 #include <string>
 

@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "cpu/cpu_device.hpp"  // available_memory(): a software device's memory is the host's
+#include "core/host_memory.hpp"  // a software device's memory is the host's
 
 namespace vela::vk {
 
@@ -154,7 +154,7 @@ Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDevi
     // kernels in host memory: with the address space used up to the last few
     // MiB, lavapipe's next compile crashed) and the rest of the process.
     if (gpu_.phys.caps.software) {
-        const cpu::MemoryLimit host = cpu::available_memory();
+        const HostMemory host = available_host_memory();
         if (size + kHostReserve > host.bytes)
             fail("%s: out of device memory: %s, but the host has %.1f MiB available (%s), of which %.0f MiB stay "
                  "for the driver and the process: this software device's memory is the host's; release matrices "

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace vela::vk {
+namespace vela::userk {
 
 struct CompiledKernel {
     const char* module = "";  // interned id: "user:" + 16 hex digits of the source's hash
@@ -40,4 +40,4 @@ void start_compiler();
 // The directory of the on-disk cache ("" when there is none).
 std::string kernel_cache_dir();
 
-}  // namespace vela::vk
+}  // namespace vela::userk

@@ -17,12 +17,16 @@
 
 #include "core/error.hpp"
 #include "core/user_kernel.hpp"
+#include "userk/host_runner.hpp"
+#include "vulkan/backend.hpp"
 #include "vulkan/context.hpp"
 #include "vulkan/kernel.hpp"
 #include "vulkan/loop_probe.hpp"
 #include "vulkan/pipelines.hpp"
 
-namespace vela::vk {
+namespace vela::userk {
+
+using namespace vela::vk;
 
 namespace {
 
@@ -254,13 +258,12 @@ private:
 };
 
 // A plain pointer, destroyed by the exit teardown (context.hpp's
-// arm_exit_teardown, armed again when the runner is made) before the driver's
+// arm_exit_teardown, armed again when the runner is made; backend.hpp's InstanceUser) before the driver's
 // own statics: SwiftShader's worker threads crashed when those went first.
 HostRunner*& runner_slot() {
     static HostRunner* runner = nullptr;
     return runner;
 }
-}  // namespace
 
 void destroy_host_runner() {
     delete runner_slot();
@@ -269,6 +272,8 @@ void destroy_host_runner() {
 
 // While it exists the instance must stay (set_validation refuses to remake it).
 bool host_runner_open() { return runner_slot() != nullptr; }
+
+}  // namespace
 
 void run_on_host(const UserCall& call, void* const* host, const size_t* bytes) {
     HostRunner*& runner = runner_slot();
@@ -288,15 +293,13 @@ void run_on_host(const UserCall& call, void* const* host, const size_t* bytes) {
             // no Vulkan loader: said below
         }
         if (!pick)
-            fail("cpu: %s: kernels written at the prompt run on the cpu through a software Vulkan driver, and %s "
-                 "(Debian: apt install mesa-vulkan-drivers, whose lavapipe 22.3 or later has it); or move the "
-                 "matrices to a Vulkan device with :to(\"vulkan:0\")",
-                 call.kernel->name,
-                 software ? "none here has VK_EXT_external_memory_host" : "none is installed");
+            fail_no_host_runner(call.kernel->name,
+                                software ? "none here has VK_EXT_external_memory_host" : "none is installed");
         runner = new HostRunner(*pick);
+        set_instance_user({host_runner_open, destroy_host_runner});
         arm_exit_teardown();  // destroys the runner first, before the devices and the instance
     }
     runner->run(call, host, bytes);
 }
 
-}  // namespace vela::vk
+}  // namespace vela::userk

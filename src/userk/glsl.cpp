@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "lua/user_kernels.hpp"
+#include "userk/glsl.hpp"
 
-namespace vela::lua::user {
+namespace vela::userk {
 
 namespace {
 
@@ -19,7 +19,7 @@ bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
 // as specialization constant 0, and the op table's accurate functions under
 // their GLSL names (the same math as the built-in kernels on every device).
 std::string preamble(const Spec& s) {
-    std::string g = std::string(vk::kUserVersion) + "\n" +
+    std::string g = std::string(kUserVersion) + "\n" +
         "#extension GL_GOOGLE_cpp_style_line_directive : require\n"
         "#include \"common.glsl\"\n"
         "#include \"ops.glsl\"\n"
@@ -204,4 +204,4 @@ std::string kernel_source(const Spec& s) {
     return g;
 }
 
-}  // namespace vela::lua::user
+}  // namespace vela::userk

@@ -2,9 +2,9 @@
 // are scalar calls): the op table's math, core/opmath.h, shared with the shaders.
 //
 // gelu and gelu′ are the cpu's own: opmath's carry every sum and product as a
-// float pair (shaders have no fast double), about 500 vector instructions per 8
-// values; here the same tanh form is computed in double, about 60, 3-5x faster
-// (scripts/bench/act_cpu.lua, docs/results.md), rounded once to float: within
+// float pair (shaders have no fast double); here the same tanh form is computed
+// in double (half the lanes, far fewer operations: 1.2x and 1.6x faster on AVX2,
+// scripts/bench/act_cpu.lua, docs/results.md), rounded once to float: within
 // 0.5 ulp + 10⁻⁹ of float64 wherever the result is a normal float (the 2-ulp
 // contract, tests/test_ops.cpp and tests/test_cpu_act.cpp). They hide opmath's
 // gelu_f and gelu_prime_f by name in elementwise.cpp's loops (its `using

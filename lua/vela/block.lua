@@ -88,9 +88,10 @@ function PosEmbed:describe() return {kind = "posembed", context = self.context, 
 -- ---------------------------------------------------------------------------
 -- The MLP's gelu (tanh form), as nn.linear's own activation {f, df} (f(z, a): a ← gelu(z);
 -- df(z, d): d ← gelu′(z), then nn.linear multiplies by da). On Vulkan: the op table's
--- gelu and gelu_prime. On the cpu those hold 2 ulp over the whole float range
--- (src/core/opmath.h) and cost 8 and 12 ms for 512 × 1,024 values,
--- against 3 and 1.5 ms for these few float32 kernels (a sigmoid and cheap maps):
+-- gelu and gelu_prime. On the cpu those hold 0.5 ulp over the whole float range
+-- (src/cpu/vmath.hpp, in double) and cost about 3 and 4 ms for 512 × 1,024 values
+-- (scripts/bench/act_cpu.lua), against 1.1 and 0.5 ms for these few float32 kernels
+-- (a sigmoid and cheap maps, within 1e-6 of float64; tests/lua/test_block.lua):
 -- with 2u = z·(c + c·0.044715·z²), c = 2√(2/π), s = σ(2u):
 --   gelu(z)  = z·s
 --   gelu′(z) = s + z·s·(1 − s)·c·(1 + 3·0.044715·z²)

@@ -394,7 +394,7 @@ TEST_CASE("kernels: sequence, bmm argument errors", "[kernels][sequence][bmm]") 
 // VulkanDevice's own layer-norm kernels (shaders/layernorm.comp): columns longer than one
 // workgroup's chunk (the chunked path, reached at 300,000 rows and, with the per-loop iteration
 // limit lowered to 3, at 1,000 rows), more columns than one grid dimension's 65,535 workgroups,
-// γ, mean and rstd as strided row views, and columns far from 0 (mean 1000).
+// γ, mean and rstd as strided row views, columns far from 0 (mean 1000), and y = x.
 TEST_CASE("kernels: sequence, layernorm chunked columns, strided vectors, offset columns against float64",
           "[kernels][sequence][layernorm][limits]") {
     struct Case {
@@ -431,6 +431,8 @@ TEST_CASE("kernels: sequence, layernorm chunked columns, strided vectors, offset
             CHECK(worst(to_host(dx), r.dx) < (s.offset != 0 ? 1e-2 : 1e-3));
             CHECK(worst(to_host(dg), r.dgamma) < (s.n > 1000 || s.offset != 0 ? 2e-3 : 1e-4));
             CHECK(worst(to_host(db), r.dbeta) < (s.n > 1000 ? 2e-3 : 1e-4));
+            layernorm(x, g, b, 1e-5f, mean, rstd, x);  // in place (y = x)
+            CHECK(worst(to_host(x), r.y) < tol);
         }
         vk::limit_layernorm_iterations(0);
     });

@@ -32,7 +32,8 @@ struct LnPush {
     float eps = 0;
     uint32_t pad = 0;
 };
-static_assert(sizeof(LnPush) == 120);  // shaders/layernorm.comp's LnPush; ≤ 128, the push-constant size every device has
+static_assert(sizeof(LnPush) ==
+              120);  // shaders/layernorm.comp's LnPush; ≤ 128, the push-constant size every device has
 
 // The most iterations of one shader loop (rows per invocation per chunk).
 constexpr uint64_t kIter = 4096;
@@ -66,7 +67,9 @@ struct Dense {
     }
 };
 
-uint64_t at(VulkanDevice& d, const Matrix& m) { return d.address(m) + uint64_t(m.offset) * sizeof(float); }
+uint64_t at(VulkanDevice& d, const Matrix& m) {
+    return d.address(m) + uint64_t(m.offset) * sizeof(float);
+}
 
 Strided strided(VulkanDevice& d, const Matrix& m) {
     return Strided{at(d, m), uint32_t(m.row_step()), uint32_t(m.col_step())};
@@ -80,8 +83,13 @@ struct LnSpec {  // shaders/layernorm.comp's specialization constants
 void run(VulkanDevice& d, Mode mode, bool lane, const LnPush& p, uint64_t items, uint32_t wg, Operands reads,
          Operands writes, const char* label) {
     const LnSpec spec{.wg = wg, .mode = mode, .lane = uint32_t(lane)};
-    Dispatch disp{.shader = "layernorm", .push = &p, .push_size = sizeof p, .spec = spec, .reads = reads,
-                  .writes = writes, .label = label};
+    Dispatch disp{.shader = "layernorm",
+                  .push = &p,
+                  .push_size = sizeof p,
+                  .spec = spec,
+                  .reads = reads,
+                  .writes = writes,
+                  .label = label};
     d.grid(lane ? items : items * wg, wg, disp.groups);
     d.dispatch(disp);
 }
@@ -100,7 +108,9 @@ bool chunking(const Caps& caps, uint64_t rows, uint32_t wg, LnPush& p) {
 
 }  // namespace
 
-void limit_layernorm_iterations(uint64_t n) { iter_limit = n; }
+void limit_layernorm_iterations(uint64_t n) {
+    iter_limit = n;
+}
 
 void VulkanDevice::layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps,
                                      const Matrix& mean, const Matrix& rstd, const Matrix& y) {
@@ -119,7 +129,7 @@ void VulkanDevice::layernorm_forward(const Matrix& x, const Matrix& gamma, const
         Matrix part = make(*this, int64_t(3) * p.cols * p.chunks, 1, DType::f32);
         p.part = at(*this, part);
         run(*this, fwd, false, p, uint64_t(p.cols) * p.chunks, wg, {&x}, {&part}, "layernorm");
-        run(*this, fwd_combine, false, p, p.cols, wg, {&part}, {&mu.m, &r.m}, "layernorm");
+        run(*this, fwd_combine, false, p, p.cols, wg, {&part, &x}, {&mu.m, &r.m}, "layernorm");
         run(*this, fwd_apply, false, p, (uint64_t(p.rows) * p.cols + wg - 1) / wg, wg, {&x, &g.m, &b.m, &mu.m, &r.m},
             {&y}, "layernorm");
     }
@@ -152,8 +162,8 @@ void VulkanDevice::layernorm_backward(const Matrix& dy, const Matrix& x, const M
             "layernorm_backward");
         run(*this, bwd_combine, false, p, p.cols, wg, {&part}, {&part}, "layernorm_backward");
         p.part += uint64_t(2) * p.cols * p.chunks * sizeof(float);  // the columns' means
-        run(*this, bwd_apply, false, p, (uint64_t(p.rows) * p.cols + wg - 1) / wg, wg, {&dy, &x, &g.m, &mu.m, &r.m, &part},
-            {&dx, &prod}, "layernorm_backward");
+        run(*this, bwd_apply, false, p, (uint64_t(p.rows) * p.cols + wg - 1) / wg, wg,
+            {&dy, &x, &g.m, &mu.m, &r.m, &part}, {&dx, &prod}, "layernorm_backward");
     }
     if (uint64_t(x.cols) <= (iter_limit ? iter_limit : kIter)) {
         Dense dg(*this, dgamma, false), db(*this, dbeta, false);

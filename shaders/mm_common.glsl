@@ -27,7 +27,15 @@ layout(push_constant) uniform GemmPush {
     uint crs, ccs;  // buffer steps between consecutive rows / columns of c
     uint binc;      // bias element step
     float alpha, beta;
+    uint sa, sb, sc;  // EPI_BATCHED (bmm): elements from one block of a, b, c to the next
 } p;
+
+// Block z's element (0, 0) of the operand at base (EPI_BATCHED; else base):
+// z·step elements past it (the host keeps the product below 2^32).
+GEMM_ADDR gemm_block(uint epi, GEMM_ADDR base, uint step) {
+    if (epi != EPI_BATCHED) return base;
+    return gemm_ref(base, GEMM_INDEX(gl_WorkGroupID.z * step));
+}
 
 // Activations without `precise` steps, applied in the unrolled epilogue
 // itself; the others are gemm_activate's (below).
@@ -37,7 +45,7 @@ bool gemm_act_inline(uint act) { return act == ACT_IDENTITY || act == ACT_relu |
 // not inline: the shader then calls gemm_activate for the same elements
 // afterwards (the same value: the sum is rounded to float either way).
 void gemm_epilogue(uint epi, uint act, uint i, uint j, float acc) {
-    GEMM_ADDR c = gemm_ref(p.c, GEMM_INDEX(i) * p.crs + GEMM_INDEX(j) * p.ccs);  // c's element (i, j)
+    GEMM_ADDR c = gemm_ref(gemm_block(epi, p.c, p.sc), GEMM_INDEX(i) * p.crs + GEMM_INDEX(j) * p.ccs);  // c's element (i, j)
     float v;
     if (epi == EPI_DENSE) {
         v = acc + gemm_load(p.bias, i * p.binc);
@@ -60,5 +68,5 @@ void gemm_epilogue(uint epi, uint act, uint i, uint j, float acc) {
 // the JIT's code small.
 void gemm_activate(uint act, uint i, uint j) {
     uint e = i * p.crs + j * p.ccs;
-    gemm_store(p.c, e, act_f(act, gemm_load(p.c, e)));
+    gemm_store(p.c, e, act_f(act, gemm_load(p.c, e)));  // dense only: never batched
 }

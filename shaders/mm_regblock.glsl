@@ -8,7 +8,8 @@
 // host allows it: fewer loads, which dominate on a CPU); op(b) is loaded once
 // per SG values of k, lane l holding
 // op(b)(k0 + l, j), and handed to all lanes with subgroupBroadcast.
-// c ← α·op(a)·op(b) + β·c (EPI_AXPBY) or c ← act(op(a)·op(b) + bias) (EPI_DENSE).
+// c ← α·op(a)·op(b) + β·c (EPI_AXPBY; EPI_BATCHED the same for block z of a
+// strided batched product) or c ← act(op(a)·op(b) + bias) (EPI_DENSE).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
 #include "gemm.glsl"
@@ -95,6 +96,7 @@ void main() {
     // Steps between consecutive k of op(a) and of op(b).
     STEP sa = STEP_OF(TA != 0 ? 1u : p.lda);
     STEP sb = STEP_OF(TB != 0 ? p.ldb : 1u);
+    GEMM_ADDR a0 = gemm_block(EPI, p.a, p.sa), b0 = gemm_block(EPI, p.b, p.sb);  // this block's op(a)(0, 0), op(b)(0, 0)
 
     // Rows and columns past the edge are clamped, so every load is in
     // bounds and the inner loop has no test; the epilogue stores only the
@@ -103,9 +105,9 @@ void main() {
     [[unroll]] for (uint r = 0; r < MR; r++) {
         uint i = ROWPAIR ? min(lane_row(i0, l, r & ~(G - 1)), p.m - G) : min(lane_row(i0, l, r), p.m - 1);
 #ifdef GEMM_INT64
-        pa[r] = PTR_AT(p.a, i, TA != 0 ? p.lda : 1u);
+        pa[r] = PTR_AT(a0, i, TA != 0 ? p.lda : 1u);
 #else
-        uvec2 row = gemm_addr(p.a, i * (TA != 0 ? p.lda : 1u));
+        uvec2 row = gemm_addr(a0, i * (TA != 0 ? p.lda : 1u));
         ra[r] = GemmRow(row);
         ra2[r] = GemmRow2(row);
         ra4[r] = GemmRow4(row);
@@ -116,9 +118,9 @@ void main() {
     [[unroll]] for (uint j = 0; j < NR; j++) {
         uint jc = min(j0 + j, p.n - 1);
 #ifdef GEMM_INT64
-        qb[j] = PTR_AT(p.b, jc, TB != 0 ? 1u : p.ldb);
+        qb[j] = PTR_AT(b0, jc, TB != 0 ? 1u : p.ldb);
 #else
-        rb[j] = GemmRow(gemm_addr(p.b, jc * (TB != 0 ? 1u : p.ldb)));
+        rb[j] = GemmRow(gemm_addr(b0, jc * (TB != 0 ? 1u : p.ldb)));
         qb[j] = 0;
 #endif
     }

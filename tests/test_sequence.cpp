@@ -15,6 +15,7 @@
 #include "error_of.hpp"
 #include "every_device.hpp"
 #include "vulkan/kernels_bmm.hpp"
+#include "vulkan/kernels_layernorm.hpp"
 
 using namespace vela;
 
@@ -349,8 +350,9 @@ TEST_CASE("kernels: sequence, bmm on views, transposed, α and β against float6
                         CHECK(worst(to_host(c), want) < 1e-5 * std::sqrt(double(std::max<int64_t>(s.k, 1))) + 1e-6);
                     }
         // Past a lowered per-dispatch block limit on Vulkan (the cpu ignores it): 20 blocks of 19×21×18 in
-        // dispatches of 7, each transpose, both shader variants (the direct one is the software drivers').
-        for (int tiled = 0; tiled < 2; tiled++)
+        // dispatches of 7, each transpose, each variant: bmm.comp direct and tiled, the register-blocked mm
+        // (the software drivers'; bmm.comp where the device lacks subgroup ballot).
+        for (int tiled = 0; tiled < 3; tiled++)
             for (int t = 0; t < 4; t++) {
                 const bool ta = t & 1, tb = t & 2;
                 INFO("tiled " << tiled << " ta " << ta << " tb " << tb);
@@ -386,5 +388,52 @@ TEST_CASE("kernels: sequence, bmm argument errors", "[kernels][sequence][bmm]") 
         Matrix big = zeros(d, 3, 12);
         CHECK(test::error_of([&] { bmm(1, view(big, 0, 0, 2, 6), view(big, 0, 6, 3, 4), 0, view(big, 0, 8, 2, 4), 2); }) ==
               "bmm: c aliases b (the output of bmm must not overlap its inputs)");
+    });
+}
+
+// VulkanDevice's own layer-norm kernels (shaders/layernorm.comp): columns longer than one
+// workgroup's chunk (the chunked path, reached at 300,000 rows and, with the per-loop iteration
+// limit lowered to 3, at 1,000 rows), more columns than one grid dimension's 65,535 workgroups,
+// γ, mean and rstd as strided row views, columns far from 0 (mean 1000), and y = x.
+TEST_CASE("kernels: sequence, layernorm chunked columns, strided vectors, offset columns against float64",
+          "[kernels][sequence][layernorm][limits]") {
+    struct Case {
+        int64_t m, n;
+        uint64_t limit;
+        int layout;
+        float offset;
+    };
+    const Case cases[] = {{1000, 5, 3, 0, 0},  {1000, 5, 3, 1, 0},     {1000, 5, 3, 2, 0}, {300000, 2, 0, 0, 0},
+                          {3, 70000, 0, 0, 0}, {257, 300, 0, 2, 1000}, {2000, 3, 5, 0, 1000}};
+    test::on_every_device([&](Device& d) {
+        for (const Case& s : cases) {
+            INFO(s.m << "×" << s.n << " limit " << s.limit << " layout " << s.layout << " offset " << s.offset);
+            vk::limit_layernorm_iterations(s.limit);
+            const size_t mn = size_t(s.m * s.n);
+            auto xv = randoms(mn, 11 + s.m, s.offset - 1, s.offset + 1), dyv = randoms(mn, 13 + s.n);
+            auto gv = randoms(size_t(s.m), 17, 0.5f, 1.5f), bv = randoms(size_t(s.m), 19);
+            LnRef r = layernorm_ref(s.m, s.n, xv, gv, bv, dyv, 1e-5);
+            Matrix x = place(d, s.m, s.n, xv, s.layout), dy = place(d, s.m, s.n, dyv, s.layout);
+            // γ as row 1 of a 2×m matrix (step 2), mean and rstd as rows of a 3×n matrix (step 3).
+            Matrix gp = zeros(d, 2, s.m), st = zeros(d, 3, s.n);
+            Matrix g = row(gp, 1), mean = row(st, 0), rstd = row(st, 2);
+            copy(from_host(d, 1, s.m, gv.data()), g);
+            Matrix b = from_host(d, s.m, 1, bv.data()), y = zeros(d, s.m, s.n);
+            layernorm(x, g, b, 1e-5f, mean, rstd, y);
+            const double tol = s.offset != 0 ? 2e-3 : 2e-4;
+            CHECK(worst(to_host(y), r.y) < tol);
+            std::vector<float> mh = to_host(mean), rh = to_host(rstd);
+            CHECK(worst(mh, r.mean) < (s.offset != 0 ? 2e-6 : 1e-5));
+            for (size_t k = 0; k < rh.size(); k++) rh[k] = float(rh[k] / r.rstd[k]);
+            CHECK(worst(rh, std::vector<double>(rh.size(), 1.0)) < tol);
+            Matrix dg = zeros(d, s.m, 1), db = zeros(d, s.m, 1), dx = zeros(d, s.m, s.n);
+            layernorm_backward(dy, x, mean, rstd, g, dg, db, dx);
+            CHECK(worst(to_host(dx), r.dx) < (s.offset != 0 ? 1e-2 : 1e-3));
+            CHECK(worst(to_host(dg), r.dgamma) < (s.n > 1000 || s.offset != 0 ? 2e-3 : 1e-4));
+            CHECK(worst(to_host(db), r.dbeta) < (s.n > 1000 ? 2e-3 : 1e-4));
+            layernorm(x, g, b, 1e-5f, mean, rstd, x);  // in place (y = x)
+            CHECK(worst(to_host(x), r.y) < tol);
+        }
+        vk::limit_layernorm_iterations(0);
     });
 }

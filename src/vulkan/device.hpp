@@ -71,6 +71,11 @@ public:
     void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE) override;  // kernels_sequence.cpp
     void softmax_causal(const Matrix& x, const Matrix& y) override;
     void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx) override;
+    // kernels_layernorm.cpp
+    void layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
+                           const Matrix& rstd, const Matrix& y) override;
+    void layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
+                            const Matrix& gamma, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) override;
     void bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b, int64_t sb, float beta, const Matrix& c,
              int64_t sc, int64_t count) override;
     // kernels_conv.cpp

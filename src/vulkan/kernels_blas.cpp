@@ -48,8 +48,10 @@ struct GemmPush {
     uint32_t crs, ccs;
     uint32_t binc;
     float alpha, beta;
+    uint32_t sa = 0, sb = 0, sc = 0;  // bmm: block steps (shaders/mm_common.glsl, EPI_BATCHED)
+    uint32_t pad = 0;
 };
-static_assert(sizeof(GemmPush) == 72);
+static_assert(sizeof(GemmPush) == 88);  // mm_common.glsl's 84 bytes, padded
 
 struct MvPush {
     uint64_t a, x, y;
@@ -80,7 +82,7 @@ constexpr uint64_t kMvChunk = 32768;
 constexpr uint64_t kMaxIndex = uint64_t(1) << 29;
 
 // Epilogues and activations as numbered in shaders/gemm.glsl and mm_common.glsl.
-constexpr uint32_t EPI_AXPBY = 0, EPI_DENSE = 1;
+constexpr uint32_t EPI_AXPBY = 0, EPI_DENSE = 1, EPI_BATCHED = 2;
 
 uint64_t addr(const VulkanDevice& r, const Matrix& m) { return r.address(m) + uint64_t(m.offset) * sizeof(float); }
 
@@ -114,7 +116,7 @@ uint64_t max_k_per_dispatch(const Caps& caps, const Matrix& a, const Matrix& b) 
 
 // The mm/dense dispatch shared by VulkanDevice::mm and VulkanDevice::dense.
 void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, const Matrix& b, float beta,
-                 const Matrix& c, uint32_t epi, const Matrix* bias, Act act) {
+                 const Matrix& c, uint32_t epi, const Matrix* bias, Act act, const GemmBatch* batch = nullptr) {
     if (c.empty()) return;
     const Caps& caps = r.caps();
     GemmPush p{};
@@ -150,13 +152,15 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         uint32_t nr = p.n <= 4 ? 4 : caps.int64 ? 12 : 16;
         // 8-byte loads of a need an even address and leading dimension; for
         // row pairs also an even row count, so a pair never leaves the column.
-        bool pair = p.a % 8 == 0 && p.lda % 2 == 0 && sg % 2 == 0 && (ta || p.m % 2 == 0);
+        // bmm: every block's address too (its step a multiple of 2 or 4 elements).
+        const uint64_t bsa = batch ? uint64_t(batch->sa) : 0;
+        bool pair = p.a % 8 == 0 && p.lda % 2 == 0 && sg % 2 == 0 && (ta || p.m % 2 == 0) && bsa % 2 == 0;
         // The portable kernel (no shaderInt64) loads 16 bytes where a's
         // address, ld and (untransposed) row count allow it: on SwiftShader
         // 12% faster than pairs (docs/gemm.md). The 64-bit kernel keeps pairs
         // (a 16-byte load is four per-lane loops on lavapipe, no gain).
         bool quad = !caps.int64 && p.a % 16 == 0 && p.lda % 4 == 0 && sg % 4 == 0 && mr % 4 == 0 &&
-                    (ta || p.m % 4 == 0);
+                    (ta || p.m % 4 == 0) && bsa % 4 == 0;
         rspec = {.sg = sg, .mr = mr, .nr = nr, .ta = ta, .tb = tb, .pair = quad ? 2u : pair ? 1u : 0u, .epi = epi,
                  .act = uint32_t(act)};
         tile_m = sg * mr;
@@ -185,7 +189,7 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
     // end a shader loop after 65,535 iterations (dense splits larger k), and
     // the portable regblock its indices (max_k_per_dispatch).
     const uint64_t k_max = max_k_per_dispatch(caps, a, b);
-    const uint64_t k_chunk = std::min(regblock && epi == EPI_AXPBY && p.k > 1024 ? 512 : std::max<uint64_t>(p.k, 1),
+    const uint64_t k_chunk = std::min(regblock && epi != EPI_DENSE && p.k > 1024 ? 512 : std::max<uint64_t>(p.k, 1),
                                       k_max);
     // Split the grid where it exceeds the device's workgroup counts: each
     // piece is the same problem on a sub-block of c, with its addresses moved.
@@ -194,27 +198,34 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
     const uint64_t a_row_step = ta ? p.lda : 1, a_col_step = ta ? 1 : p.lda;
     const uint64_t b_row_step = tb ? p.ldb : 1, b_col_step = tb ? 1 : p.ldb;
     const SpecConstants spec = regblock ? SpecConstants(rspec) : SpecConstants(tspec);
-    for (uint64_t k0 = 0; k0 < std::max<uint64_t>(p.k, 1); k0 += k_chunk) {
-        for (uint64_t j0 = 0; j0 < p.n; j0 += cols_per) {
-            for (uint64_t i0 = 0; i0 < p.m; i0 += rows_per) {
-                GemmPush q = p;
-                q.m = uint32_t(std::min<uint64_t>(rows_per, p.m - i0));
-                q.n = uint32_t(std::min<uint64_t>(cols_per, p.n - j0));
-                q.k = uint32_t(std::min<uint64_t>(k_chunk, p.k - k0));
-                q.a += (i0 * a_row_step + k0 * a_col_step) * sizeof(float);
-                q.b += (k0 * b_row_step + j0 * b_col_step) * sizeof(float);
-                q.c += (i0 * p.crs + j0 * p.ccs) * sizeof(float);
-                if (k0 > 0) q.beta = 1.0f;
-                if (bias) q.bias += i0 * p.binc * sizeof(float);
-                // dense reads the bias instead of c.
-                r.dispatch(Dispatch{.shader = shader,
-                                    .push = &q,
-                                    .push_size = sizeof q,
-                                    .groups = {ceil_div(q.m, tile_m), ceil_div(q.n, tile_n), 1},
-                                    .spec = spec,
-                                    .reads = {&a, &b, bias ? bias : &c},
-                                    .writes = {&c},
-                                    .label = fn});
+    // bmm: blocks in dispatches of at most zmax (the z index the block).
+    const uint64_t count = batch ? batch->count : 1, zmax = batch ? batch->zmax : 1;
+    if (batch) p.sa = batch->sa, p.sb = batch->sb, p.sc = batch->sc;
+    for (uint64_t z0 = 0; z0 < count; z0 += zmax) {
+        for (uint64_t k0 = 0; k0 < std::max<uint64_t>(p.k, 1); k0 += k_chunk) {
+            for (uint64_t j0 = 0; j0 < p.n; j0 += cols_per) {
+                for (uint64_t i0 = 0; i0 < p.m; i0 += rows_per) {
+                    GemmPush q = p;
+                    q.m = uint32_t(std::min<uint64_t>(rows_per, p.m - i0));
+                    q.n = uint32_t(std::min<uint64_t>(cols_per, p.n - j0));
+                    q.k = uint32_t(std::min<uint64_t>(k_chunk, p.k - k0));
+                    q.a += (i0 * a_row_step + k0 * a_col_step) * sizeof(float);
+                    q.b += (k0 * b_row_step + j0 * b_col_step) * sizeof(float);
+                    q.c += (i0 * p.crs + j0 * p.ccs) * sizeof(float);
+                    q.a += z0 * p.sa * sizeof(float), q.b += z0 * p.sb * sizeof(float), q.c += z0 * p.sc * sizeof(float);
+                    if (k0 > 0) q.beta = 1.0f;
+                    if (bias) q.bias += i0 * p.binc * sizeof(float);
+                    // dense reads the bias instead of c.
+                    r.dispatch(Dispatch{.shader = shader,
+                                        .push = &q,
+                                        .push_size = sizeof q,
+                                        .groups = {ceil_div(q.m, tile_m), ceil_div(q.n, tile_n),
+                                                   uint32_t(std::min(zmax, count - z0))},
+                                        .spec = spec,
+                                        .reads = {&a, &b, bias ? bias : &c},
+                                        .writes = {&c},
+                                        .label = fn});
+                }
             }
         }
     }
@@ -234,6 +245,13 @@ void grid_1d(const Caps& caps, uint64_t count, uint32_t groups[3]) {
 }  // namespace
 
 void force_gemm_variant(GemmVariant v) { forced = v; }
+
+bool bmm_regblock(VulkanDevice& r, float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c,
+                  const GemmBatch& batch) {
+    if (!use_regblock(r.caps())) return false;
+    record_gemm(r, "bmm", alpha, a, b, beta, c, EPI_BATCHED, nullptr, Act::identity, &batch);
+    return true;
+}
 
 void VulkanDevice::mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
     record_gemm(*this, "mm", alpha, a, b, beta, c, EPI_AXPBY, nullptr, Act::identity);

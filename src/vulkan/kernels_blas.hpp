@@ -13,4 +13,16 @@ namespace vela::vk {
 enum class GemmVariant : uint8_t { automatic, regblock, tiled };
 void force_gemm_variant(GemmVariant v);
 
+class VulkanDevice;
+// A strided batched product for record_gemm: count blocks, sx elements from one block of x to the
+// next, at most zmax blocks per dispatch (the device's z limit, and z·sx < 2^32).
+struct GemmBatch {
+    uint64_t count, zmax;
+    uint32_t sa, sb, sc;
+};
+// VulkanDevice::bmm through the register-blocked mm (the block the dispatch's z index), where mm
+// uses it (software drivers, subgroup ballot): true if it recorded the product, false to use bmm.comp.
+bool bmm_regblock(VulkanDevice& r, float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c,
+                  const GemmBatch& batch);
+
 }  // namespace vela::vk

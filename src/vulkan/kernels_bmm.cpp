@@ -5,6 +5,9 @@
 // at most kMaxK values (β = 1 after the first), so the shader's loop stays far
 // below the 65,535 iterations after which drivers may end it; and a dispatch
 // takes no more blocks than keep z·step in the shader's 32-bit element index.
+// Where mm runs the register-blocked kernel (software drivers), so does bmm,
+// with the same z-index blocks (bmm_regblock, kernels_blas.cpp): on lavapipe
+// and SwiftShader it is several times faster than bmm.comp (docs/results.md).
 #include "vulkan/kernels_bmm.hpp"
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "vulkan/device.hpp"
+#include "vulkan/kernels_blas.hpp"
 
 namespace vela::vk {
 
@@ -82,6 +86,10 @@ void VulkanDevice::bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b
     uint64_t zmax = blocks_limit ? blocks_limit : cp.max_workgroup_count[2];
     for (uint64_t s : {uint64_t(sa), uint64_t(sb), uint64_t(sc)})
         if (s > 0) zmax = std::min(zmax, kU32 / s + 1);
+    // Software drivers: the register-blocked mm, the block the z index (kernels_blas.cpp).
+    if ((tiled_forced < 0 || tiled_forced == 2) &&
+        bmm_regblock(*this, alpha, a, b, beta, c, GemmBatch{uint64_t(count), zmax, p.sa, p.sb, p.sc}))
+        return;
     const uint64_t rows_per = uint64_t(cp.max_workgroup_count[0]) * ts;
     const uint64_t cols_per = uint64_t(cp.max_workgroup_count[1]) * ts;
     const uint64_t a_rs = a.row_step(), a_cs = a.col_step(), b_rs = b.row_step(), b_cs = b.col_step();

@@ -8,6 +8,8 @@
 namespace vela::vk {
 
 void limit_bmm_blocks(uint32_t blocks);  // 0: the device's limit
-void force_bmm_tiled(int tiled);         // -1: tiled except on software drivers; 0 or 1: forced
+// -1: the register-blocked mm where mm uses it (software drivers), else bmm.comp tiled; 0 or 1:
+// bmm.comp direct or tiled; 2: the register-blocked mm where the device has subgroup ballot.
+void force_bmm_tiled(int tiled);
 
 }  // namespace vela::vk

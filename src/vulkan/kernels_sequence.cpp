@@ -1,8 +1,7 @@
 // The sequence layers on Vulkan (docs/sequence.md): the embedding's
 // scatter-add backward (shaders/embedding_backward.comp) in bounded chunks of
 // tokens, and the causal softmax and its backward (softmax_causal.comp).
-// Layer norm uses the Device default (core/ops_sequence.cpp), which
-// composes the batch-normalization kernels, bounded on every driver.
+// Layer norm has its own kernels (kernels_layernorm.cpp).
 #include <algorithm>
 #include <cstddef>
 

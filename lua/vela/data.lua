@@ -177,9 +177,12 @@ Loader.__index = Loader
 -- by up to ±shift pixels each way, zero fill, by Philox from (seed, epoch,
 -- batch): random_shift; the images are opts.height × opts.width, square by
 -- default, channel-major when there are several channels per column).
+-- opts.group (default 1): the shuffle moves runs of `group` consecutive
+-- columns as one (the sequences of a text set, one token per column, stay in
+-- order); the set's size and the batch must be multiples of it.
 -- loader:epoch(e) iterates over (x, y, b, n): x the float (pixels)×n batch,
 -- y its 1×n labels, b the batch number; the last batch may be smaller.
-local loader_options = {"seed", "shuffle", "scale", "shift", "height", "width"}
+local loader_options = {"seed", "shuffle", "scale", "shift", "height", "width", "group"}
 
 function data.loader(set, batch, opts)
   opts = options.check("data.loader", opts, loader_options)
@@ -193,9 +196,16 @@ function data.loader(set, batch, opts)
   if batch > set.n then
     error(fmt("data.loader: batch size %d is larger than the set (%d samples)", batch, set.n), 2)
   end
+  local group = opts.group or 1
+  if math.type(group) ~= "integer" or group < 1 then
+    error(fmt("data.loader: group must be a positive integer (columns that move together), got %s", tostring(group)), 2)
+  end
+  if set.n % group ~= 0 or batch % group ~= 0 then
+    error(fmt("data.loader: group %d must divide the set's %d samples and the batch of %d", group, set.n, batch), 2)
+  end
   local dev = set.images:device()
   local scale = opts.scale or (set.images:dtype() == "uint8" and 1 / 255 or 1)
-  local self = setmetatable({set = set, batch = batch, dev = dev, scale = scale,
+  local self = setmetatable({set = set, batch = batch, dev = dev, scale = scale, group = group,
                              seed = opts.seed or 1, shuffle = opts.shuffle ~= false}, Loader)
   self.nbatches = (set.n + batch - 1) // batch
   self.x = vela.zeros(set.images.rows, batch, "float32", dev)
@@ -242,7 +252,16 @@ function Loader:order(e)
     end
     return self.order_m
   end
-  local p = vela.permutation(self.set.n, self.seed * 1000003 + (e or 1), self.dev)
+  local g = self.group
+  local p = vela.permutation(self.set.n // g, self.seed * 1000003 + (e or 1), g == 1 and self.dev or "cpu")
+  if g > 1 then  -- group k of the permutation brings columns (k − 1)·g + 1 … k·g, in order
+    local groups, t = p:totable()[1], {}
+    for i, k in ipairs(groups) do
+      for c = 1, g do t[(i - 1) * g + c] = (k - 1) * g + c end
+    end
+    p:release()
+    p = vela.matrix(1, self.set.n, t, "float32", self.dev)
+  end
   vela.copy(p, self.order_m)
   p:release()
   return self.order_m
@@ -406,7 +425,7 @@ if vela.doc then
     "MNIST's four IDX files (raw or .gz) from dir (data/mnist): uint8 784×n images and 1×n labels (digit + 1) on the device.", data.mnist)
   vela.doc("data.fashion_mnist", "data.fashion_mnist([dir [, dev]]) -> {train =, test =}",
     "Fashion-MNIST the same way (data/fashion-mnist).", data.fashion_mnist)
-  vela.doc("data.loader", "data.loader(set, batch [, {seed =, shuffle = true, shift = 0, height =, width =}]) -> loader",
+  vela.doc("data.loader", "data.loader(set, batch [, {seed =, shuffle = true, shift = 0, height =, width =, group = 1}]) -> loader",
     "loader:epoch(e) iterates (x, y, b, n): batches gathered on the device, scaled to [0, 1], in an order fixed by (seed, e). shift = 2 augments on the device: each image moved by up to ±2 pixels each way (zero fill), drawn by Philox from (seed, epoch, batch), the same on every device (random_shift); images square unless height and width are given. nn.fit{shift = 2} passes it on.", data.loader)
   vela.doc("data.batches", "data.batches(set, batch [, {seed =, epoch =}])",
     "One epoch's batches: for x, y in data.batches(set, 128) do ... end.", data.batches)

@@ -181,5 +181,37 @@ t.test("show, show_weights and plot draw in the terminal", function()
   t.near(select("#", plot({1, 2})), 0, 0, "plot returns nothing")
 end)
 
+t.test("data.loader{group = T} shuffles runs of T columns whole, the same on every device; nn.fit passes it", function()
+  -- column i holds i: a shuffled epoch must show 4 runs k·3+1, k·3+2, k·3+3, each once
+  local cols = {}
+  for i = 1, 12 do cols[i] = i end
+  local orders = {}
+  for _, id in ipairs(ids) do
+    local set = {images = matrix(1, 12, cols):to(id), labels = zeros(1, 12, id), n = 12}
+    local seen = {}
+    for x in data.loader(set, 6, {group = 3, seed = 5}):epoch(1) do
+      for _, v in ipairs(x:to("cpu"):totable()[1]) do seen[#seen + 1] = v end
+    end
+    local runs = {}
+    for r = 0, 3 do
+      local first = seen[r * 3 + 1]
+      assert((first - 1) % 3 == 0, id .. ": a run starts at k·3 + 1, got " .. first)
+      assert(seen[r * 3 + 2] == first + 1 and seen[r * 3 + 3] == first + 2, id .. ": a run stays in order")
+      assert(not runs[first], id .. ": each run once")
+      runs[first] = true
+    end
+    orders[#orders + 1] = table.concat(seen, " ")
+  end
+  for i = 2, #orders do assert(orders[i] == orders[1], "the same order on every device") end
+  assert(orders[1] ~= "1.0 2.0 3.0 4.0 5.0 6.0 7.0 8.0 9.0 10.0 11.0 12.0", "shuffled")
+  local set = {images = matrix(1, 12, cols), labels = zeros(1, 12), n = 12}
+  t.raises(function() data.loader(set, 4, {group = 3}) end, "data.loader: group 3 must divide", "batch of 4")
+  t.raises(function() data.loader(set, 6, {group = 0}) end, "data.loader: group must be a positive integer")
+  t.raises(function() data.loader(set, 6, {group = 5}) end, "group 5 must divide the set's 12 samples")
+  local nn = require "vela.nn"
+  t.raises(function() nn.fit(nn.sequential{nn.linear(1, 2)}, set, {group = 5, batch = 6, epochs = 1, progress = false}) end,
+    "group 5 must divide")
+end)
+
 os.execute("rm -rf " .. dir)
 t.done()

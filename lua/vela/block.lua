@@ -5,31 +5,24 @@
 -- input of dim × n is n/T sequences of T = context tokens (T = n without it).
 -- nn.block is made of the layers before it (nn.layernorm, nn.attention,
 -- nn.linear) and adds only the residual sums.
-local vela = require "vela"
-local options = require "vela.options"
-local layer = require "vela.layer"
-local blk = {}
+local vela, options, layer = require "vela", require "vela.options", require "vela.layer"
+local alloc, buffers, check_input, check_grad = layer.alloc, layer.buffers, layer.check_input, layer.check_grad
 local fmt = string.format
-local alloc, buffers = layer.alloc, layer.buffers
-local check_input, check_grad = layer.check_input, layer.check_grad
+local blk = {}
 local nn, seq, att, positive_int  -- set by attach (positive_int: sequence.lua's check)
 
 -- ---------------------------------------------------------------------------
 -- nn.posembed(context, dim): a learned column per position
 -- ---------------------------------------------------------------------------
-local PosEmbed = layer.class()
+local PosEmbed = layer.class({"P"})
 blk.PosEmbed = PosEmbed
-PosEmbed.moves = {"P"}  -- see layer:_moved
 
 -- nn.posembed(context, dim [, {seed =, device =}]): P (dim × context) ~ N(0, 1)·0.1.
 function blk.posembed(context, dim, opts)
   positive_int(context, "nn.posembed", "context (the tokens of a sequence)")
   positive_int(dim, "nn.posembed", "dim (the rows of a token)")
-  opts = options.check("nn.posembed", opts, {"seed", "device"})
-  local dev = layer.device(opts, "nn.posembed")
-  local self = setmetatable({inputs = dim, outputs = dim, context = context}, PosEmbed)
-  self.P = layer.weights(dev, dim, context, opts.seed, 0.1)  -- (and a bias we do not keep)
-  return self:_on(dev)
+  return layer.table(PosEmbed, "nn.posembed", opts, {inputs = dim, outputs = dim, context = context}, "P", dim,
+                     context, 0.1)
 end
 
 function PosEmbed:_setup(dev)

@@ -145,6 +145,17 @@ function layer.weights(dev, rows, cols, seed, scale)
   return w, alloc(dev, rows, 1)
 end
 
+-- A layer that is one learned table, rows × cols ~ N(0, 1)·scale (nn.embedding's
+-- E, nn.posembed's P): checks opts ({seed =, device =}), makes `fields` an
+-- instance of Class on the chosen device with the table as fields[key].
+function layer.table(Class, fn, opts, fields, key, rows, cols, scale)
+  opts = require("vela.options").check(fn, opts, {"seed", "device"})
+  local dev = layer.device(opts, fn)
+  local self = setmetatable(fields, Class)
+  self[key] = layer.weights(dev, rows, cols, opts.seed, scale)
+  return self:_on(dev)
+end
+
 -- The checks of every layer's forward, once per distinct input matrix
 -- (batches are cached views, so the hot path compares one reference).
 -- rows_note says what the rows are; a layer without self.inputs (of any
@@ -216,8 +227,8 @@ layer.Layer = Layer
 
 -- A new layer class: its methods first, then Layer's. layer(x) is
 -- layer:forward(x), as PyTorch's layer(x) (a metamethod, so set on each class).
-function layer.class()
-  local C = {}
+function layer.class(moves)
+  local C = {moves = moves}  -- the learned matrices that move with the layer (see Layer:_moved)
   C.__index = C
   C.__call = function(self, x) return self:forward(x) end
   return setmetatable(C, {__index = Layer})

@@ -106,9 +106,8 @@ function Dropout:describe() return {kind = "dropout", p = self.p, seed = self.se
 -- nn.batchnorm(features [, {channels =}]): batch normalization
 -- ---------------------------------------------------------------------------
 
-local BatchNorm = layer.class()
+local BatchNorm = layer.class({"gamma", "beta", "running_mean", "running_var"})
 layers.BatchNorm = BatchNorm
-BatchNorm.moves = {"gamma", "beta", "running_mean", "running_var"}  -- see layer:_moved
 BatchNorm.forget = {"zero"}
 
 -- nn.batchnorm(features [, {channels =, momentum = 0.1, eps = 1e-5, device =}]):

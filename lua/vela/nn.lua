@@ -31,7 +31,7 @@ local check_input, check_grad = layer.check_input, layer.check_grad
 -- The activations and their fused backward kernels: the op table's (lua/vela/layer.lua).
 local activations, from_z = layer.activations, layer.from_z
 
-local Linear = layer.class()
+local Linear = layer.class({"w", "b"})
 nn.Linear = Linear
 
 -- nn.linear(inputs, outputs [, activation] [, opts]) with opts.init "he"
@@ -141,9 +141,8 @@ function Linear:backward(da, need_dx)
   return buf.dx
 end
 
--- Linear moves w and b (with their optimizer state); layer:to, layer:params,
--- layer(x) are the base's (lua/vela/layer.lua).
-Linear.moves = {"w", "b"}
+-- layer:to (w and b move, with their optimizer state), layer:params, layer(x)
+-- are the base's (lua/vela/layer.lua).
 
 -- ---------------------------------------------------------------------------
 -- nn.sequential{layer, layer, ...}

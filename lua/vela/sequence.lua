@@ -19,9 +19,8 @@ seq.positive_int = positive_int  -- for lua/vela/block.lua
 -- ---------------------------------------------------------------------------
 -- nn.layernorm(dim): layer norm of each token (column)
 -- ---------------------------------------------------------------------------
-local LayerNorm = layer.class()
+local LayerNorm = layer.class({"gamma", "beta"})
 seq.LayerNorm = LayerNorm
-LayerNorm.moves = {"gamma", "beta"}  -- see layer:_moved
 
 -- nn.layernorm(dim [, {eps = 1e-5, device =}]): γ = 1, β = 0 at first.
 function seq.layernorm(dim, opts)
@@ -90,20 +89,14 @@ function LayerNorm:describe() return {kind = "layernorm", dim = self.inputs, eps
 -- ---------------------------------------------------------------------------
 -- nn.embedding(vocab, dim): a learned column per token
 -- ---------------------------------------------------------------------------
-local Embedding = layer.class()
+local Embedding = layer.class({"E"})
 seq.Embedding = Embedding
-Embedding.moves = {"E"}  -- see layer:_moved
 
 -- nn.embedding(vocab, dim [, {seed =, device =}]): E (dim×vocab) ~ N(0, 1).
 function seq.embedding(vocab, dim, opts)
   positive_int(vocab, "nn.embedding", "vocab (the number of tokens)")
   positive_int(dim, "nn.embedding", "dim (the rows of a token)")
-  opts = options.check("nn.embedding", opts, {"seed", "device"})
-  local dev = layer.device(opts, "nn.embedding")
-  local self = setmetatable({inputs = 1, outputs = dim, vocab = vocab}, Embedding)
-  self.E = alloc(dev, dim, vocab)
-  if opts.seed then vela.randn(self.E, opts.seed) else vela.randn(self.E) end
-  return self:_on(dev)
+  return layer.table(Embedding, "nn.embedding", opts, {inputs = 1, outputs = dim, vocab = vocab}, "E", dim, vocab, 1)
 end
 
 function Embedding:_setup(dev)

@@ -118,15 +118,21 @@ end
 -- Data parallel training (nn.fit{dist = true} through lua/vela/parallel.lua)
 -- ---------------------------------------------------------------------------
 
--- dist.shard(n [, r, p]) → first, count: rank r's columns of a batch of n
+-- dist.shard(n [, r, p [, g]]) → first, count: rank r's columns of a batch of n
 -- (1-based first). The first n % p ranks take one more; every rank's share
--- is contiguous and in rank order, so the p shards are the batch.
-function dist.shard(n, r, p)
-  r, p = r or rank, p or size
-  local base, extra = n // p, n % p
+-- is contiguous and in rank order, so the p shards are the batch. With g (a
+-- divisor of n), the shares are whole runs of g columns (sequences of g tokens:
+-- nn.fit's group =), counted the same way in runs.
+function dist.shard(n, r, p, g)
+  r, p, g = r or rank, p or size, g or 1
+  if math.type(g) ~= "integer" or g < 1 or n % g ~= 0 then
+    error(fmt("dist.shard: g must be a positive integer that divides n = %s, got %s", tostring(n), tostring(g)), 2)
+  end
+  local units = n // g
+  local base, extra = units // p, units % p
   local count = base + (r < extra and 1 or 0)
-  local first = r * base + math.min(r, extra) + 1
-  return first, count
+  local first = r * base + math.min(r, extra)
+  return first * g + 1, count * g
 end
 
 local function params_of(fn, net)
@@ -175,8 +181,8 @@ if vela.doc then
   vela.doc("dist.stats", "dist.stats() -> {calls, bytes, seconds}", "The allreduces this process has made: count, bytes per rank, seconds (staging included). Example: dist.stats().bytes", dist.stats)
   vela.doc("dist.summary", "dist.summary() -> string", "One line on this rank's allreduces so far: count, size, seconds. Example: print(dist.summary())", dist.summary)
   vela.doc("dist.hash", "dist.hash(m) -> hex", "A 64-bit FNV-1a hash of the float32 bits of m (or of a list, in order): the bit-identity check across ranks and replicas. Example: dist.hash(ones(2, 2))", dist.hash)
-  vela.doc("dist.shard", "dist.shard(n [, rank, size]) -> first, count",
-    "The columns of a batch of n a rank trains on: contiguous, in rank order, the first n % size ranks one more. Example: dist.shard(128, 1, 2) -> 65, 64", dist.shard)
+  vela.doc("dist.shard", "dist.shard(n [, rank, size [, group]]) -> first, count",
+    "The columns of a batch of n a rank trains on: contiguous, in rank order, the first n % size ranks one more. With group = T (a divisor of n) the shares are whole runs of T columns (sequences; nn.fit's group =). Example: dist.shard(128, 1, 2) -> 65, 64; dist.shard(24, 1, 2, 8) -> 17, 8", dist.shard)
   vela.doc("dist.sync", "dist.sync(net)", "Rank 0's parameters into every rank's net. Example: dist.sync(net)", dist.sync)
   vela.doc("dist.reduce_grads", "dist.reduce_grads(net, count, n)",
     "After net:backward on this rank's count of a batch of n: every gradient becomes the whole batch's, on every rank (each scaled by count/n, then summed). Example: dist.reduce_grads(net, 64, 128)", dist.reduce_grads)

@@ -94,11 +94,14 @@ end
 -- dp:split(x, y) → shares {x, y, first, count} per replica: contiguous columns
 -- in replica order, copied to the replica's device where it is another.
 function DP:split(x, y)
-  local n, k = x.cols, #self.replicas
-  if n < k then error(fmt("dp:split: a batch of %d is smaller than the %d devices", n, k), 2) end
+  local n, k, g = x.cols, #self.replicas, self.group or 1
+  if n < k * g then
+    error(g == 1 and fmt("dp:split: a batch of %d is smaller than the %d devices", n, k)
+      or fmt("dp:split: a batch of %d holds %d runs of %d (group), fewer than the %d devices", n, n // g, g, k), 2)
+  end
   local shares = {}
   for i, dev in ipairs(self.devices) do
-    local first, count = dist.shard(n, i - 1, k)
+    local first, count = dist.shard(n, i - 1, k, g)
     local xs, ys = x:columns(first, count), y:columns(first, count)
     local moved = not rawequal(x:device(), dev)
     if moved then xs, ys = xs:to(dev), ys:to(dev) end
@@ -196,7 +199,7 @@ function parallel.fit_step(net, train, opts)
   if opts.dist ~= nil and type(opts.dist) ~= "boolean" then
     error(fmt("nn.fit: dist must be true or false, got %s", type(opts.dist)), 3)
   end
-  local self = setmetatable({net = net, views = {}}, Step)
+  local self = setmetatable({net = net, views = {}, group = opts.group or 1}, Step)
   if opts.devices ~= nil then
     if type(opts.devices) ~= "table" or #opts.devices == 0 then
       error(fmt("nn.fit: devices must be a list of devices such as {\"cpu\", \"vulkan:0\"}, got %s", type(opts.devices)), 3)
@@ -208,6 +211,7 @@ function parallel.fit_step(net, train, opts)
         train.images:device():name(), dp.devices[1]:name()), 3)
     end
     self.dp = dp
+    dp.group = self.group  -- shares of whole sequences
   end
   if opts.dist and dist.size() > 1 then
     self.dist = true
@@ -225,8 +229,11 @@ function Step:step(x, y, lossfn, opt, check)
   if self.dist then
     local v = self.views[n]
     if not v or not rawequal(v.x, x) or not rawequal(v.y, y) then  -- views made once per batch matrix
-      local first, c = dist.shard(n)
-      if c == 0 then error(fmt("nn.fit: a batch of %d is smaller than the %d ranks", n, dist.size()), 0) end
+      local first, c = dist.shard(n, nil, nil, self.group)
+      if c == 0 then
+        error(fmt("nn.fit: a batch of %d is smaller than the %d ranks%s", n, dist.size(),
+          self.group > 1 and fmt(" (in runs of %d: group)", self.group) or ""), 0)
+      end
       v = {x:columns(first, c), y:columns(first, c), c, x = x, y = y}
       self.views[n] = v
     end

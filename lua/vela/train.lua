@@ -317,11 +317,10 @@ function training.fit(net, train, opts)
     if not make then error(fmt("nn.fit: unknown loss '%s' (softmax_xent or quadratic)", lossfn), 2) end
     lossfn = make()
   end
+  -- (the loader first: it checks group, which the shares below use)
+  local loader = data.loader(train, batch, {seed = opts.seed or 1, shift = opts.shift, group = opts.group})
   -- {devices = {...}} or {dist = true}: the step of lua/vela/parallel.lua (nil otherwise).
   local par = require("vela.parallel").fit_step(net, train, opts)
-  if par and (opts.group or 1) > 1 then  -- the shares split a batch evenly, across sequences
-    error("nn.fit: group = " .. tostring(opts.group) .. " cannot go with devices = or dist = (their shares would cut sequences)", 2)
-  end
   local progress = opts.progress ~= false and not (par and par.quiet)
   local out = opts.output or io.stdout
   -- A live bar only on a terminal; a log gets the epoch lines alone. In a
@@ -332,7 +331,6 @@ function training.fit(net, train, opts)
   if math.type(first) ~= "integer" or first < 1 or first > epochs then
     error(fmt("nn.fit: start must be an epoch number in 1..%d (epochs), got %s", epochs, tostring(first)), 2)
   end
-  local loader = data.loader(train, batch, {seed = opts.seed or 1, shift = opts.shift, group = opts.group})
   local dev = train.images:device()
   local count = counter(dev, batch)
   count:track(every)
@@ -477,7 +475,7 @@ end}
 -- help(nn.fit), ?nn.evaluate: documentation for the shell's help.
 if vela.doc then
   vela.doc("nn.fit", "nn.fit(net, train, {epochs = 10, batch = 128, optimizer =, loss =, test =, seed =, schedule =, every = 20, start = 1, progress = true, shift = 0, group = 1, devices =, dist = false})",
-    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line; with test =, hist.test_predictions is the 1×n of predicted classes from the pass that gave the last test accuracy (nn.confusion(hist.test_predictions, test) tabulates it without a second pass). start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run). shift = 2: on-device augmentation (see data.loader). group = T shuffles runs of T columns as one (sequences of T tokens, for nets with context = T; see data.loader). Trains in training mode (net:train(): nn.dropout drops, nn.batchnorm uses batch statistics); the test set is evaluated in evaluation mode. devices = {'cpu', 'vulkan:0'} trains data parallel over those devices (parallel.replicate); dist = true under mpirun shards each batch by rank and averages the gradients (vela.dist), printing from rank 0 only (the train loss and accuracy shown are rank 0's share). Each batch's loss is read before its update (one host wait per batch, while the device runs the backward pass): a label that is not a class index stops it naming the epoch, the batch and the position, on every device, and a loss that is not finite stops it before that batch's update.", training.fit)
+    "Trains, with a progress bar on a terminal (one line per epoch when stdout is redirected); the loss is read from the device every `every` batches. Returns the history {loss, train_accuracy, test_accuracy, seconds, examples_per_s, batch_loss, lr}, indexed by epoch, which prints as one summary line; with test =, hist.test_predictions is the 1×n of predicted classes from the pass that gave the last test accuracy (nn.confusion(hist.test_predictions, test) tabulates it without a second pass). start = e resumes at epoch e (same shuffle and schedule as an uninterrupted run). shift = 2: on-device augmentation (see data.loader). group = T shuffles runs of T columns as one (sequences of T tokens, for nets with context = T; see data.loader), and devices =/dist = share a batch in whole runs. Trains in training mode (net:train(): nn.dropout drops, nn.batchnorm uses batch statistics); the test set is evaluated in evaluation mode. devices = {'cpu', 'vulkan:0'} trains data parallel over those devices (parallel.replicate); dist = true under mpirun shards each batch by rank and averages the gradients (vela.dist), printing from rank 0 only (the train loss and accuracy shown are rank 0's share). Each batch's loss is read before its update (one host wait per batch, while the device runs the backward pass): a label that is not a class index stops it naming the epoch, the batch and the position, on every device, and a loss that is not finite stops it before that batch's update.", training.fit)
   vela.doc("nn.evaluate", "nn.evaluate(net, set [, {batch =, loss =}]) -> accuracy [, mean loss]",
     "The fraction of a set classified right, counted on the device. Every label must be a class index 1..outputs (checked: an error names the first bad position).", training.evaluate)
   vela.doc("nn.predict", "nn.predict(net, images [, batch = 1000]) -> 1×n",

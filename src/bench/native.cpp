@@ -133,9 +133,11 @@ static int n_devices(lua_State* L) {
     return 1;
 }
 
-static const luaL_Reg native_funcs[] = {{"sgemm", n_sgemm}, {"saxpy", n_saxpy}, {"tanh", n_tanh},
-                                        {"axpy1", n_axpy1}, {"now", n_now},     {"devices", n_devices},
-                                        {nullptr, nullptr}};
+int native_fma_peak(lua_State* L);  // peak.cpp
+
+static const luaL_Reg native_funcs[] = {{"sgemm", n_sgemm}, {"saxpy", n_saxpy},   {"tanh", n_tanh},
+                                        {"axpy1", n_axpy1}, {"now", n_now},       {"devices", n_devices},
+                                        {"fma_peak", native_fma_peak}, {nullptr, nullptr}};
 
 }  // namespace vela::lua
 

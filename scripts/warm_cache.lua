@@ -7,6 +7,15 @@
 -- there it only shows the time. Prints each device's seconds (wall, cpu).
 --
 --   build/vela scripts/warm_cache.lua [vulkan:0 ...]
+-- It runs with VELA_MM_STAND_IN=0 (re-running itself so), so that each
+-- product makes the register block chosen for it, not the 2×4 stand-in of
+-- a first use (docs/vulkan.md): the blocks a training run settles on.
+if os.getenv("VELA_MM_STAND_IN") ~= "0" then
+  local args = {}
+  for i = 1, #arg do args[#args + 1] = ("%q"):format(arg[i]) end
+  local ok = os.execute(("VELA_MM_STAND_IN=0 %q %q %s"):format(arg[-1], arg[0], table.concat(args, " ")))
+  os.exit(ok and 0 or 1)
+end
 local vela = require "vela"
 local nn, optim = require "vela.nn", require "vela.optim"
 local ids = {}

@@ -32,8 +32,8 @@ GemmVariant forced = GemmVariant::automatic;
 // the 2×4 block cost lavapipe about 0.2 s more than on the 8×12 one
 // (docs/results.md): the most a process whose Mesa cache already holds the
 // block loses, against the compile a short program no longer pays.
-// VELA_MM_STAND_IN=0 turns it off (scripts/warm_cache.lua: the blocks
-// themselves are what the cache should hold).
+// VELA_MM_STAND_IN=0 turns it off (scripts/warm_cache.lua runs a training
+// step both ways, so that Mesa's cache holds both kinds of block).
 double stand_in_budget = [] {
     const char* e = std::getenv("VELA_MM_STAND_IN");
     return e && std::strcmp(e, "0") == 0 ? 0.0 : double(1u << 27);

@@ -10,8 +10,9 @@
 -- A training run's products start on the 2×4 register block that stands in
 -- for the one chosen for them, which is made once they have run 2^27
 -- multiply-adds (docs/vulkan.md, first use): the step runs twice, here and
--- in a child with VELA_MM_STAND_IN=0, so that both kinds of block are compiled.
-if os.getenv("VELA_MM_STAND_IN") ~= "0" then
+-- in a child with VELA_MM_STAND_IN=0, so that both kinds of block are compiled
+-- (with VELA_MM_STAND_IN set, only the pass it asks for).
+if not os.getenv("VELA_MM_STAND_IN") then
   local args = {}
   for i = 1, #arg do args[#args + 1] = ("%q"):format(arg[i]) end
   if not os.execute(("VELA_MM_STAND_IN=0 %q %q %s"):format(arg[-1], arg[0], table.concat(args, " "))) then

@@ -7,6 +7,19 @@
 -- there it only shows the time. Prints each device's seconds (wall, cpu).
 --
 --   build/vela scripts/warm_cache.lua [vulkan:0 ...]
+-- A training run's products start on the 2×4 register block that stands in
+-- for the one chosen for them, which is made once they have run 2^27
+-- multiply-adds (docs/vulkan.md, first use): the step runs twice, here and
+-- in a child with VELA_MM_STAND_IN=0, so that both kinds of block are compiled
+-- (with VELA_MM_STAND_IN set, only the pass it asks for).
+if not os.getenv("VELA_MM_STAND_IN") then
+  local args = {}
+  for i = 1, #arg do args[#args + 1] = ("%q"):format(arg[i]) end
+  if not os.execute(("VELA_MM_STAND_IN=0 %q %q %s"):format(arg[-1], arg[0], table.concat(args, " "))) then
+    os.exit(1)
+  end
+end
+local blocks = os.getenv("VELA_MM_STAND_IN") == "0" and "chosen blocks" or "first-use blocks"
 local vela = require "vela"
 local nn, optim = require "vela.nn", require "vela.optim"
 local ids = {}
@@ -33,6 +46,6 @@ for _, id in ipairs(ids) do
     end
     vela.sum(l)
   end
-  print(string.format("%-10s a training step's kernels ready: %.2f s wall, %.2f s cpu", id, vela.clock() - w0,
-    os.clock() - c0))
+  print(string.format("%-10s a training step's kernels ready (%s): %.2f s wall, %.2f s cpu", id, blocks,
+    vela.clock() - w0, os.clock() - c0))
 end

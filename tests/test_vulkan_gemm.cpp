@@ -24,6 +24,7 @@
 #include "core/ops.hpp"
 #include "core/registry.hpp"
 #include "vulkan/backend.hpp"
+#include "vulkan/device.hpp"
 #include "vulkan/kernels_blas.hpp"
 
 using namespace vela;
@@ -359,6 +360,47 @@ TEST_CASE("vulkan gemm: grids beyond 65,535 workgroups are split", "[vulkan][gem
     bad = 0;
     for (int64_t i = 0; i < m; i++) bad += got[size_t(i)] != 2.0f * col[size_t(i)];
     CHECK(bad == 0);
+}
+
+// First use (kernels_blas.cpp, stand_in_budget): the 2×4 register block runs
+// a product while the block chosen for it is not made and the products it
+// ran in that one's stead stay within the budget; then the chosen block is
+// made. Both give the same bits (the same fma chain per element) and match
+// float64. dense with elu, w and x both transposed: a block no other case
+// makes first. Seen to fail before the stand-in existed (no product counted).
+TEST_CASE("vulkan mm: the 2×4 block stands in for a block not yet made, same bits", "[vulkan][gemm]") {
+    REQUIRE_VULKAN(dev);
+    const vk::Caps& caps = static_cast<vk::VulkanDevice&>(*dev).caps();
+    const bool regblock = caps.software && caps.subgroup_ballot;
+    const int64_t m = 70, n = 9, k = 33;  // 70 rows: the 8-row block on lavapipe and SwiftShader
+    struct Budget {
+        double saved = vk::gemm_stand_in_budget();
+        ~Budget() { vk::set_gemm_stand_in_budget(saved); }
+    } restore;
+    vk::set_gemm_stand_in_budget(3.0 * double(m * n * k));  // three products
+    Pair w = make(*dev, m, k, true, 1), x = make(*dev, k, n, true, 0);
+    Pair b = make(*dev, m, 1, false, 0);
+    std::vector<std::vector<float>> runs;
+    const uint64_t before = vk::gemm_stand_in_count();
+    for (int run = 0; run < 6; run++) {
+        Pair y = make(*dev, m, n, false, 0, true);
+        dense(w.view, x.view, b.view, Act::elu, y.view);
+        runs.push_back(to_host(y.parent));
+    }
+    CHECK(vk::gemm_stand_in_count() - before == (regblock ? 3u : 0u));
+    for (const auto& r : runs) CHECK(r == runs[0]);
+    Err err;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double z = b.at(i, 0), scale = std::fabs(z);
+            for (int64_t l = 0; l < k; l++) {
+                double t = w.at(i, l) * x.at(l, j);
+                z += t;
+                scale += std::fabs(t);
+            }
+            err.add(runs[0][size_t(i + j * m)], z > 0 ? z : std::expm1(z), scale);
+        }
+    CHECK(err.worst <= tol);
 }
 
 TEST_CASE("vulkan mm: GFLOP/s", "[.bench][vulkan][gemm]") {

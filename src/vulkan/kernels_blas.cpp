@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "core/error.hpp"
@@ -18,6 +20,25 @@ namespace vela::vk {
 namespace {
 
 GemmVariant forced = GemmVariant::automatic;
+
+// First use of a register block on a device (docs/vulkan.md, "First use"):
+// its JIT compile costs seconds on the software drivers (lavapipe with an
+// empty Mesa cache ~2.7 s of processor time for the 8×12 block, SwiftShader
+// ~3.8 s for 8×16 in every process), the 2×4 block's ~0.2 s and ~0.13 s. So
+// products run on the 2×4 block, bit for bit the same values (each element
+// is the same chain of fma over k in the same order), until the products
+// that stood in for a block add up to this many multiply-adds; then the
+// block is made and used from then on. 2^27 multiply-adds (0.27 GFLOP) on
+// the 2×4 block cost lavapipe about 0.2 s more than on the 8×12 one
+// (docs/results.md): the most a process whose Mesa cache already holds the
+// block loses, against the compile a short program no longer pays.
+// VELA_MM_STAND_IN=0 turns it off (scripts/warm_cache.lua runs a training
+// step both ways, so that Mesa's cache holds both kinds of block).
+double stand_in_budget = [] {
+    const char* e = std::getenv("VELA_MM_STAND_IN");
+    return e && std::strcmp(e, "0") == 0 ? 0.0 : double(1u << 27);
+}();
+uint64_t stand_ins = 0;
 
 // The specialization constants of the GEMM shaders, in constant_id order.
 struct RegblockSpec {  // mm_regblock.glsl (mm_regblock.comp, mm_regblock_i64.comp)
@@ -163,11 +184,23 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
                     (ta || p.m % 4 == 0) && bsa % 4 == 0;
         rspec = {.sg = sg, .mr = mr, .nr = nr, .ta = ta, .tb = tb, .pair = quad ? 2u : pair ? 1u : 0u, .epi = epi,
                  .act = uint32_t(act)};
-        tile_m = sg * mr;
-        tile_n = nr;
         // 64-bit addresses stepped per load where the device has them (about
         // twice the speed on lavapipe); the portable kernel elsewhere.
         shader = caps.int64 ? "mm_regblock_i64" : "mm_regblock";
+        // The 2×4 block stands in for a larger one not yet made (see
+        // stand_in_budget); forcing the variant (the tests) never does.
+        const double work = double(p.m) * double(p.n) * double(std::max<uint32_t>(p.k, 1)) *
+                            double(batch ? batch->count : 1);
+        if (forced == GemmVariant::automatic && (mr > 2 || nr > 4) &&
+            r.stream().pipelines().stand_in(shader, SpecConstants(rspec).data, SpecConstants(rspec).count, work,
+                                            stand_in_budget)) {
+            rspec.mr = 2;
+            rspec.nr = 4;
+            rspec.pair = pair ? 1u : 0u;  // 16-byte loads need MR a multiple of 4
+            ++stand_ins;
+        }
+        tile_m = sg * rspec.mr;
+        tile_n = rspec.nr;
     } else {
         uint32_t t = caps.max_workgroup_invocations >= 256 && caps.max_workgroup_size[0] >= 16 &&
                              caps.max_workgroup_size[1] >= 16
@@ -245,6 +278,10 @@ void grid_1d(const Caps& caps, uint64_t count, uint32_t groups[3]) {
 }  // namespace
 
 void force_gemm_variant(GemmVariant v) { forced = v; }
+
+void set_gemm_stand_in_budget(double multiply_adds) { stand_in_budget = multiply_adds; }
+double gemm_stand_in_budget() { return stand_in_budget; }
+uint64_t gemm_stand_in_count() { return stand_ins; }
 
 bool bmm_regblock(VulkanDevice& r, float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c,
                   const GemmBatch& batch) {

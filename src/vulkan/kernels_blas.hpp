@@ -13,6 +13,14 @@ namespace vela::vk {
 enum class GemmVariant : uint8_t { automatic, regblock, tiled };
 void force_gemm_variant(GemmVariant v);
 
+// First use of mm's register block (kernels_blas.cpp, stand_in_budget): the
+// multiply-adds the 2×4 block may run in a larger block's stead before that
+// one is made, per block and device; and how many products it ran so far
+// (both for the tests).
+void set_gemm_stand_in_budget(double multiply_adds);
+double gemm_stand_in_budget();
+uint64_t gemm_stand_in_count();
+
 class VulkanDevice;
 // A strided batched product for record_gemm: count blocks, sx elements from one block of x to the
 // next, at most zmax blocks per dispatch (the device's z limit, and z·sx < 2^32).

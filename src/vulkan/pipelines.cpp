@@ -192,15 +192,33 @@ void Pipelines::add_module(const std::string& shader, const std::vector<uint32_t
     modules_.emplace(shader, std::move(m));
 }
 
+Pipelines::Key Pipelines::key_of(const char* shader, const uint32_t* spec, uint32_t spec_count) {
+    if (spec_count > kMaxSpec) fail("vulkan: %s: %u specialization constants, at most %u", shader, spec_count, kMaxSpec);
+    Key key;
+    key.shader = shader;
+    key.n = spec_count;
+    if (spec_count) std::memcpy(key.spec.data(), spec, spec_count * 4);
+    return key;
+}
+
+bool Pipelines::stand_in(const char* shader, const uint32_t* spec, uint32_t spec_count, double work, double budget) {
+    Key key = key_of(shader, spec, spec_count);
+    if (pipelines_.count(key)) return false;
+    double& done = stood_in_[key];
+    if (done + work > budget) {
+        stood_in_.erase(key);  // the caller makes it now
+        return false;
+    }
+    done += work;
+    return true;
+}
+
 VkPipeline Pipelines::get(const char* shader, const uint32_t* spec, uint32_t spec_count) {
     if (spec_count > kMaxSpec) fail("vulkan: %s: %u specialization constants, at most %u", shader, spec_count, kMaxSpec);
     if (last_ && shader == last_shader_ && spec_count == last_key_.n &&
         std::memcmp(spec, last_key_.spec.data(), spec_count * 4) == 0)
         return last_;
-    Key key;
-    key.shader = shader;
-    key.n = spec_count;
-    if (spec_count) std::memcpy(key.spec.data(), spec, spec_count * 4);
+    Key key = key_of(shader, spec, spec_count);
     auto it = pipelines_.find(key);
     if (it == pipelines_.end()) {
         std::vector<VkSpecializationMapEntry> entries(spec_count);

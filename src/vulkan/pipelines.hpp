@@ -43,6 +43,12 @@ public:
     void add_module(const std::string& shader, const std::vector<uint32_t>& spirv);
     VkPipelineLayout layout() const { return layout_; }
     size_t count() const { return pipelines_.size(); }
+    // First use of a costly pipeline (mm's register block; docs/vulkan.md,
+    // "First use"): true while (shader, spec) is not made on this device and
+    // the work run on a cheaper pipeline in its stead, `work` included, stays
+    // within `budget` (the work is then counted). Once it returns false the
+    // caller makes the pipeline and it is used from then on.
+    bool stand_in(const char* shader, const uint32_t* spec, uint32_t spec_count, double work, double budget);
     // Pipelines made since the last call (the stream's first-use status on lavapipe).
     uint32_t take_fresh() { uint32_t n = fresh_; fresh_ = 0; return n; }
     void save();
@@ -57,6 +63,7 @@ private:
     struct KeyHash {
         size_t operator()(const Key& k) const;
     };
+    static Key key_of(const char* shader, const uint32_t* spec, uint32_t spec_count);
     VkShaderModule module(const std::string& shader);
     // The SPIR-V of a built-in shader or of one given to add_module; throws for an unknown name.
     std::pair<const uint32_t*, size_t> code(const std::string& shader) const;
@@ -72,6 +79,7 @@ private:
     std::unordered_map<std::string, OwnedShader> modules_;
     std::unordered_map<std::string, std::vector<uint32_t>> user_code_;  // add_module's SPIR-V
     std::unordered_map<Key, OwnedPipeline, KeyHash> pipelines_;
+    std::unordered_map<Key, double, KeyHash> stood_in_;  // stand_in's work so far, per pipeline not yet made
     bool dirty_ = false;
     uint32_t fresh_ = 0;
     // The last lookup, checked first: consecutive dispatches often share a pipeline.

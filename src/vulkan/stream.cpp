@@ -145,18 +145,10 @@ void Stream::begin() {
     }
     bound_ = VK_NULL_HANDLE;
     recording_ = true;
-    // The device compiles the batch shader at its first dispatch: an empty
-    // batch at the start of the first command buffer does that once, before
-    // any kernel's shader (see docs/vulkan.md on lavapipe's JIT).
-    if (batching_ && !warmed_ && !profiling_) {
-        warmed_ = true;
-        const std::array<uint32_t, 6> spec = any_batch_spec();
-        VkPipeline pipeline = pipelines_.get("batch", spec.data(), uint32_t(spec.size()));
-        open_batch(ring_[cur_]);
-        batch_spec_ = spec;
-        batch_pipeline_ = pipeline;
-        end_batch();
-    }
+    // No batch is made ahead of the first kernel: each batch.comp variant
+    // (even the one with no step family) costs lavapipe 0.04-0.15 s of
+    // processor time per process and SwiftShader 0.17-0.8 s, most of a first
+    // product's (docs/results.md, "First use, stand-in block"; docs/vulkan.md).
 }
 
 void Stream::submit() {

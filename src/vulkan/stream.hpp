@@ -83,6 +83,7 @@ public:
     bool reclaim();
 
     const DeviceStats& stats() const { return stats_; }
+    Pipelines& pipelines() { return pipelines_; }
     void count_transfer(bool upload, uint64_t bytes) {
         if (upload) ++stats_.uploads, stats_.upload_bytes += bytes;
         else ++stats_.downloads, stats_.download_bytes += bytes;
@@ -136,7 +137,6 @@ private:
     uint32_t* batch_ = nullptr;
     uint64_t inner_ = 0;  // step stamp: bumped by each batch and by each barrier inside one
     bool batching_ = true;
-    bool warmed_ = false;  // the batch shader has had its first dispatch
     uint64_t batch_loops_ = 0;  // loop iterations the open batch may run (bounded: see add_step)
     uint32_t batch_wg_ = 64, batch_iters_ = 4;
     // The open batch's step list address, pipeline and specialization (batch.comp:

@@ -11,10 +11,23 @@
 // place of silently cut results. The cpu device's runner also sets constant 4
 // (CHUNKED): it runs a grid in parts, and the word after the status word
 // holds the part's first invocation, which id() adds (src/userk/host_runner.cpp).
+//
+// The stop word, the third word at the same address (kStopWord), lets Ctrl-C
+// stop a user kernel that runs: a general kernel reads it (coherent, volatile)
+// at its start and once every 256 iterations of its loops (src/userk/glsl.cpp
+// puts a check in front of every loop condition of the user's text) and
+// returns once it is nonzero. The host sets it when Ctrl-C comes while it
+// waits, and clears it once the work submitted before has completed: the cpu's
+// runner and a Vulkan device with conditional rendering at once (the wait),
+// one without it before its next submission (stream.cpp).
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace vela::vk {
+
+// The words at the loop status address: the status, the part's first invocation (cpu), the stop word.
+inline constexpr uint32_t kStatusWords = 3, kStopWord = 2;
 
 // names: the kernel's name, or the kernels that may have been cut, comma-separated.
 inline std::string loop_cut_message(const std::string& names) {

@@ -90,6 +90,7 @@ std::string preamble(const Spec& s) {
          "layout(constant_id = 2) const uint VELA_LOOP_LO = 0u;\n"
          "layout(constant_id = 3) const uint VELA_LOOP_HI = 0u;\n"
          "layout(constant_id = 4) const uint VELA_CHUNKED = 0u;\n"
+         "layout(constant_id = 5) const uint VELA_LOOP_CHECK = 0u;\n"
          "uint vela_first = 0u;\n"
          "void vela_start() {\n"
          "    if (VELA_CHUNKED != 0u) vela_first = U32(addr_make(VELA_LOOP_LO + 4u, VELA_LOOP_HI)).v;\n"
@@ -97,8 +98,9 @@ std::string preamble(const Spec& s) {
          "uint id() { return global_index(WG) + vela_first; }\n"
          // The stop word (vulkan/loop_probe.hpp): the third word at the status address, set
          // by the host on Ctrl-C. A general kernel reads it at its start and,
-         // once every 256 iterations of its loops (vela_go, put in front of
-         // each loop condition by guard_loops), and returns once it is set.
+         // where VELA_LOOP_CHECK is set (drivers that do not bound loops), once
+         // every 256 iterations of its loops (vela_go, put in front of each
+         // loop condition by guard_loops), and returns once it is set.
          "layout(buffer_reference, buffer_reference_align = 4) coherent volatile buffer VelaStop { uint v; };\n"
          "bool vela_stopped() {\n"
          "    if (VELA_LOOP_LO == 0u && VELA_LOOP_HI == 0u) return false;\n"
@@ -107,6 +109,7 @@ std::string preamble(const Spec& s) {
          "uint vela_tick = 0u;\n"
          "bool vela_halt = false;\n"
          "bool vela_go() {\n"
+         "    if (VELA_LOOP_CHECK == 0u) return true;\n"
          "    if ((++vela_tick & 255u) == 0u && vela_stopped()) vela_halt = true;\n"
          "    return !vela_halt;\n"
          "}\n"

@@ -18,11 +18,9 @@ local function run_case(dev, case)
   return child_helper.run(([==[
     local DEV, CASE = %q, %q
     local pid = io.open("/proc/self/stat"):read("n")
-    local function uptime()
-      local f = io.open("/proc/uptime")
-      local u = f:read("n")
-      f:close()
-      return u
+    local function uptime(path)  -- seconds since boot, read from /proc/uptime or a copy of it
+      local f = io.open(path or "/proc/uptime")
+      return f and tonumber(f:read("a"):match("^%%S+"))
     end
     device(DEV)
     local spin
@@ -71,10 +69,7 @@ local function run_case(dev, case)
       spin(a, s, {g = g, iters = iters})
       return s:get(1, 1)  -- a Vulkan device waits here
     end)
-    local u_err = uptime()
-    local f = io.open(dir .. "/sig")
-    local u_sig = f and f:read("n")
-    if f then f:close() end
+    local u_err, u_sig = uptime(), uptime(dir .. "/sig")
     print("RESULT", ok, tostring(err), u_sig and string.format("%%.2f", u_err - u_sig) or "nosignal",
           string.format("%%.2f", clock() - t0))
     -- The same device runs another kernel whole: column sums of known values.

@@ -4,6 +4,7 @@
 // core/user_kernel.hpp, checked against float64 on the host.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -17,6 +18,7 @@
 #include "cpu/cpu_device.hpp"
 #include "every_device.hpp"
 #include "userk/compiler.hpp"
+#include "userk/glsl.hpp"
 #include "userk/host_runner.hpp"
 
 using namespace vela;
@@ -192,4 +194,25 @@ TEST_CASE("user kernels: the native subset of map expressions (core/map_expr.cpp
     auto p = parse_map("x", x, none);
     REQUIRE(p);
     CHECK(p->nodes.back().op == MapProgram::add);
+}
+
+TEST_CASE("user kernels: every loop condition of a kernel body checks the stop word, lines kept", "[user_kernels]") {
+    using userk::guard_loops;
+    // written out by hand: for, while, do-while, an empty condition, nesting
+    CHECK(guard_loops("for (uint i = 0u; i < n; ++i) s += f(i);") ==
+          "for (uint i = 0u;vela_go() && ( i < n); ++i) s += f(i);");
+    CHECK(guard_loops("while(a[i] > 0.0)\n  ++i;") == "while(vela_go() && (a[i] > 0.0))\n  ++i;");
+    CHECK(guard_loops("do { x *= 2.0; } while (x < 1e5);") == "do { x *= 2.0; } while (vela_go() && (x < 1e5));");
+    CHECK(guard_loops("for (;;) break;") == "for (;vela_go();) break;");
+    CHECK(guard_loops("for (int i = 0; i < 3; ++i)\n for (int j = min(i, 2); j\n < 4; ++j) {}") ==
+          "for (int i = 0;vela_go() && ( i < 3); ++i)\n for (int j = min(i, 2);vela_go() && ( j\n < 4); ++j) {}");
+    // untouched: comments, names that contain the words, a condition that declares a variable
+    const char* same[] = {"// for (;;) {}\nx = 1.0;", "/* while (true) */ y = 2.0;", "float fore = 1.0, whiled = 2.0;",
+                          "while (bool go = f()) {}", "for (int i = 0; i < 2"};
+    for (const char* s : same) CHECK(guard_loops(s) == s);
+    // the line count never changes (errors quote the user's lines)
+    std::string body = "float a = 0.0;\nfor (uint i = 0u;\n i < 4u;\n ++i)\n  a += 1.0;\nwhile (a > 0.0) a -= 1.0;\n";
+    std::string out = guard_loops(body);
+    CHECK(std::count(out.begin(), out.end(), '\n') == std::count(body.begin(), body.end(), '\n'));
+    CHECK(out.find("vela_go() && (a > 0.0)") != std::string::npos);
 }

@@ -375,7 +375,10 @@ void open_user_kernels(lua_State* L) {
         "table. Example: colsum = kernel{args = {a = \"matrix\", s = \"matrix\", scale = \"float\"}, size = "
         "function(a, s) return a.cols end, glsl = [[float acc = 0.0; for (uint i = 1; i <= rows(a); ++i) acc += "
         "at(a, i, id() + 1); set(s, 1, id() + 1, scale * acc);]]}; colsum(a, s, {scale = 2}). On llvmpipe (lavapipe, "
-        "and the cpu) an invocation's loops end after 65,535 iterations in all: such a call is an error, not a cut result.");
+        "and the cpu) an invocation's loops end after 65,535 iterations in all: such a call is an error, not a cut result. "
+        "Ctrl-C stops a running kernel on every device: it reads a stop word at its start and (where loops are "
+        "unbounded) in its loops, so the call ends with 'interrupted' within a fraction of a second, its matrices "
+        "hold partial values, and the device runs the next kernel whole.");
     doc("kernel_info", "kernel_info(f) -> {name, kind, signature, matrices, scalars, compiled, compile_ms, glsl, cpu}",
         "What vela knows of a kernel made by map or kernel: its argument order, how its SPIR-V was found this session "
         "(\"compiled\", from \"memory\", or from the \"disk\" cache), the time that took, the whole GLSL it "

@@ -14,6 +14,48 @@ namespace {
 
 bool ident_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool ident_char(char c) { return ident_start(c) || (c >= '0' && c <= '9'); }
+bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// At a comment ("//" or "/*"): the index after it; elsewhere i itself.
+size_t skip_comment(const std::string& e, size_t i) {
+    if (e.compare(i, 2, "//") == 0) return std::min(e.find('\n', i), e.size());
+    if (e.compare(i, 2, "/*") == 0) {
+        size_t end = e.find("*/", i + 2);
+        return end == std::string::npos ? e.size() : end + 2;
+    }
+    return i;
+}
+
+// At a number (digits, '.', exponent with sign, suffixes): the index after it; elsewhere i itself.
+size_t skip_number(const std::string& e, size_t i) {
+    size_t n = e.size();
+    if (!((e[i] >= '0' && e[i] <= '9') || (e[i] == '.' && i + 1 < n && e[i + 1] >= '0' && e[i + 1] <= '9')))
+        return i;
+    while (i < n && (ident_char(e[i]) || e[i] == '.' || ((e[i] == '+' || e[i] == '-') && (e[i - 1] == 'e' || e[i - 1] == 'E'))))
+        ++i;
+    return i;
+}
+
+// Past spaces and comments from i.
+size_t skip_blank(const std::string& e, size_t i) {
+    for (;;) {
+        while (i < e.size() && space(e[i])) ++i;
+        size_t c = skip_comment(e, i);
+        if (c == i) return i;
+        i = c;
+    }
+}
+
+// Whether a loop condition declares a variable (`while (bool go = f())`): no
+// expression can be put in front of it.
+bool declares(const std::string& cond) {
+    size_t i = skip_blank(cond, 0), j = i;
+    while (j < cond.size() && ident_char(cond[j])) ++j;
+    static const char* const types[] = {"const", "bool", "int", "uint", "float", "double", "highp", "mediump", "lowp"};
+    for (const char* t : types)
+        if (cond.compare(i, j - i, t) == 0 && std::strlen(t) == j - i) return true;
+    return false;
+}
 
 // What every user kernel starts with: the shared headers, the workgroup size
 // as specialization constant 0, and the op table's accurate functions under
@@ -48,11 +90,29 @@ std::string preamble(const Spec& s) {
          "layout(constant_id = 2) const uint VELA_LOOP_LO = 0u;\n"
          "layout(constant_id = 3) const uint VELA_LOOP_HI = 0u;\n"
          "layout(constant_id = 4) const uint VELA_CHUNKED = 0u;\n"
+         "layout(constant_id = 5) const uint VELA_LOOP_CHECK = 0u;\n"
          "uint vela_first = 0u;\n"
          "void vela_start() {\n"
          "    if (VELA_CHUNKED != 0u) vela_first = U32(addr_make(VELA_LOOP_LO + 4u, VELA_LOOP_HI)).v;\n"
          "}\n"
          "uint id() { return global_index(WG) + vela_first; }\n"
+         // The stop word (vulkan/loop_probe.hpp): the third word at the status address, set
+         // by the host on Ctrl-C. A general kernel reads it at its start and,
+         // where VELA_LOOP_CHECK is set (drivers that do not bound loops), once
+         // every 256 iterations of its loops (vela_go, put in front of each
+         // loop condition by guard_loops), and returns once it is set.
+         "layout(buffer_reference, buffer_reference_align = 4) coherent volatile buffer VelaStop { uint v; };\n"
+         "bool vela_stopped() {\n"
+         "    if (VELA_LOOP_LO == 0u && VELA_LOOP_HI == 0u) return false;\n"
+         "    return VelaStop(addr_f32(addr_make(VELA_LOOP_LO, VELA_LOOP_HI), 2u)).v != 0u;\n"
+         "}\n"
+         "uint vela_tick = 0u;\n"
+         "bool vela_halt = false;\n"
+         "bool vela_go() {\n"
+         "    if (VELA_LOOP_CHECK == 0u) return true;\n"
+         "    if ((++vela_tick & 255u) == 0u && vela_stopped()) vela_halt = true;\n"
+         "    return !vela_halt;\n"
+         "}\n"
          "void vela_probe() {\n"
          "    if (VELA_LOOP_LO == 0u && VELA_LOOP_HI == 0u) return;\n"
          "    uint c = 0u;\n"
@@ -105,20 +165,12 @@ std::vector<std::string> free_names(const std::string& e) {
     size_t i = 0, n = e.size();
     while (i < n) {
         char c = e[i];
-        if (e.compare(i, 2, "//") == 0) {  // comments name nothing
-            while (i < n && e[i] != '\n') ++i;
+        if (size_t k = skip_comment(e, i); k != i) {  // comments name nothing
+            i = k;
             continue;
         }
-        if (e.compare(i, 2, "/*") == 0) {
-            size_t end = e.find("*/", i + 2);
-            i = end == std::string::npos ? n : end + 2;
-            continue;
-        }
-        if ((c >= '0' && c <= '9') || (c == '.' && i + 1 < n && e[i + 1] >= '0' && e[i + 1] <= '9')) {
-            // a number: digits, '.', exponent with sign, suffixes
-            while (i < n && (ident_char(e[i]) || e[i] == '.' ||
-                             ((e[i] == '+' || e[i] == '-') && (e[i - 1] == 'e' || e[i - 1] == 'E'))))
-                ++i;
+        if (size_t k = skip_number(e, i); k != i) {
+            i = k;
             continue;
         }
         if (ident_start(c)) {
@@ -138,6 +190,81 @@ std::vector<std::string> free_names(const std::string& e) {
         }
         ++i;
     }
+    return out;
+}
+
+// vela_go() in front of the condition of every for, while and do-while loop,
+// on the condition's own line (the user's line numbers stay):
+// `for (i = 0; i < n; ++i)` → `for (i = 0; vela_go() && (i < n); ++i)`,
+// `for (;;)` → `for (;vela_go();)`, `while (c)` → `while (vela_go() && (c))`.
+// Comments and numbers are skipped; a condition that declares a variable is
+// left as it is (that loop is not checked); an unbalanced one is left to the compiler.
+std::string guard_loops(const std::string& e) {
+    std::vector<std::pair<size_t, const char*>> ins;  // (position, text), in order
+    size_t i = 0, n = e.size();
+    while (i < n) {
+        if (size_t k = skip_comment(e, i); k != i) {
+            i = k;
+            continue;
+        }
+        if (size_t k = skip_number(e, i); k != i) {
+            i = k;
+            continue;
+        }
+        if (!ident_start(e[i])) {
+            ++i;
+            continue;
+        }
+        size_t j = i;
+        while (j < n && ident_char(e[j])) ++j;
+        bool is_for = e.compare(i, j - i, "for") == 0 && j - i == 3;
+        bool is_while = e.compare(i, j - i, "while") == 0 && j - i == 5;
+        size_t b = i;
+        while (b > 0 && space(e[b - 1])) --b;
+        size_t k = skip_blank(e, j);
+        if ((is_for || is_while) && (b == 0 || e[b - 1] != '.') && k < n && e[k] == '(') {
+            int depth = 0, semis = 0;
+            size_t semi[2] = {0, 0}, close = std::string::npos;
+            for (size_t q = k; q < n;) {
+                if (size_t c = skip_comment(e, q); c != q) {
+                    q = c;
+                    continue;
+                }
+                char x = e[q];
+                if (x == '(' || x == '[' || x == '{') {
+                    ++depth;
+                } else if (x == ')' || x == ']' || x == '}') {
+                    if (--depth == 0) {
+                        close = q;
+                        break;
+                    }
+                } else if (x == ';' && depth == 1 && semis < 2) {
+                    semi[semis++] = q;
+                }
+                ++q;
+            }
+            size_t from = is_for ? semi[0] + 1 : k + 1, to = is_for ? semi[1] : close;
+            if (close != std::string::npos && (is_while || semis == 2)) {
+                std::string cond = e.substr(from, to - from);
+                if (skip_blank(cond, 0) == cond.size()) {
+                    ins.emplace_back(from, "vela_go()");
+                } else if (!declares(cond)) {
+                    ins.emplace_back(from, "vela_go() && (");
+                    ins.emplace_back(to, ")");
+                }
+            }
+        }
+        i = j;
+    }
+    std::string out;
+    out.reserve(n + ins.size() * 16);
+    size_t at = 0;
+    for (auto& [pos, text] : ins) {
+        out.append(e, at, pos - at);
+        out += text;
+        at = pos;
+    }
+    out.append(e, at, n - at);
     return out;
 }
 
@@ -196,8 +323,8 @@ std::string kernel_source(const Spec& s) {
          "}\n";
     for (const std::string& m : s.mats) g += "View " + m + ";\n";
     for (const Scalar& sc : s.scalars) g += scalar_type(sc.type) + " " + sc.name + ";\n";
-    g += "void vela_body() {\n#line 1 \"user\"\n" + s.user_text + "\n#line 1 \"vela-end\"\n}\n";
-    g += "void main() {\n    vela_start();\n    if (id() >= p.n) return;\n";
+    g += "void vela_body() {\n#line 1 \"user\"\n" + guard_loops(s.user_text) + "\n#line 1 \"vela-end\"\n}\n";
+    g += "void main() {\n    vela_start();\n    if (id() >= p.n || vela_stopped()) return;\n";
     for (size_t i = 0; i < s.mats.size(); ++i) g += format("    %s = p.m%zu;\n", s.mats[i].c_str(), i);
     for (const Scalar& sc : s.scalars) g += format("    %s = p.s_%s;\n", sc.name.c_str(), sc.name.c_str());
     g += "    vela_body();\n    vela_probe();\n}\n";

@@ -38,6 +38,9 @@ bool reserved(const std::string& s);
 int matrix_rank(const std::string& s);
 // The free names of a GLSL expression (not called, not fields, not keywords, not in comments).
 std::vector<std::string> free_names(const std::string& e);
+// The body of a general kernel with a check of the stop word in front of every
+// loop condition (vela_go(): Ctrl-C stops the kernel; vulkan/loop_probe.hpp), lines kept.
+std::string guard_loops(const std::string& body);
 std::string map_source(const Spec& s);     // the whole shader of a map kernel
 std::string kernel_source(const Spec& s);  // the whole shader of a general kernel
 

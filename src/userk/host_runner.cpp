@@ -79,8 +79,10 @@ public:
         const size_t page = std::max<size_t>(align_, 64);  // (a power of two, as the driver's alignment)
         status_mem_.reset(static_cast<uint32_t*>(std::aligned_alloc(page, page)));
         if (!status_mem_) fail("cpu: out of host memory");
-        status_mem_.get()[0] = status_mem_.get()[1] = 0;  // (align_ ≥ 8: one page; lo + 4 never carries)
-        status_ = import(status_mem_.get(), 8, "the loop status word");  // then the part's first invocation
+        // (align_ ≥ 16: one page; lo + 8 never carries)
+        std::memset(status_mem_.get(), 0, kStatusWords * 4);
+        // the loop status word, the part's first invocation, the stop word (vulkan/loop_probe.hpp)
+        status_ = import(status_mem_.get(), kStatusWords * 4, "the loop status word");
     }
 
     void run(const UserCall& call, void* const* host, const size_t* bytes) {
@@ -116,12 +118,15 @@ public:
 
         pipelines_.add_module(k.module, *k.spirv);
         const UserSpec spec{.wg = wg_, .vec4 = vec4, .status_lo = uint32_t(status_.address),
-                            .status_hi = uint32_t(status_.address >> 32), .chunked = 1};
+                            .status_hi = uint32_t(status_.address >> 32), .chunked = 1,
+                                .loop_check = checks_loops(gpu_.phys.info.driver)};
         const SpecConstants sc(spec);
         VkPipeline pipeline = pipelines_.get(k.module, sc.data, sc.count);
-        // The grid in parts of whole workgroups, one submission each, so that
-        // Ctrl-C (polled while a part runs) stops the call between parts: the
-        // first part 4 workgroups (an invocation may loop 65,535 times: 256
+        // The grid in parts of whole workgroups, one submission each: Ctrl-C
+        // (polled while a part runs) sets the stop word, which ends the part
+        // early (a general kernel's invocations return at their next check),
+        // and the call stops after it. Parts also bound a map kernel, which
+        // has no loop to check: the first part 4 workgroups (an invocation may loop 65,535 times: 256
         // workgroups of such took 35 s on a loaded machine), later ones sized
         // from the time so far to take about 50 ms (at most 32 times the
         // previous one, and one grid dimension, so no part runs a workgroup of
@@ -135,18 +140,20 @@ public:
         while (done < total) {
             part = std::min({part, most, total - done});
             word[1] = uint32_t(done * wg_);  // < 2^32: invocations are bounded below it (user_kernels.hpp)
-            bool stop = submit(pipeline, push, uint32_t(push_bytes), uint32_t(part));
+            const Stop stop = submit(pipeline, push, uint32_t(push_bytes), uint32_t(part));
             done += part;
             ++runs_;
             if (word[0]) {
                 word[0] = 0;
                 throw Error("cpu: " + loop_cut_message(k.name));
             }
-            if (stop && done < total && interrupt_flag().exchange(false))
-                throw Interrupted(format("interrupted: cpu: %s stopped after %llu of %llu invocations (whole "
-                                         "workgroups); the matrices it writes hold partial values",
-                                         k.name, (unsigned long long)std::min(done * wg_, invocations),
-                                         (unsigned long long)invocations));
+            if (stop == Stop::stopped || (stop == Stop::pending && done < total && interrupt_flag().exchange(false))) {
+                uint64_t whole = std::min((stop == Stop::stopped ? done - part : done) * wg_, invocations);
+                throw Interrupted(format("interrupted: cpu: %s stopped; %llu of its %llu invocations ran whole, "
+                                         "the others in part or not at all, so the matrices it writes hold partial "
+                                         "values",
+                                         k.name, (unsigned long long)whole, (unsigned long long)invocations));
+            }
             double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             uint64_t next = s > 0 ? uint64_t(double(done) * 0.05 / s) : part * 32;
             part = std::clamp<uint64_t>(next, 1, part * 32);
@@ -160,11 +167,14 @@ private:
         OwnedMemory memory;
         uint64_t address = 0;  // of `host` itself
     };
+    // What Ctrl-C did to a part: nothing; came as it ended (the flag is left
+    // set); stopped it early (the flag is taken).
+    enum class Stop { none, pending, stopped };
     // Records and submits one part of a user kernel's grid (`groups`
-    // workgroups along x) and waits for it, in 20 ms slices; true when Ctrl-C
-    // was pressed meanwhile (the part itself runs to its end: a driver cannot
-    // stop a dispatch).
-    bool submit(VkPipeline pipeline, const uint8_t* push, uint32_t push_bytes, uint32_t groups) {
+    // workgroups along x) and waits for it, in 20 ms slices. Ctrl-C while it
+    // runs sets the stop word, which a general kernel's invocations read at
+    // their start and in their loops; the word is cleared once the part ended.
+    Stop submit(VkPipeline pipeline, const uint8_t* push, uint32_t push_bytes, uint32_t groups) {
         check(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
         auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
         bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
@@ -185,12 +195,17 @@ private:
         check(vkQueueSubmit(gpu_.queue, 1, &si, fence_), "vkQueueSubmit");
         VkFence f = fence_;
         VkResult r;
-        bool stop = false;
+        volatile uint32_t* stop = status_mem_.get() + kStopWord;
+        bool stopped = false;
         while ((r = vkWaitForFences(gpu_.device, 1, &f, VK_TRUE, 20'000'000)) == VK_TIMEOUT)
-            stop = stop || interrupt_flag().load();
+            if (!stopped && interrupt_flag().exchange(false)) {
+                stopped = true;
+                __atomic_store_n(stop, 1u, __ATOMIC_SEQ_CST);
+            }
+        __atomic_store_n(stop, 0u, __ATOMIC_SEQ_CST);
         (void)vkResetFences(gpu_.device, 1, &f);
         check(r, "vkWaitForFences");
-        return stop || interrupt_flag().load();
+        return stopped ? Stop::stopped : interrupt_flag().load() ? Stop::pending : Stop::none;
     }
 
     // Imports [host, host + bytes) by the aligned range containing it.

@@ -140,7 +140,7 @@ struct ModeSpec {
 // probe's status word address (low, high; 0: no probe) and CHUNKED (the cpu's runner: id() adds the
 // part's first invocation, the word after the status word).
 struct UserSpec {
-    uint32_t wg, vec4, status_lo, status_hi, chunked;
+    uint32_t wg, vec4, status_lo, status_hi, chunked, loop_check;  // loop_check: loop_probe.hpp's checks_loops
 };
 
 // One dispatch. `reads` and `writes` list the operands so the stream can put

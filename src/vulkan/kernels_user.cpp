@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "vulkan/device.hpp"
+#include "vulkan/loop_probe.hpp"
 
 namespace vela::vk {
 
@@ -37,7 +38,7 @@ void VulkanDevice::run_user(const UserCall& call) {
     pipelines_.add_module(k.module, *k.spirv);
     const uint64_t loop_at = stream_.loop_status_address();
     const UserSpec spec{.wg = wg(), .vec4 = vec4, .status_lo = uint32_t(loop_at), .status_hi = uint32_t(loop_at >> 32),
-                        .chunked = 0};
+                        .chunked = 0, .loop_check = checks_loops(physical().info.driver)};
     uint64_t invocations = vec4 ? (call.invocations + 3) / 4 : call.invocations;
     // Push constants bound a kernel to five matrices. Every operand is read;
     // map kernels write only their last, general kernels may write any.

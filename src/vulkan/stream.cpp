@@ -69,8 +69,8 @@ Stream::Stream(Gpu& gpu, Pipelines& pipelines, Memory& memory, const Caps& caps,
         s.steps = memory.alloc(Slot::kStatusAt + kBatch * 4, Pool::host);
         if (!s.steps.mapped) batching_ = false;  // (host pools are always mapped)
     }
-    loop_word_ = memory.alloc(4, Pool::host);  // the user kernels' loop status word
-    if (loop_word_.mapped) *reinterpret_cast<uint32_t*>(loop_word_.mapped) = 0;
+    loop_word_ = memory.alloc(kStatusWords * 4, Pool::host);  // the user kernels' loop status and stop words
+    if (loop_word_.mapped) std::memset(loop_word_.mapped, 0, kStatusWords * 4);
 }
 
 // A 4-byte host-visible, coherent buffer holding 1 (run) or 0 (skip).
@@ -153,6 +153,10 @@ void Stream::begin() {
 
 void Stream::submit() {
     if (!recording_) return;
+    // After a Ctrl-C on a device without conditional rendering the stop word
+    // stays set until the work submitted before it has completed; new work
+    // must not see it (an interrupted wait here leaves the recording as it was).
+    if (stop_through_ > completed_) wait(stop_through_);
     end_batch();
     Slot& s = ring_[cur_];
     if (cond_) end_cond_(s.cb);
@@ -211,7 +215,7 @@ void Stream::wait_slot(Slot& s, bool count) {
         if (interrupted) {
             status_clear();
             if (cond_) drop_queued();
-            throw Interrupted();
+            stop_user_kernels();
         }
     }
     status_clear();
@@ -237,16 +241,33 @@ void Stream::drop_queued() {
             fences.push_back(s.fence);
         }
     *cond_ = 0;  // every dispatch not yet started is skipped
+    set_stop(1);  // a user kernel running returns at its next check
     VkResult r = fences.empty() ? VK_SUCCESS : vkWaitForFences(gpu_.device, uint32_t(fences.size()), fences.data(),
                                                                VK_TRUE, UINT64_MAX);
+    set_stop(0);
     *cond_ = 1;
     check(r, "vkWaitForFences");
     complete_through(serial_);
     end_batch();
     bound_ = VK_NULL_HANDLE;
-    throw Interrupted(format("interrupted: dropped up to %llu queued kernel%s on %s (the one running finished); the "
-                             "matrices they would have written hold undefined values",
+    throw Interrupted(format("interrupted: dropped up to %llu queued kernel%s on %s (the one running finished, or "
+                             "stopped early if written at the prompt); the matrices they would have written hold "
+                             "undefined values",
                              (unsigned long long)dropped, dropped == 1 ? "" : "s", name_.c_str()));
+}
+
+void Stream::set_stop(uint32_t v) {
+    if (loop_word_.mapped) __atomic_store_n(reinterpret_cast<uint32_t*>(loop_word_.mapped) + kStopWord, v, __ATOMIC_SEQ_CST);
+}
+
+void Stream::stop_user_kernels() {
+    for (Slot& s : ring_)
+        if (s.pending) stop_through_ = std::max(stop_through_, s.serial);
+    if (stop_through_ > completed_) set_stop(1);  // cleared by complete_through
+    throw Interrupted(format("interrupted: the kernels written at the prompt already submitted to %s stop at their "
+                             "next check (the matrices they write hold partial values); its other queued kernels "
+                             "still run (this device cannot drop them)",
+                             name_.c_str()));
 }
 
 void Stream::complete_through(uint64_t serial) {
@@ -291,6 +312,10 @@ void Stream::complete_through(uint64_t serial) {
         }
     }
     completed_ = std::max(completed_, serial);
+    if (stop_through_ && completed_ >= stop_through_) {
+        set_stop(0);
+        stop_through_ = 0;
+    }
     auto keep = std::remove_if(retired_.begin(), retired_.end(), [&](auto& r) {
         if (r.first > completed_) return false;
         memory_.free(r.second);

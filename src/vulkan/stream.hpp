@@ -29,7 +29,10 @@
 // dispatches not yet started are skipped (the one running finishes), drops
 // the command buffer being recorded, waits for the queue to drain and throws
 // Interrupted saying how many kernels were dropped. Devices without the
-// extension stop the wait only (their submitted work still runs).
+// extension stop the wait only (their submitted work still runs). Either way
+// the user kernels' stop word (loop_probe.hpp) ends a kernel written at the
+// prompt that runs or is queued: at once with the extension, else until the
+// work submitted before the Ctrl-C completes (the next submission waits for it).
 #pragma once
 #include <vulkan/vulkan.h>
 
@@ -105,6 +108,8 @@ private:
     void complete_through(uint64_t serial);  // bookkeeping once the fence of `serial` signalled
     void wait_slot(Slot& s, bool count);
     [[noreturn]] void drop_queued();  // after Ctrl-C in a wait: skip, drain, throw Interrupted
+    [[noreturn]] void stop_user_kernels();  // the same without conditional rendering: set the stop word, throw
+    void set_stop(uint32_t v);              // the user kernels' stop word
     void make_predicate();
     void hazard(const Dispatch& d);
     void mark(const Dispatch& d);      // record d's buffers as used in the current epoch
@@ -153,6 +158,7 @@ private:
     Allocation loop_word_;  // user kernels' loop status word (host-visible)
     std::string loop_cut_;  // the user kernels named by the first cut loop not yet reported
     uint64_t loop_calls_ = 0;
+    uint64_t stop_through_ = 0;  // the stop word is set until this serial completes (0: not set)
     DeviceStats stats_;
     bool profiling_ = false;
     double timestamp_ns_ = 1;

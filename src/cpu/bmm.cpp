@@ -1,6 +1,6 @@
 // The strided batched product on the CPU (core/ops_bmm.cpp checks it): one
 // OpenBLAS sgemm per block through mm_plain (CpuDevice::mm untimed). Blocks of at least the pool's
-// split size (cpu::mm's rule, blas.cpp) run one after another, each cut across
+// split size (mm_plain's rule, blas.cpp) run one after another, each cut across
 // the threads as mm cuts it; smaller blocks are handed out to the threads in
 // runs of about that many flops, each block whole on one thread (so mm never
 // nests the pool).

@@ -23,22 +23,13 @@ int k_layernorm(lua_State* L) {
     return 1;
 }
 
-// softmax_causal(x [, y]) -> y (y absent: x in place)
-int k_softmax_causal(lua_State* L) {
+// f(x [, y]) -> y, y absent: x in place (softmax_causal, cumsum).
+template <void (*F)(const Matrix&, const Matrix&)>
+int k_into_or_in_place(lua_State* L) {
     check_nargs(L, 2);
     Matrix& x = check_matrix(L, 1);
     Matrix& y = lua_isnoneornil(L, 2) ? x : check_matrix(L, 2);
-    guarded(L, [&] { softmax_causal(x, y); });
-    lua_pushvalue(L, lua_isnoneornil(L, 2) ? 1 : 2);
-    return 1;
-}
-
-// cumsum(x [, y]) -> y (y absent: x in place)
-int k_cumsum(lua_State* L) {
-    check_nargs(L, 2);
-    Matrix& x = check_matrix(L, 1);
-    Matrix& y = lua_isnoneornil(L, 2) ? x : check_matrix(L, 2);
-    guarded(L, [&] { cumsum(x, y); });
+    guarded(L, [&] { F(x, y); });
     lua_pushvalue(L, lua_isnoneornil(L, 2) ? 1 : 2);
     return 1;
 }
@@ -81,8 +72,8 @@ int k_bmm(lua_State* L) {
 const luaL_Reg kernels[] = {{"layernorm", k_layernorm},
                             {"layernorm_backward", matrix_kernel<layernorm_backward, 8>},
                             {"embedding_backward", matrix_kernel<embedding_backward, 3>},
-                            {"softmax_causal", k_softmax_causal},
-                            {"cumsum", k_cumsum},
+                            {"softmax_causal", k_into_or_in_place<softmax_causal>},
+                            {"cumsum", k_into_or_in_place<cumsum>},
                             {"softmax_causal_backward", matrix_kernel<softmax_causal_backward, 3>},
                             {"bmm", k_bmm},
                             {nullptr, nullptr}};

@@ -17,7 +17,7 @@ namespace vela::cpu {
 // CpuDevice: host-memory buffers and the kernels of core/kernels.def, each
 // defined in the topic file of its group (blas.cpp, elementwise.cpp, fused.cpp,
 // random.cpp, regularize.cpp, sequence.cpp, bmm.cpp, conv.cpp, pooling.cpp,
-// optim.cpp, columns.cpp; run_user and the storage in cpu_device.cpp). Kernels
+// optim.cpp; run_user and the storage in cpu_device.cpp). Kernels
 // run at once on the calling thread (and the pool), so flush and sync are
 // no-ops and every buffer can be freed the moment it is released.
 class CpuDevice final : public Device {

@@ -114,10 +114,6 @@ const char* intern(const std::string& s) {
     return strings->insert(s).first->c_str();
 }
 
-void Device::run_user(const UserCall& call) {
-    fail("%s: %s: this device cannot run kernels written at the prompt", name().c_str(), call.kernel->name);
-}
-
 void fail_no_host_runner(const char* kernel, const char* why) {
     fail("cpu: %s: kernels written at the prompt run on the cpu through a software Vulkan driver, and %s "
          "(Debian: apt install mesa-vulkan-drivers, whose lavapipe 22.3 or later has it); or move the "
@@ -132,9 +128,14 @@ const char* optim_name(Optim kind) {
     return names[size_t(kind)];
 }
 
-void Device::optim_step(Optim kind, const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&,
-                        const float*) {
-    fail("%s: %s has no fused optimizer kernel", optim_name(kind), name().c_str());
+const KernelInfo& kernel_info(Kernel k) {
+    static const KernelInfo rows[] = {
+#define VELA_KERNEL(ret, name, params, area, labels) {#name, area, labels},
+#include "core/kernels.def"
+#undef VELA_KERNEL
+    };
+    static_assert(std::size(rows) == size_t(Kernel::count_));
+    return rows[k < Kernel::count_ ? size_t(k) : 0];
 }
 
 }  // namespace vela

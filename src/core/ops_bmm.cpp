@@ -1,23 +1,14 @@
 // The checked strided batched product (docs/sequence.md, "Batched products"):
 // bmm splits a, b and c into `count` equal column blocks and hands the device
 // the first block of each, transposed as asked, with the element step from one
-// block to the next. The Device default runs one mm per block (any device);
-// the cpu spreads the blocks over its threads, Vulkan runs them in one dispatch.
+// block to the next. The cpu spreads the blocks over its threads, Vulkan runs
+// them in one dispatch.
 #include "core/ops.hpp"
 #include "core/ops_check.hpp"
 
 namespace vela {
 
 using namespace opcheck;
-
-void Device::bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b, int64_t sb, float beta, const Matrix& c,
-                 int64_t sc, int64_t count) {
-    Matrix ai = a, bi = b, ci = c;
-    for (int64_t i = 0; i < count; i++) {
-        ai.offset = a.offset + i * sa, bi.offset = b.offset + i * sb, ci.offset = c.offset + i * sc;
-        mm(alpha, ai, bi, beta, ci);
-    }
-}
 
 namespace {
 

@@ -167,17 +167,4 @@ void from_images(const Matrix& y, const Matrix& u) {
     y.device().from_images(y, u);
 }
 
-// The defaults of the Device interface: a device without these kernels says so.
-static void none(Device& d, const char* fn) { fail("%s: the device %s has no %s kernel", fn, d.name().c_str(), fn); }
-void Device::im2col(const ConvGeom&, const Matrix&, const Matrix&) { none(*this, "im2col"); }
-void Device::col2im(const ConvGeom&, const Matrix&, const Matrix&) { none(*this, "col2im"); }
-void Device::maxpool(const ConvGeom&, const Matrix&, const Matrix&, const Matrix&) { none(*this, "maxpool"); }
-void Device::maxpool_backward(const ConvGeom&, const Matrix&, const Matrix&, const Matrix&) {
-    none(*this, "maxpool_backward");
-}
-void Device::avgpool(const ConvGeom&, const Matrix&, const Matrix&) { none(*this, "avgpool"); }
-void Device::avgpool_backward(const ConvGeom&, const Matrix&, const Matrix&) { none(*this, "avgpool_backward"); }
-void Device::to_images(const Matrix&, const Matrix&, const Matrix&) { none(*this, "to_images"); }
-void Device::from_images(const Matrix&, const Matrix&) { none(*this, "from_images"); }
-
 }  // namespace vela

@@ -1,8 +1,7 @@
 // The checked kernel API, regularization and augmentation: dropout, batch
 // normalization (batchnorm_stats, batchnorm, batchnorm_backward) and random_shift. The
 // rules and message forms are those of ops.cpp; the shared checks are in
-// ops_check.hpp. Also the Device defaults for these kernels, which say that
-// a device lacks them.
+// ops_check.hpp.
 #include <cmath>
 
 #include "core/ops.hpp"
@@ -11,24 +10,6 @@
 namespace vela {
 
 using namespace opcheck;
-
-void Device::dropout(uint64_t, uint64_t, float, float, const Matrix&, const Matrix&, const Matrix&) {
-    fail("dropout: %s has no dropout kernel", name().c_str());
-}
-void Device::batchnorm_stats(const Matrix&, int64_t, const Matrix&, const Matrix&) {
-    fail("batchnorm_stats: %s has no batch-normalization kernels", name().c_str());
-}
-void Device::batchnorm(const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&, float, int64_t,
-                       const Matrix&) {
-    fail("batchnorm: %s has no batch-normalization kernels", name().c_str());
-}
-void Device::batchnorm_backward(const Matrix&, const Matrix&, const Matrix&, const Matrix&, const Matrix&, float,
-                                int64_t, const Matrix&, const Matrix&, const Matrix&) {
-    fail("batchnorm_backward: %s has no batch-normalization kernels", name().c_str());
-}
-void Device::random_shift(uint64_t, uint64_t, int64_t, int64_t, int64_t, const Matrix&, const Matrix&) {
-    fail("random_shift: %s has no random_shift kernel", name().c_str());
-}
 
 namespace {
 

@@ -1,11 +1,7 @@
 // The checked kernel API of the sequence layers (docs/sequence.md): layer norm
 // per column (one token per column) forward and backward, and the embedding's
 // scatter-add backward (its forward is gather_cols). The rules and message
-// forms are those of ops.cpp (shared checks in ops_check.hpp). Also the Device
-// defaults: layer norm composed from the batch-normalization kernels on xᵀ
-// (bounded and deterministic wherever those are), and an embedding_backward
-// that says the device lacks it.
-#include <cfloat>
+// forms are those of ops.cpp (shared checks in ops_check.hpp).
 #include <cmath>
 
 #include "core/ops.hpp"
@@ -17,12 +13,6 @@ using namespace opcheck;
 
 namespace {
 
-Matrix vec_filled(Device& dev, int64_t n, float v) {
-    Matrix m = make(dev, n, 1, DType::f32);
-    dev.fill(m, v);
-    return m;
-}
-
 // An operand on x's device, float32.
 void operand(const char* fn, const char* name, const Matrix& m, const char* xn, const Matrix& x) {
     check_live(fn, name, m);
@@ -31,60 +21,6 @@ void operand(const char* fn, const char* name, const Matrix& m, const char* xn, 
 }
 
 }  // namespace
-
-// Column j of x is feature j of xᵀ: batchnorm_stats gives mean(j) and var(j); batchnorm
-// with γ = 1, β = 0 gives x̂, and once more on x̂ with mean = var = 0, eps = 1
-// (1/√1 = 1 exactly) gives γ(i)·x̂ + β(i) per row.
-void Device::layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps,
-                               const Matrix& mean, const Matrix& rstd, const Matrix& y) {
-    const int64_t m = x.rows, n = x.cols;
-    if (n == 0) return;
-    Matrix var = make(*this, n, 1, DType::f32);
-    batchnorm_stats(x.t(), 1, mean, var);
-    Matrix ones = vec_filled(*this, n, 1.0f), zeros_n = vec_filled(*this, n, 0.0f), zeros_m = vec_filled(*this, m, 0.0f);
-    batchnorm(x.t(), mean, var, ones, zeros_n, eps, 1, y.t());
-    batchnorm(y, zeros_m, zeros_m, gamma, beta, 1.0f, 1, y);
-    const float shift[4] = {1.0f, eps, 0.0f, 1.0f};  // var + eps
-    unary(Unary::linear_frac, var, rstd, shift);
-    unary(Unary::sqrt, rstd, rstd, nullptr);
-    unary(Unary::inv, rstd, rstd, nullptr);
-}
-
-// With g = dy ∘ γ, layer norm's dx is batch norm's dx of gᵀ with γ = 1 (the
-// variance recovered as 1/rstd², eps the smallest normal float); dβ and dγ are
-// row sums (mv with a ones vector) of dy and dy ∘ x̂.
-void Device::layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
-                                const Matrix& gamma, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) {
-    const int64_t m = x.rows, n = x.cols;
-    if (n == 0) {
-        fill(dgamma, 0.0f), fill(dbeta, 0.0f);
-        return;
-    }
-    Matrix var = make(*this, n, 1, DType::f32);
-    unary(Unary::sqr, rstd, var, nullptr);
-    unary(Unary::inv, var, var, nullptr);
-    Matrix ones = vec_filled(*this, n, 1.0f), zeros_n = vec_filled(*this, n, 0.0f), zeros_m = vec_filled(*this, m, 0.0f);
-    Matrix g = make(*this, m, n, DType::f32);
-    batchnorm(dy, zeros_m, zeros_m, gamma, zeros_m, 1.0f, 1, g);
-    Matrix s1 = make(*this, n, 1, DType::f32), s2 = make(*this, n, 1, DType::f32);
-    batchnorm_backward(g.t(), x.t(), mean, var, ones, FLT_MIN, 1, s1, s2, dx.t());
-    Matrix xhat = g;  // g is no longer needed
-    batchnorm(x.t(), mean, var, ones, zeros_n, FLT_MIN, 1, xhat.t());
-    binary(Binary::mul, dy, xhat, xhat);
-    mv(1.0f, xhat, ones, 0.0f, dgamma);
-    mv(1.0f, dy, ones, 0.0f, dbeta);
-}
-
-void Device::embedding_backward(const Matrix&, const Matrix&, const Matrix&) {
-    fail("embedding_backward: %s has no embedding_backward kernel", name().c_str());
-}
-
-void Device::softmax_causal(const Matrix&, const Matrix&) {
-    fail("softmax_causal: %s has no softmax_causal kernel", name().c_str());
-}
-void Device::softmax_causal_backward(const Matrix&, const Matrix&, const Matrix&) {
-    fail("softmax_causal_backward: %s has no softmax_causal_backward kernel", name().c_str());
-}
 
 void layernorm(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
                const Matrix& rstd, const Matrix& y) {
@@ -190,6 +126,16 @@ void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx
     need_shape(fn, "dx", dx, y.rows, y.cols, "the shape of y");
     no_overlap(fn, "dx", dx, "y", y), no_partial_overlap(fn, "dx", dx, "dy", dy);
     y.device().softmax_causal_backward(y, dy, dx);
+}
+
+void cumsum(const Matrix& x, const Matrix& y) {
+    const char* fn = "cumsum";
+    check_live(fn, "x", x);
+    need_f32(fn, "x", x);
+    operand(fn, "y", y, "x", x);
+    need_shape(fn, "y", y, x.rows, x.cols, "the shape of x");
+    no_partial_overlap(fn, "y", y, "x", x);
+    x.device().cumsum(x, y);
 }
 
 }  // namespace vela

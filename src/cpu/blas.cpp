@@ -53,8 +53,8 @@ CBLAS_TRANSPOSE op(const Matrix& m) { return m.trans ? CblasTrans : CblasNoTrans
 
 // c ← β·c where nothing else will touch c; β = 0 writes zeros without reading.
 void scale_only(float beta, const Matrix& c) {
-    if (beta == 0.0f) fill(c, 0.0f);
-    else if (beta != 1.0f) scal(beta, c);
+    if (beta == 0.0f) fill_plain(c, 0.0f);
+    else if (beta != 1.0f) scal_plain(beta, c);
 }
 
 // OpenBLAS runs on one thread (cpu_device.cpp sets it so, pool.cpp says why):
@@ -98,10 +98,10 @@ int64_t pieces(double flops, int64_t len, int64_t min_len) {
 
 }  // namespace
 
-void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
+void mm_plain(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
     if (c.empty()) return;
     // BLAS writes a plain column-major c: for a transposed c compute cᵀ = bᵀ·aᵀ.
-    if (c.trans) return mm(alpha, b.t(), a.t(), beta, c.t());
+    if (c.trans) return mm_plain(alpha, b.t(), a.t(), beta, c.t());
     if (a.cols == 0) return scale_only(beta, c);
     // β = 0: OpenBLAS's gemm zero-fills c without reading it (NaN included), as
     // the kernel tests check at small and large sizes.
@@ -123,12 +123,18 @@ void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix&
     gemm(0, m, 0, n);
 }
 
-void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) {
+void CpuDevice::mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
+    Timed t(this, Kernel::mm);
+    mm_plain(alpha, a, b, beta, c);
+}
+
+void CpuDevice::mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) {
+    Timed t(this, Kernel::mv);
     if (y.empty()) return;
     if (a.cols == 0) return scale_only(beta, y);
     // β = 0: y is not read. OpenBLAS versions differ on whether their internal
     // y·0 keeps a NaN; zeroing y first (a vector: cheap) settles it.
-    if (beta == 0.0f) fill(y, 0.0f);
+    if (beta == 0.0f) fill_plain(y, 0.0f);
     const int lda = blas_ld("mv", a), xinc = blas_inc("mv", x.inc()), yinc = blas_inc("mv", y.inc());
     blas_dim("mv", a.srows());
     blas_dim("mv", a.scols());
@@ -144,7 +150,8 @@ void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix&
     gemv(0, a.rows);
 }
 
-void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) {
+void CpuDevice::rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) {
+    Timed t(this, Kernel::rk);
     if (a.empty()) return;
     const char* fn = "rk";
     // The stored a (M×N) ← α·u·vᵀ + a: u = x, v = y, or for a transposed a
@@ -164,10 +171,11 @@ void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) {
     ger(0, cols);
 }
 
-void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) {
+void CpuDevice::axpby(float alpha, const Matrix& x, float beta, const Matrix& y) {
+    Timed t(this, beta == 1.0f ? "axpy" : "axpby");
     if (beta == 0.0f) {  // β = 0: y is not read (it may hold garbage), and y may be x
-        copy(x, y);
-        return scal(alpha, y);
+        copy_plain(x, y);
+        return scal_plain(alpha, y);
     }
     float* xb = fbase(x);
     float* yb = fbase(y);
@@ -189,7 +197,7 @@ void axpby(float alpha, const Matrix& x, float beta, const Matrix& y) {
     });
 }
 
-void scal(float alpha, const Matrix& x) {
+void scal_plain(float alpha, const Matrix& x) {
     float* xb = fbase(x);
     // OpenBLAS's sscal writes zeros for α = 0 and for α = NaN without reading x,
     // so 0·NaN, 0·Inf and NaN·x came out 0 here but NaN on Vulkan (found by
@@ -205,7 +213,7 @@ void scal(float alpha, const Matrix& x) {
     });
 }
 
-void copy(const Matrix& x, const Matrix& y) {
+void copy_plain(const Matrix& x, const Matrix& y) {
     if (x.dtype() == DType::f32) {
         float* xb = fbase(x);
         float* yb = fbase(y);
@@ -240,7 +248,18 @@ void copy(const Matrix& x, const Matrix& y) {
     });
 }
 
-void swap(const Matrix& x, const Matrix& y) {
+void CpuDevice::scal(float alpha, const Matrix& x) {
+    Timed t(this, Kernel::scal);
+    scal_plain(alpha, x);
+}
+
+void CpuDevice::copy(const Matrix& x, const Matrix& y) {
+    Timed t(this, Kernel::copy);
+    copy_plain(x, y);
+}
+
+void CpuDevice::swap(const Matrix& x, const Matrix& y) {
+    Timed t(this, Kernel::swap);
     float* xb = fbase(x);
     float* yb = fbase(y);
     runs(x, &y, true, [&](int64_t n, int64_t, int64_t xo, int64_t xi, int64_t yo, int64_t yi) {
@@ -269,7 +288,9 @@ double sum_run(const float* p, int64_t n, int64_t inc, F f) {
 
 }  // namespace
 
-double reduce(Reduce r, const Matrix& x, const Matrix* y) {
+double CpuDevice::reduce(Reduce r, const Matrix& x, const Matrix* y) {
+    Timed t(this, reduce_name(r));
+    ++waits_;  // a number read by the host: a wait of zero cost
     const float* xb = fbase(x);
     double total = 0;
     switch (r) {
@@ -305,7 +326,9 @@ double reduce(Reduce r, const Matrix& x, const Matrix* y) {
     return total;
 }
 
-int64_t imax(const Matrix& x) {
+int64_t CpuDevice::imax(const Matrix& x) {
+    Timed t(this, Kernel::imax);
+    ++waits_;
     const float* xb = fbase(x);
     int64_t best = 0;
     float best_abs = -1.0f;

@@ -1,6 +1,6 @@
 // The strided batched product on the CPU (core/ops_bmm.cpp checks it): one
-// OpenBLAS sgemm per block through cpu::mm. Blocks of at least the pool's
-// split size (cpu::mm's rule, blas.cpp) run one after another, each cut across
+// OpenBLAS sgemm per block through mm_plain (CpuDevice::mm untimed). Blocks of at least the pool's
+// split size (mm_plain's rule, blas.cpp) run one after another, each cut across
 // the threads as mm cuts it; smaller blocks are handed out to the threads in
 // runs of about that many flops, each block whole on one thread (so mm never
 // nests the pool).
@@ -11,13 +11,14 @@
 
 namespace vela::cpu {
 
-void bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b, int64_t sb, float beta, const Matrix& c,
+void CpuDevice::bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b, int64_t sb, float beta, const Matrix& c,
          int64_t sc, int64_t count) {
+    Timed t(this, Kernel::bmm);
     constexpr double kSplitFlops = 5e5;  // blas.cpp's: below it a product is not cut
     auto block = [&](int64_t i) {
         Matrix ai = a, bi = b, ci = c;
         ai.offset += i * sa, bi.offset += i * sb, ci.offset += i * sc;
-        mm(alpha, ai, bi, beta, ci);
+        mm_plain(alpha, ai, bi, beta, ci);
     };
     const double flops = std::max(1.0, 2.0 * double(c.rows) * double(c.cols) * double(a.cols));
     if (flops >= kSplitFlops) {

@@ -3,7 +3,7 @@
 // image layout (pooling is in src/cpu/pooling.cpp).
 // Every kernel is threaded over (channel, sample) pairs or rows of its output,
 // which own disjoint parts of the output, so no two threads write one element.
-#include "cpu/conv.hpp"
+#include "cpu/cpu_kernels.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -105,7 +105,8 @@ static void im2col_by_column(const ConvGeom& g, const Plane& X, const Plane& C, 
     });
 }
 
-void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
+void CpuDevice::im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
+    Timed t(this, Kernel::im2col);
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w, N = x.cols;
     const Plane X = plane(x), C = plane(cols);
     if (C.rs == 1) return im2col_by_column(g, X, C, N);
@@ -150,7 +151,8 @@ void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
     });
 }
 
-void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
+void CpuDevice::col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
+    Timed t(this, Kernel::col2im);
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
     const Plane X = plane(x), C = plane(cols);
     // The positions whose window row ky (column kx) lies in the image, worked
@@ -208,7 +210,8 @@ void col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x) {
 }
 
 
-void to_images(const Matrix& u, const Matrix& b, const Matrix& y) {
+void CpuDevice::to_images(const Matrix& u, const Matrix& b, const Matrix& y) {
+    Timed t(this, Kernel::to_images);
     const int64_t C = u.cols, P = y.rows / C;
     const Plane U = plane(u), Y = plane(y);
     const bool has_b = b.buf != nullptr;
@@ -226,7 +229,8 @@ void to_images(const Matrix& u, const Matrix& b, const Matrix& y) {
     });
 }
 
-void from_images(const Matrix& y, const Matrix& u) {
+void CpuDevice::from_images(const Matrix& y, const Matrix& u) {
+    Timed t(this, Kernel::from_images);
     const int64_t C = u.cols, P = y.rows / C;
     const Plane U = plane(u), Y = plane(y);
     per_channel(C, y.cols, P, [&](int64_t c, int64_t n) {

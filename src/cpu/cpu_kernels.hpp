@@ -1,11 +1,13 @@
-// Internal to the CPU device: the kernel functions CpuDevice forwards to, and
-// the walk over equal-shape operands that the own loops share. Operands are
-// valid (checked by core/ops.cpp) and live in CpuBuffers.
+// Internal to the CPU device: what the topic files that define CpuDevice's
+// kernels (cpu/cpu_device.hpp) share: the buffers' host addresses, the untimed
+// forms of the kernels others call, and the walk over equal-shape operands.
+// Operands are valid (checked by core/ops.cpp) and live in CpuBuffers.
 #pragma once
 #include <array>
 #include <cstdint>
 
 #include "core/device.hpp"
+#include "cpu/cpu_device.hpp"
 #include "cpu/pool.hpp"
 
 namespace vela::cpu {
@@ -47,63 +49,14 @@ void runs(const Matrix& x, const Matrix* y0, bool reorder, F&& f) {
 // Elements per task below which the own loops stay on the calling thread.
 constexpr int64_t kGrain = 1 << 15;
 
-// blas.cpp
-void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c);
-// Device::bmm: block i of x is x with its offset moved by i·sx (bmm.cpp).
-void bmm(float alpha, const Matrix& a, int64_t sa, const Matrix& b, int64_t sb, float beta, const Matrix& c,
-         int64_t sc, int64_t count);
-void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y);
-void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a);
-void axpby(float alpha, const Matrix& x, float beta, const Matrix& y);
-void scal(float alpha, const Matrix& x);
-void copy(const Matrix& x, const Matrix& y);
-void swap(const Matrix& x, const Matrix& y);
-double reduce(Reduce op, const Matrix& x, const Matrix* y);
-int64_t imax(const Matrix& x);
-
-// elementwise.cpp
-void fill(const Matrix& x, float v);
-void unary(Unary op, const Matrix& x, const Matrix& y, const float* params);
-void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c);
-void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta);
+// The kernels other kernels call, neither counted nor timed (CpuDevice's
+// counts one kernel per call of the user's): blas.cpp, elementwise.cpp.
+void mm_plain(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c);
+void scal_plain(float alpha, const Matrix& x);
+void copy_plain(const Matrix& x, const Matrix& y);
+void fill_plain(const Matrix& x, float v);
 // y ← op(x) over n dense floats with unary()'s own stride-1 loop (the one for this CPU).
 void unary_run(Unary op, const float* x, float* y, int64_t n);
-
-// fused.cpp
-void softmax(const Matrix& x, const Matrix& y);
-void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz);
-void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e);
-void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale);
-void add_bias(const Matrix& b, const Matrix& y);
-void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y);
-
-// random.cpp
-void random(Dist dist, uint64_t seed, const Matrix& x);
-
-// regularize.cpp
-void dropout(uint64_t seed, uint64_t step, float p, float scale, const Matrix& x, const Matrix& mask, const Matrix& y);
-void batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var);
-void batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
-               float eps, int64_t group, const Matrix& y);
-void batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
-                        float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx);
-void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
-                  const Matrix& y);
-
-// sequence.cpp
-void layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
-                       const Matrix& rstd, const Matrix& y);
-void layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
-                        const Matrix& gamma, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx);
-void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE);
-void softmax_causal(const Matrix& x, const Matrix& y);
-void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx);
-
-// optim.cpp
-void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const Matrix& s3,
-                const float* p);
-
-// Element k of a vector view (any orientation).
 
 // Calls f(n, p, s) over runs of n elements of K equal-shape float operands,
 // p[k] the run's start in operand k and s[k] its stride, in parallel above

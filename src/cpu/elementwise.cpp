@@ -130,7 +130,7 @@ void unary_run(Unary op, const float* x, float* y, int64_t n) {
     }
 }
 
-void fill(const Matrix& x, float v) {
+void fill_plain(const Matrix& x, float v) {
     walk<1>({&x}, [&](int64_t n, const std::array<float*, 1>& p, const std::array<int64_t, 1>& s) {
         float* a = p[0];
         if (s[0] == 1) {
@@ -141,7 +141,13 @@ void fill(const Matrix& x, float v) {
     });
 }
 
-void unary(Unary op, const Matrix& xm, const Matrix& ym, const float* params) {
+void CpuDevice::fill(const Matrix& x, float v) {
+    Timed t(this, Kernel::fill);
+    fill_plain(x, v);
+}
+
+void CpuDevice::unary(Unary op, const Matrix& xm, const Matrix& ym, const float* params) {
+    Timed t(this, unary_name(op));
     const Params q = params ? Params{params[0], params[1], params[2], params[3]} : Params{0, 0, 0, 0};
     [[maybe_unused]] const float p0 = q.p0, p1 = q.p1, p2 = q.p2, p3 = q.p3;
     using namespace opmath;
@@ -159,7 +165,8 @@ void unary(Unary op, const Matrix& xm, const Matrix& ym, const float* params) {
 }
 
 // delta ← da ∘ act′(x), one pass over the three views.
-void act_backward(Act act, const Matrix& da, const Matrix& xm, const Matrix& delta) {
+void CpuDevice::act_backward(Act act, const Matrix& da, const Matrix& xm, const Matrix& delta) {
+    Timed t(this, act_backward_name(act));
     using namespace opmath;
     switch (act) {
         case Act::identity: return map2(da, xm, delta, [](float g, float) { return g; });
@@ -201,7 +208,8 @@ void map2_broadcast(const Matrix& a, const Matrix& b, const Matrix& c, F f) {
 
 }  // namespace
 
-void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
+void CpuDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
+    Timed t(this, binary_name(op));
     using namespace opmath;
     const bool same = a.rows == c.rows && a.cols == c.cols && b.rows == c.rows && b.cols == c.cols;
     switch (op) {

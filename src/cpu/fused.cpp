@@ -72,7 +72,8 @@ void scale_col(Col y, int64_t n, float f) {
 
 }  // namespace
 
-void softmax(const Matrix& x, const Matrix& y) {
+void CpuDevice::softmax(const Matrix& x, const Matrix& y) {
+    Timed t(this, Kernel::softmax);
     const int64_t n = x.rows;
     per_column(x, [&](int64_t j) {
         Col xc = column(x, j), yc = column(y, j);
@@ -83,7 +84,8 @@ void softmax(const Matrix& x, const Matrix& y) {
 }
 
 // Every label an integer in 1..k (checked first: a bad one throws before anything is written).
-void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz) {
+void CpuDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, float scale, const Matrix& dz) {
+    Timed t(this, Kernel::softmax_xent);
     const int64_t k = z.rows;
     const bool has_loss = loss.buf != nullptr;
     check_indices(labels, z.cols, {"softmax_xent", "labels", "a class index", uint64_t(k)});
@@ -197,7 +199,8 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void argmax_rows(con
 
 }  // namespace
 
-void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
+void CpuDevice::arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
+    Timed t(this, e == Extreme::smallest ? "argmin" : "argmax");
     const float sgn = e == Extreme::smallest ? -1.0f : 1.0f;
     float* out = fbase(idx) + idx.offset;
     const int64_t inc = idx.inc(), rows = x.rows, cols = x.cols;
@@ -236,7 +239,8 @@ void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
 }
 
 // Every index an integer in 1..cols(src) (checked first: a bad one throws before anything is written).
-void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
+void CpuDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float scale) {
+    Timed t(this, Kernel::gather_cols);
     const int64_t m = dst.rows;
     const bool u8 = src.dtype() == DType::u8;
     if (dst.empty()) return;  // nothing to gather (as on Vulkan, where no invocation runs to check)
@@ -295,12 +299,14 @@ void bias_act(const Matrix& b, const Matrix& y, F act, Unary op = Unary::count_)
 
 }  // namespace
 
-void add_bias(const Matrix& b, const Matrix& y) {
+void CpuDevice::add_bias(const Matrix& b, const Matrix& y) {
+    Timed t(this, Kernel::add_bias);
     bias_act(b, y, [](float v) { return v; });
 }
 
-void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
-    mm(1.0f, w, x, 0.0f, y);
+void CpuDevice::dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
+    Timed t(this, Kernel::dense);
+    mm_plain(1.0f, w, x, 0.0f, y);
     using namespace opmath;
     switch (act) {
         case Act::identity: return bias_act(b, y, [](float v) { return v; });

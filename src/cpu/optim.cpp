@@ -116,8 +116,9 @@ void run(Dense dense, const Matrix& w, const Matrix& g, const Matrix& s1, const 
 
 }  // namespace
 
-void optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const Matrix& s3,
+void CpuDevice::optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const Matrix& s3,
                 const float* p) {
+    Timed t(this, optim_name(kind));
     switch (kind) {
         case Optim::sgd:
             return run<Optim::sgd>(sgd_dense, w, g, s1, s2, s3, p);

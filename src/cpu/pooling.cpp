@@ -12,7 +12,7 @@
 #include <immintrin.h>
 #endif
 
-#include "cpu/conv.hpp"
+#include "cpu/cpu_kernels.hpp"
 #include "cpu/conv_walk.hpp"
 
 namespace vela::cpu {
@@ -147,7 +147,8 @@ static inline void max2x2_row(const float* r0, const float* r1, int64_t w, int64
     }
 }
 
-void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) {
+void CpuDevice::maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) {
+    Timed t(this, Kernel::maxpool);
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
     const Plane X = plane(x), Y = plane(y), I = plane(idx);
     if (pool_2x2(g, X, Y, I)) {
@@ -183,7 +184,8 @@ void maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& 
 
 // An index that is not a pixel of its own output's window is ignored (as on
 // Vulkan, where each pixel gathers from the windows that hold it).
-void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) {
+void CpuDevice::maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, const Matrix& dx) {
+    Timed t(this, Kernel::maxpool_backward);
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
     const Plane D = plane(dy), I = plane(idx), X = plane(dx);
     if (pool_2x2(g, D, I, X)) {
@@ -247,7 +249,8 @@ void maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& idx, co
     });
 }
 
-void avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) {
+void CpuDevice::avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) {
+    Timed t(this, Kernel::avgpool);
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
     const Plane X = plane(x), Y = plane(y);
     const double inv = 1.0 / double(g.kh * g.kw);
@@ -262,7 +265,8 @@ void avgpool(const ConvGeom& g, const Matrix& x, const Matrix& y) {
     });
 }
 
-void avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) {
+void CpuDevice::avgpool_backward(const ConvGeom& g, const Matrix& dy, const Matrix& dx) {
+    Timed t(this, Kernel::avgpool_backward);
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, hw = g.h * g.w;
     const Plane D = plane(dy), X = plane(dx);
     const float inv = float(1.0 / double(g.kh * g.kw));

@@ -5,7 +5,8 @@
 
 namespace vela::cpu {
 
-void random(Dist dist, uint64_t seed, const Matrix& x) {
+void CpuDevice::random(Dist dist, uint64_t seed, const Matrix& x) {
+    Timed t(this, dist == Dist::normal ? "randn" : "rand");
     if (x.empty()) return;
     auto fill = dist == Dist::normal ? philox::fill_normal : philox::fill_uniform;
     float* xb = fbase(x);

@@ -25,8 +25,9 @@ inline float& vec_ref(float* base, const Matrix& v, int64_t k) { return base[v.o
 
 }  // namespace
 
-void dropout(uint64_t seed, uint64_t step, float p, float scale, const Matrix& x, const Matrix& mask,
+void CpuDevice::dropout(uint64_t seed, uint64_t step, float p, float scale, const Matrix& x, const Matrix& mask,
              const Matrix& y) {
+    Timed t(this, Kernel::dropout);
     if (x.empty()) return;
     float *xb = fbase(x), *mb = fbase(mask), *yb = fbase(y);
     const int64_t rows = x.rows;
@@ -53,7 +54,8 @@ static void each_feature(int64_t nf, int64_t group, int64_t n, F&& fn) {
     });
 }
 
-void batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {
+void CpuDevice::batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const Matrix& var) {
+    Timed t(this, Kernel::batchnorm_stats);
     const float* xb = fbase(x);
     float *mb = fbase(mean), *vb = fbase(var);
     const int64_t nf = x.rows / group, n = x.cols;
@@ -74,8 +76,9 @@ void batchnorm_stats(const Matrix& x, int64_t group, const Matrix& mean, const M
     });
 }
 
-void batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
+void CpuDevice::batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma, const Matrix& beta,
                float eps, int64_t group, const Matrix& y) {
+    Timed t(this, Kernel::batchnorm);
     if (x.empty()) return;
     const float *xb = fbase(x), *mb = fbase(mean), *vb = fbase(var), *gb = fbase(gamma), *bb = fbase(beta);
     float* yb = fbase(y);
@@ -89,8 +92,9 @@ void batchnorm(const Matrix& x, const Matrix& mean, const Matrix& var, const Mat
     });
 }
 
-void batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
+void CpuDevice::batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& var, const Matrix& gamma,
                         float eps, int64_t group, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) {
+    Timed t(this, Kernel::batchnorm_backward);
     const float *db = fbase(dy), *xb = fbase(x), *mb = fbase(mean), *vb = fbase(var), *gb = fbase(gamma);
     float *dgb = fbase(dgamma), *dbb = fbase(dbeta);
     float* dxb = dx.buf ? fbase(dx) : nullptr;
@@ -117,8 +121,9 @@ void batchnorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, c
     });
 }
 
-void random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
+void CpuDevice::random_shift(uint64_t seed, uint64_t step, int64_t shift, int64_t height, int64_t width, const Matrix& x,
                   const Matrix& y) {
+    Timed t(this, Kernel::random_shift);
     if (x.empty()) return;
     const float* xb = fbase(x);
     float* yb = fbase(y);

@@ -17,8 +17,9 @@ inline float& vec_ref(float* base, const Matrix& v, int64_t k) { return base[v.o
 
 }  // namespace
 
-void layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
+void CpuDevice::layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
                        const Matrix& rstd, const Matrix& y) {
+    Timed t(this, Kernel::layernorm_forward);
     const float *xb = fbase(x), *gb = fbase(gamma), *bb = fbase(beta);
     float *yb = fbase(y), *mb = fbase(mean), *rb = fbase(rstd);
     const int64_t m = x.rows;
@@ -41,8 +42,9 @@ void layernorm_forward(const Matrix& x, const Matrix& gamma, const Matrix& beta,
     });
 }
 
-void layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
+void CpuDevice::layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, const Matrix& rstd,
                         const Matrix& gamma, const Matrix& dgamma, const Matrix& dbeta, const Matrix& dx) {
+    Timed t(this, Kernel::layernorm_backward);
     const float *db = fbase(dy), *xb = fbase(x), *mb = fbase(mean), *rb = fbase(rstd), *gb = fbase(gamma);
     float *dgb = fbase(dgamma), *dbb = fbase(dbeta), *dxb = fbase(dx);
     const int64_t m = x.rows, n = x.cols;
@@ -79,7 +81,8 @@ void layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, c
     });
 }
 
-void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE) {
+void CpuDevice::embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE) {
+    Timed t(this, Kernel::embedding_backward);
     const float *db = fbase(dy), *ib = fbase(idx);
     float* eb = fbase(dE);
     const IndexCheck check{"embedding_backward", "idx", "a column index of dE", uint64_t(dE.cols)};
@@ -94,8 +97,27 @@ void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE) {
     });
 }
 
+// Each column's running sum in double, rounded once per element; each
+// element read before it is written (y may be x).
+void CpuDevice::cumsum(const Matrix& x, const Matrix& y) {
+    Timed t(this, Kernel::cumsum);
+    const float* xb = fbase(x);
+    float* yb = fbase(y);
+    const int64_t rows = x.rows;
+    parallel_for(x.cols, std::max<int64_t>(1, kGrain / std::max<int64_t>(rows, 1)), [&](int64_t jb, int64_t je) {
+        for (int64_t j = jb; j < je; j++) {
+            double s = 0;
+            for (int64_t i = 0; i < rows; i++) {
+                s += double(xb[x.index(i, j)]);
+                yb[y.index(i, j)] = float(s);
+            }
+        }
+    });
+}
+
 // Per column j, rows 0..p (p = j mod T, T = rows) in float like softmax (fused.cpp), the rest 0.
-void softmax_causal(const Matrix& x, const Matrix& y) {
+void CpuDevice::softmax_causal(const Matrix& x, const Matrix& y) {
+    Timed t(this, Kernel::softmax_causal);
     const float* xb = fbase(x);
     float* yb = fbase(y);
     const int64_t T = x.rows;
@@ -111,7 +133,8 @@ void softmax_causal(const Matrix& x, const Matrix& y) {
     });
 }
 
-void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx) {
+void CpuDevice::softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx) {
+    Timed t(this, Kernel::softmax_causal_backward);
     const float *yb = fbase(y), *db = fbase(dy);
     float* xb = fbase(dx);
     const int64_t T = y.rows;

@@ -70,26 +70,46 @@ const std::vector<Area>& areas() {
         for (uint8_t i = 1; i < uint8_t(Act::count_); i++) v.push_back(act_backward_name(Act(i)));
         return v;
     }();
-    static const std::vector<Area> a = {
-        {"matrices", {"matrix", "zeros", "ones", "rand", "randn", "from"}},
-        {"shapes", {"clone", "item", "reshape", "transpose", "narrow", "cat", "eye", "linspace", "arange", "randperm"}},
-        {"comparisons", {"gt", "lt", "ge", "le", "eq", "ne", "pow"}},
-        {"level 3, 2", {"mm", "mv", "rk"}},
-        {"level 1", {"axpy", "axpby", "scal", "copy", "swap", "fill", "dot", "nrm2", "asum", "sum", "imax"}},
-        {"elementwise", elementwise},
-        {"derivatives", derivatives},
-        {"fused", {"softmax", "softmax_xent", "argmax", "argmin", "gather_cols", "add_bias", "dense"}},
-        {"convolution", {"im2col", "col2im", "maxpool", "maxpool_backward", "avgpool", "avgpool_backward", "to_images", "from_images"}},
-        {"optimizer steps", {"sgd_step", "adam_step", "adamw_step", "rmsprop_step", "adagrad_step"}},
-        {"at the prompt", {"map", "kernel", "kernel_info"}},  // GLSL kernels written by the user (user_kernels.cpp)
-        {"random", {"seed"}},
-        {"regularization", {"dropout", "batchnorm_stats", "batchnorm", "batchnorm_backward", "random_shift"}},
-        {"sequence", {"layernorm", "layernorm_backward", "embedding_backward", "softmax_causal", "softmax_causal_backward", "bmm"}},
-        {"devices", {"devices", "device", "sync", "threads", "stats", "mem", "who"}},
-        {"measuring", {"time", "bench", "profile", "compare", "clock"}},
-        {"data", {"read_idx", "read_labels", "permutation"}},
-        {"shell", {"help", "doc", "timing"}},
-    };
+    // The kernels' names join their area from the kernel table (core/kernels.def:
+    // each row's labels, after the names listed here, unless listed to keep
+    // their place); an area the table names and this list lacks comes last.
+    static const std::vector<Area> a = [] {
+        std::vector<Area> v = {
+            {"matrices", {"matrix", "zeros", "ones", "rand", "randn", "from"}},  // rand, randn: random's labels
+            {"shapes", {"clone", "item", "reshape", "transpose", "narrow", "cat", "eye", "linspace", "arange", "randperm"}},
+            {"comparisons", {"gt", "lt", "ge", "le", "eq", "ne", "pow"}},
+            {"level 3, 2", {}},
+            {"level 1", {}},
+            {"elementwise", elementwise},
+            {"derivatives", derivatives},
+            {"fused", {}},
+            {"convolution", {}},
+            {"optimizer steps", {}},
+            {"at the prompt", {"map", "kernel", "kernel_info"}},  // GLSL kernels written by the user (user_kernels.cpp)
+            {"random", {"seed"}},
+            {"regularization", {}},
+            {"sequence", {}},
+            {"devices", {"devices", "device", "sync", "threads", "stats", "mem", "who"}},
+            {"measuring", {"time", "bench", "profile", "compare", "clock"}},
+            {"data", {"read_idx", "read_labels", "permutation"}},
+            {"shell", {"help", "doc", "timing"}},
+        };
+        for (uint8_t k = 0; k < uint8_t(Kernel::count_); k++) {
+            const KernelInfo& info = kernel_info(Kernel(k));
+            if (!*info.area) continue;
+            auto it = std::find_if(v.begin(), v.end(), [&](const Area& x) { return info.area == std::string(x.title); });
+            if (it == v.end()) it = v.insert(v.end(), Area{info.area, {}});
+            for (const char* w = info.labels; *w;) {  // "axpy axpby": one name per word
+                const char* end = std::strchr(w, ' ');
+                if (!end) end = w + std::strlen(w);
+                const char* name = intern(std::string(w, end));
+                auto same = [&](const char* n) { return std::strcmp(n, name) == 0; };
+                if (std::none_of(it->names.begin(), it->names.end(), same)) it->names.push_back(name);
+                w = *end ? end + 1 : end;
+            }
+        }
+        return v;
+    }();
     return a;
 }
 

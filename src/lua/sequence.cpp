@@ -1,7 +1,7 @@
 // Lua bindings of the sequence kernels (docs/sequence.md; checked in
 // core/ops_sequence.cpp): layernorm, layernorm_backward, embedding_backward,
 // softmax_causal, softmax_causal_backward, and the strided batched product bmm
-// (core/ops_bmm.cpp).
+// (core/ops_bmm.cpp), and cumsum, the prefix sums down columns.
 // nn.layernorm and nn.embedding (lua/vela/sequence.lua) use them.
 #include "core/ops.hpp"
 #include "lua/bind.hpp"
@@ -23,12 +23,13 @@ int k_layernorm(lua_State* L) {
     return 1;
 }
 
-// softmax_causal(x [, y]) -> y (y absent: x in place)
-int k_softmax_causal(lua_State* L) {
+// f(x [, y]) -> y, y absent: x in place (softmax_causal, cumsum).
+template <void (*F)(const Matrix&, const Matrix&)>
+int k_into_or_in_place(lua_State* L) {
     check_nargs(L, 2);
     Matrix& x = check_matrix(L, 1);
     Matrix& y = lua_isnoneornil(L, 2) ? x : check_matrix(L, 2);
-    guarded(L, [&] { softmax_causal(x, y); });
+    guarded(L, [&] { F(x, y); });
     lua_pushvalue(L, lua_isnoneornil(L, 2) ? 1 : 2);
     return 1;
 }
@@ -71,7 +72,8 @@ int k_bmm(lua_State* L) {
 const luaL_Reg kernels[] = {{"layernorm", k_layernorm},
                             {"layernorm_backward", matrix_kernel<layernorm_backward, 8>},
                             {"embedding_backward", matrix_kernel<embedding_backward, 3>},
-                            {"softmax_causal", k_softmax_causal},
+                            {"softmax_causal", k_into_or_in_place<softmax_causal>},
+                            {"cumsum", k_into_or_in_place<cumsum>},
                             {"softmax_causal_backward", matrix_kernel<softmax_causal_backward, 3>},
                             {"bmm", k_bmm},
                             {nullptr, nullptr}};
@@ -97,6 +99,11 @@ void document() {
         {"softmax_causal_backward", "softmax_causal_backward(y, dy, dx) -> dx",
          "The backward of softmax_causal from its output y: dx ← y ∘ (dy − Σᵢ y ∘ dy) per column (0 where y was "
          "masked). dx may be dy."},
+        {"cumsum", "cumsum(x [, y]) -> y",
+         "Prefix sums down each column: y(i, j) ← x(1, j) + … + x(i, j), like torch.cumsum(x, 0) (NumPy's "
+         "cumsum(x, axis=0)). Into y (x's shape), or x in place when y is absent. Columns of any length on every "
+         "device (Vulkan sums them in chunks of 4,096 rows); float32 results, the cpu sums in double. "
+         "Example: cumsum(from{{1, 2}, {3, 4}, {5, 6}}) gives rows (1 2), (4 6), (9 12)."},
         {"bmm", "bmm(alpha, a, b, beta, c, count [, {ta = false, tb = false}]) -> c",
          "Strided batched product: Cᵢ ← α·op(Aᵢ)·op(Bᵢ) + β·Cᵢ for i = 1..count, Xᵢ the i-th of count equal "
          "column blocks of x, op(Aᵢ) = Aᵢᵀ with ta (Bᵢᵀ with tb). a: m×(k·count) (ta: k×(m·count)), b: "

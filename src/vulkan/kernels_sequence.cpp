@@ -1,7 +1,8 @@
 // The sequence layers on Vulkan (docs/sequence.md): the embedding's
 // scatter-add backward (shaders/embedding_backward.comp) in bounded chunks of
-// tokens, and the causal softmax and its backward (softmax_causal.comp).
-// Layer norm has its own kernels (kernels_layernorm.cpp).
+// tokens, the causal softmax and its backward (softmax_causal.comp), and the
+// prefix sums down columns (cumsum.comp). Layer norm has its own kernels
+// (kernels_layernorm.cpp).
 #include <algorithm>
 #include <cstddef>
 
@@ -50,7 +51,54 @@ void causal(VulkanDevice& dev, const char* fn, uint32_t backward, const Matrix& 
     dev.dispatch(d);
 }
 
+struct CumsumPush {
+    View x, y, part;
+    uint32_t rows = 0, cols = 0, chunk = 0, chunks = 0;
+};
+static_assert(sizeof(CumsumPush) <= 128);  // the push-constant size every device has
+
+// Rows of a column one cumsum.comp invocation loops over (as colstats.comp's chunk).
+constexpr uint64_t kCumsumChunk = 4096;
+
+// y ← the prefix sums of x's columns; part: the chunks' sums, in place, by the same
+// two passes one level up (a level per factor of kCumsumChunk rows: three for 2^32).
+void cumsum_levels(VulkanDevice& dev, const Matrix& x, const Matrix& y) {
+    const uint64_t rows = uint64_t(x.rows), cols = uint64_t(x.cols);
+    const uint64_t chunks = (rows + kCumsumChunk - 1) / kCumsumChunk;
+    const uint32_t w = dev.small_wg();
+    CumsumPush p;
+    p.x = dev.view(x);
+    p.y = dev.view(y);
+    p.rows = uint32_t(rows);
+    p.cols = uint32_t(cols);
+    p.chunk = uint32_t(kCumsumChunk);
+    p.chunks = uint32_t(chunks);
+    Matrix part;
+    if (chunks > 1) {
+        part.buf = dev.alloc(DType::f32, size_t(chunks * cols));
+        part.rows = int64_t(chunks);
+        part.cols = int64_t(cols);
+        part.ld = int64_t(chunks);
+        p.part = dev.view(part);
+        const ModeSpec sums{.wg = w, .mode = 1};
+        Dispatch d{.shader = "cumsum", .push = &p, .push_size = sizeof p, .spec = sums, .reads = {&x},
+                   .writes = {&part}, .label = kernel_label(Kernel::cumsum)};
+        dev.grid(chunks * cols, w, d.groups);
+        dev.dispatch(d);
+        cumsum_levels(dev, part, part);
+    }
+    const ModeSpec scan{.wg = w, .mode = 0};
+    Dispatch d{.shader = "cumsum", .push = &p, .push_size = sizeof p, .spec = scan,
+               .reads = {&x, chunks > 1 ? &part : nullptr}, .writes = {&y}, .label = kernel_label(Kernel::cumsum)};
+    dev.grid(chunks * cols, w, d.groups);
+    dev.dispatch(d);
+}
+
 }  // namespace
+
+void VulkanDevice::cumsum(const Matrix& x, const Matrix& y) {
+    if (!y.empty()) cumsum_levels(*this, x, y);
+}
 
 void VulkanDevice::embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE) {
     if (dE.empty() || dy.cols == 0) return;

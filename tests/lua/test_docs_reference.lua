@@ -1,6 +1,6 @@
 -- The docs cannot drift from the tables: every op of the op table
--- (src/core/ops.def), every kernel of the Device interface
--- (src/core/device.hpp, under its Lua name), and every Lua function the shell
+-- (src/core/ops.def), every kernel of the kernel table
+-- (src/core/kernels.def, under its Lua names), and every Lua function the shell
 -- exposes (the globals that are not Lua's own, the functions of require "vela",
 -- of the modules nn, optim, data, plot, ... and the methods of a matrix) has
 --   1. an entry in the reference docs: a code span that calls it (`name(`,
@@ -73,34 +73,27 @@ local function op_table()
   return ops
 end
 
--- The Device interface's kernels under the names Lua calls them. A virtual
--- that is neither here nor a Lua function of its own name fails the test:
--- add it here (and say in the docs what it is called) or give it the Lua name.
-local NOT_KERNELS = {name = true, alloc = true, upload = true, download = true, flush = true, sync = true,
-                     queued = true, stats = true, memory = true, profile_begin = true, profile_end = true,
-                     set_option = true, option = true}
-local LUA_NAMES = {
-  reduce = {"sum", "dot", "nrm2", "asum"}, unary = {}, binary = {"mul", "div", "add", "sub"},
-  arg_extreme = {"argmax", "argmin"}, random = {"rand", "randn"}, act_backward = {},
-  optim_step = {"sgd_step", "adam_step", "adamw_step", "rmsprop_step", "adagrad_step"},
-  layernorm_forward = {"layernorm"}, run_user = {"map", "kernel"}, axpby = {"axpby", "axpy"},
-}
+-- The kernels of the kernel table (src/core/kernels.def) under the names Lua
+-- calls them: each row's labels (the names profile() and the user give it), or
+-- for a row whose names come from elsewhere (labels ""), this test's LUA_NAMES.
+-- A row with neither fails the test.
+local LUA_NAMES = {unary = {}, binary = {"mul", "div", "add", "sub"}, act_backward = {}, run_user = {"map", "kernel"}}
 local function device_kernels()
-  local text = assert(read("src/core/device.hpp"), "src/core/device.hpp")
+  local text = assert(read("src/core/kernels.def"), "src/core/kernels.def"):gsub("//[^\n]*", "")
   local kernels = {}
-  for name in text:gmatch("virtual%s+[%w_:<>]+%s+([%w_]+)%s*%(") do
-    if not NOT_KERNELS[name] then
-      local lua_names = LUA_NAMES[name]
-      if lua_names then
-        for _, n in ipairs(lua_names) do kernels[#kernels + 1] = n end
-      elseif vela[name] then
-        kernels[#kernels + 1] = name
-      else
-        error("Device::" .. name .. " has no Lua function of that name and no entry in this test's LUA_NAMES")
-      end
+  for row in text:gmatch("VELA_KERNEL(%b())") do
+    local name = assert(row:match("^%(%s*[%w_:]+%s*,%s*([%w_]+)%s*,"), "a row of kernels.def: " .. row)
+    local labels = assert(row:match('"([^"]*)"%s*%)$'), "the labels of kernels.def's row " .. name)
+    local lua_names = LUA_NAMES[name]
+    if labels ~= "" then
+      for n in labels:gmatch("[%w_]+") do kernels[#kernels + 1] = n end
+    elseif lua_names then
+      for _, n in ipairs(lua_names) do kernels[#kernels + 1] = n end
+    else
+      error("kernels.def's row " .. name .. " has no labels and no entry in this test's LUA_NAMES")
     end
   end
-  assert(#kernels >= 30, "found only " .. #kernels .. " kernels in src/core/device.hpp")
+  assert(#kernels >= 30, "found only " .. #kernels .. " kernels in src/core/kernels.def")
   return kernels
 end
 

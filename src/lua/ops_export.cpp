@@ -57,6 +57,17 @@ void set_closure(lua_State* L, lua_CFunction f, int code, const std::string& nam
     lua_setfield(L, -2, key);
 }
 
+// Pushes a new vela.ops entry with its table facts.
+void new_entry(lua_State* L, int params, int operands, bool activation) {
+    lua_createtable(L, 0, 6);
+    lua_pushinteger(L, params);
+    lua_setfield(L, -2, "params");
+    lua_pushinteger(L, operands);
+    lua_setfield(L, -2, "operands");
+    lua_pushboolean(L, activation);
+    lua_setfield(L, -2, "activation");
+}
+
 }  // namespace
 
 // Into the table on top: activations (names in code order, 0 = identity: nn.linear's
@@ -74,13 +85,7 @@ void export_ops(lua_State* L) {
         const std::string name = unary_name(op);
         Act act;
         const bool is_act = parse_act(name, act);
-        lua_createtable(L, 0, 6);
-        lua_pushinteger(L, unary_params(op));
-        lua_setfield(L, -2, "params");
-        lua_pushinteger(L, 1);
-        lua_setfield(L, -2, "operands");
-        lua_pushboolean(L, is_act);
-        lua_setfield(L, -2, "activation");
+        new_entry(L, unary_params(op), 1, is_act);
         set_closure(L, unary_ref_l, i, name, "ref");
         if (is_act) {
             lua_pushstring(L, act_prime_from_z(act) ? "z" : "a");
@@ -91,13 +96,7 @@ void export_ops(lua_State* L) {
     }
     for (uint8_t i = 0; i < uint8_t(Binary::count_); i++) {
         const std::string name = binary_name(Binary(i));
-        lua_createtable(L, 0, 4);
-        lua_pushinteger(L, 0);
-        lua_setfield(L, -2, "params");
-        lua_pushinteger(L, 2);
-        lua_setfield(L, -2, "operands");
-        lua_pushboolean(L, false);
-        lua_setfield(L, -2, "activation");
+        new_entry(L, 0, 2, false);
         set_closure(L, binary_ref_l, i, name, "ref");
         lua_setfield(L, -2, name.c_str());
     }

@@ -3,7 +3,12 @@
 // op and per activation numbered as the C++ enums (so the numbers cannot
 // drift), and the switches unary_f, act_f and act_prime_f. Every switch lists
 // every op; an unknown number gives NaN, never another op's value.
+// And modes.glsl: the mode numbers of the reductions (src/core/reduce.def),
+// the GEMM epilogue, the column and batchnorm passes (src/vulkan/modes.def), FAMILY_NAME
+// constants numbered as their C++ enums.
+#include <cctype>
 #include <cstdio>
+#include <string>
 
 #include "core/device.hpp"
 #include "vulkan/kernel.hpp"
@@ -11,11 +16,60 @@
 using vela::Act;
 using vela::Unary;
 
+namespace {
+
+std::string upper(const char* s) {
+    std::string u(s);
+    for (char& c : u) c = char(std::toupper(static_cast<unsigned char>(c)));
+    return u;
+}
+
+// modes.glsl: one constant per row of each mode table, from the C++ enum.
+int write_modes(const char* path) {
+    std::FILE* f = std::fopen(path, "w");
+    if (!f) {
+        std::perror(path);
+        return 1;
+    }
+    std::fprintf(f, "// Generated from src/core/reduce.def and src/vulkan/modes.def by cmake/opgen.cpp at build time: "
+                    "do not edit.\n#ifndef VELA_MODES_GLSL\n#define VELA_MODES_GLSL\n");
+#define VELA_REDUCE(name, what) \
+    std::fprintf(f, "const uint REDUCE_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::Reduce::name), what);
+#include "core/reduce.def"
+#undef VELA_REDUCE
+    std::fprintf(f, "const uint REDUCE_IMAX = %du;  // the first index of the largest |x| (reduce.comp only)\n",
+                 int(vela::Reduce::count_));
+#define VELA_EPI(name, what) \
+    std::fprintf(f, "const uint EPI_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::vk::Epi::name), what);
+#define VELA_COLSTATS(name, what)                                                                        \
+    std::fprintf(f, "const uint COLSTATS_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::vk::ColStats::name), \
+                 what);
+#define VELA_COLAPPLY(name, what)                                                                        \
+    std::fprintf(f, "const uint COLAPPLY_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::vk::ColApply::name), \
+                 what);
+#define VELA_BN(name, what) \
+    std::fprintf(f, "const uint BN_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::vk::Bn::name), what);
+#define VELA_BN_APPLY(name, what)                                                                            \
+    std::fprintf(f, "const uint BN_APPLY_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::vk::BnApply::name), \
+                 what);
+#include "vulkan/modes.def"
+#undef VELA_EPI
+#undef VELA_COLSTATS
+#undef VELA_COLAPPLY
+#undef VELA_BN
+#undef VELA_BN_APPLY
+    std::fprintf(f, "#endif\n");
+    return std::fclose(f) == 0 ? 0 : 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: opgen OUT.glsl\n");
+    if (argc != 3) {
+        std::fprintf(stderr, "usage: opgen OUT_OPS.glsl OUT_MODES.glsl\n");
         return 2;
     }
+    if (write_modes(argv[2]) != 0) return 1;
     std::FILE* f = std::fopen(argv[1], "w");
     if (!f) {
         std::perror(argv[1]);

@@ -1,17 +1,18 @@
 // The per-feature results of batch normalization, one invocation per feature.
 // part holds the pair (s1, s2) of each feature from bn_reduce.comp; coef is
 // four runs of feats floats (a, b, c, mean) that bn_apply.comp reads.
-//   MODE 0: out1(f) ← s1/N (the mean)
-//   MODE 1: out1(f) ← s1/N (the variance)
-//   MODE 2: out1(f) ← s1 (dβ), out2(f) ← s2·inv (dγ), inv = 1/√(var + eps), and
-//           when coef is given the coefficients of dx = a·dy + c·(x − mean) + b:
-//           a = γ·inv, b = −a·dβ/N, c = −a·inv²·s2/N
-//   MODE 3: the coefficients of y = a·(x − mean) + b: a = γ·inv, b = β (no part)
+//   BN_MEAN:    out1(f) ← s1/N (the mean)
+//   BN_VAR:     out1(f) ← s1/N (the variance)
+//   BN_GRAD:    out1(f) ← s1 (dβ), out2(f) ← s2·inv (dγ), inv = 1/√(var + eps), and
+//               when coef is given the coefficients of dx = a·dy + c·(x − mean) + b:
+//               a = γ·inv, b = −a·dβ/N, c = −a·inv²·s2/N
+//   BN_FORWARD: the coefficients of y = a·(x − mean) + b: a = γ·inv, b = β (no part)
 #version 450
 #include "common.glsl"
+#include "modes.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
-layout(constant_id = 1) const uint MODE = 0;
+layout(constant_id = 1) const uint MODE = BN_MEAN;  // vk::Bn (src/vulkan/modes.def)
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform Push {
@@ -33,7 +34,7 @@ float vec_ld(uint lo, uint hi, uint inc, uint f) { return load_f32(uvec2(lo, hi)
 void main() {
     uint f = global_index(WG);
     if (f >= p.feats) return;
-    if (MODE == 0 || MODE == 1) {
+    if (MODE == BN_MEAN || MODE == BN_VAR) {
         store_f32(uvec2(p.out1_lo, p.out1_hi), f * p.out1_inc, load_f32(p.part, 2u * f) / p.count);
         return;
     }
@@ -41,7 +42,7 @@ void main() {
     float inv = 1.0 / sqrt(var + p.eps);
     float a = vec_ld(p.gamma_lo, p.gamma_hi, p.gamma_inc, f) * inv;
     float mu = vec_ld(p.mean_lo, p.mean_hi, p.mean_inc, f);
-    if (MODE == 3) {
+    if (MODE == BN_FORWARD) {
         store_f32(p.coef, f, a);
         store_f32(p.coef, p.feats + f, vec_ld(p.beta_lo, p.beta_hi, p.beta_inc, f));
         store_f32(p.coef, 3u * p.feats + f, mu);

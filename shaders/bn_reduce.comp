@@ -5,14 +5,15 @@
 // pair per feature remains (see src/vulkan/kernels_regularize.cpp).
 // Feature f is rows f·G .. f·G+G−1 of every column: its value e is at
 // row f·G + e mod G, column e div G. Sums are compensated (Kahan).
-//   MODE 0: s1 = Σ a                        (for the mean)
-//   MODE 1: s1 = Σ (a − mean)²              (for the variance)
-//   MODE 2: s1 = Σ a, s2 = Σ a·(b − mean)    (a = dy, b = x: for dβ and dγ)
+//   BN_MEAN: s1 = Σ a                        (for the mean)
+//   BN_VAR:  s1 = Σ (a − mean)²              (for the variance)
+//   BN_GRAD: s1 = Σ a, s2 = Σ a·(b − mean)    (a = dy, b = x: for dβ and dγ)
 #version 450
 #include "common.glsl"
+#include "modes.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
-layout(constant_id = 1) const uint MODE = 0;
+layout(constant_id = 1) const uint MODE = BN_MEAN;  // vk::Bn (src/vulkan/modes.def)
 layout(constant_id = 2) const uint LEVEL0 = 1;
 layout(local_size_x_id = 0) in;
 
@@ -46,16 +47,16 @@ void main() {
     uint begin = c * p.chunk;
     uint end = begin + min(p.chunk, p.total - begin);
     float mu = 0.0;
-    if (LEVEL0 != 0 && MODE != 0) mu = load_f32(uvec2(p.mean_lo, p.mean_hi), f * p.mean_inc);
+    if (LEVEL0 != 0 && MODE != BN_MEAN) mu = load_f32(uvec2(p.mean_lo, p.mean_hi), f * p.mean_inc);
     float s1 = 0.0, c1 = 0.0, s2 = 0.0, c2 = 0.0;
     for (uint e = begin; e < end; ++e) {
         if (LEVEL0 != 0) {
             uint col = e / p.group;
             uint row = f * p.group + (e - col * p.group);
             float v = load_f32(p.a.addr, view_index2(p.a, row, col));
-            if (MODE == 0) {
+            if (MODE == BN_MEAN) {
                 add(s1, c1, v);
-            } else if (MODE == 1) {
+            } else if (MODE == BN_VAR) {
                 precise float d = v - mu;
                 add(s1, c1, d * d);
             } else {

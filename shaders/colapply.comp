@@ -1,18 +1,19 @@
 // The last pass of softmax, softmax_xent and argmax over long columns, from
 // the per-column partial colstats.comp left (see there): no loop at all.
-//   OP 0 softmax:  y(i, j) = exp(x(i, j) − m_j) · (1 / s_j), one invocation per element
-//   OP 1 xent:     dz(i, j) = (softmax(z)(i, j) − [i = label_j]) · scale, and the
-//                  loss −(z(label_j, j) − m_j − log s_j) (a bad label: NaN, and its
-//                  position to the call's status word, src/core/index_check.hpp)
-//   OP 2 argmax:   idx(j) = 1 + the best row of column j, one invocation per column
+//   COLAPPLY_SOFTMAX: y(i, j) = exp(x(i, j) − m_j) · (1 / s_j), one invocation per element
+//   COLAPPLY_XENT:    dz(i, j) = (softmax(z)(i, j) − [i = label_j]) · scale, and the
+//                     loss −(z(label_j, j) − m_j − log s_j) (a bad label: NaN, and its
+//                     position to the call's status word, src/core/index_check.hpp)
+//   COLAPPLY_ARGMAX:  idx(j) = 1 + the best row of column j, one invocation per column
 // The same expressions as softmax.comp and argmax.comp, so a column gives the
 // same values whichever path the host took. y (dz) may be x (z): each element
 // is read and written by one invocation, after the statistics are complete.
 #version 450
 #include "common.glsl"
+#include "modes.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
-layout(constant_id = 1) const uint OP = 0;
+layout(constant_id = 1) const uint OP = COLAPPLY_SOFTMAX;  // COLAPPLY_*: vk::ColApply (src/vulkan/modes.def)
 layout(constant_id = 2) const uint U8 = 0;  // xent: labels are uint8; argmax: idx is uint8
 layout(local_size_x_id = 0) in;
 
@@ -31,7 +32,7 @@ layout(push_constant) uniform Push {
 
 void main() {
     uint k = global_index(WG);
-    if (OP == 2) {
+    if (OP == COLAPPLY_ARGMAX) {
         if (k >= p.cols) return;
         uint at = U32(addr_f32(p.part, k * 2u + 1u)).v;
         float v = float((at == 0xffffffffu ? 0u : at) + 1u);
@@ -53,7 +54,7 @@ void main() {
     // everywhere, as softmax.comp (decided from the bits, not the arithmetic).
     bool poisoned = nan_bits(s) || floatBitsToUint(m) == 0xff800000u;
     if (poisoned) sm = uintBitsToFloat(0x7fc00000u);
-    if (OP == 0) {
+    if (OP == COLAPPLY_SOFTMAX) {
         store_f32(p.y.addr, view_index2(p.y, i, j), sm);
         return;
     }

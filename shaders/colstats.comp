@@ -9,9 +9,10 @@
 // rows), and colapply.comp uses it.
 #version 450
 #include "common.glsl"
+#include "modes.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
-layout(constant_id = 1) const uint OP = 0;      // 0 softmax statistics, 1 argmax, 2 argmin
+layout(constant_id = 1) const uint OP = COLSTATS_SOFTMAX;  // COLSTATS_*: vk::ColStats (src/vulkan/modes.def)
 layout(constant_id = 2) const uint LEVEL0 = 1;  // 1: read x; 0: read partials
 layout(local_size_x_id = 0) in;
 
@@ -60,17 +61,17 @@ void main() {
     for (uint i = begin; i < end; ++i) {
         if (LEVEL0 != 0) {
             float v = load_f32(p.x.addr, view_index2(p.x, i, j));
-            if (OP == 0) {
+            if (OP == COLSTATS_SOFTMAX) {
                 poisoned = poisoned || nan_or_pinf_bits(v);
                 absorb_sum(a, s, v, 1.0);
             } else {
-                absorb_max(a, at, OP == 2 ? -v : v, i);
+                absorb_max(a, at, OP == COLSTATS_ARGMIN ? -v : v, i);
             }
         } else {
             uint e = (j * p.rows + i) * 2u;
             float v = uintBitsToFloat(U32(addr_f32(p.in_part, e)).v);
             uint w = U32(addr_f32(p.in_part, e + 1u)).v;
-            if (OP == 0) {
+            if (OP == COLSTATS_SOFTMAX) {
                 poisoned = poisoned || nan_bits(uintBitsToFloat(w));
                 absorb_sum(a, s, v, uintBitsToFloat(w));
             } else {
@@ -81,5 +82,5 @@ void main() {
     if (poisoned) s = uintBitsToFloat(0x7fc00000u);
     uint o = (j * p.out_chunks + c) * 2u;
     U32(addr_f32(p.out_part, o)).v = floatBitsToUint(a);
-    U32(addr_f32(p.out_part, o + 1u)).v = OP == 0 ? floatBitsToUint(s) : at;
+    U32(addr_f32(p.out_part, o + 1u)).v = OP == COLSTATS_SOFTMAX ? floatBitsToUint(s) : at;
 }

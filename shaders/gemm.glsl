@@ -41,13 +41,13 @@ void gemm_store(uint64_t a, uint e, float v) { GemmF32(a + uint64_t(e) * 4ul).v 
 void gemm_store(uint64_t a, uint64_t e, float v) { GemmF32(a + e * 4ul).v = v; }
 #endif
 
-// Epilogue kinds (spec constant EPI). The activations (spec constant ACT,
-// vela::Act) are act_f of the generated ops.glsl: the same functions as the
-// elementwise kernels, so dense(w, x, b, y, act) equals mm + add_bias + act.
-const uint EPI_AXPBY = 0;  // c ← α·acc + β·c; c is not read when β = 0
-const uint EPI_DENSE = 1;  // c ← act(acc + bias[i])
-// EPI_AXPBY for a strided batched product (VulkanDevice::bmm): the dispatch's
-// z index is the block, whose a, b and c lie z·sa, z·sb, z·sc elements past
-// those of block 0 (mm_common.glsl's gemm_block; mm_regblock only).
-const uint EPI_BATCHED = 2;
+// Epilogue kinds (spec constant EPI): EPI_AXPBY, EPI_DENSE and EPI_BATCHED,
+// the rows of src/vulkan/modes.def (vk::Epi) in the generated modes.glsl.
+// EPI_BATCHED is EPI_AXPBY for a strided batched product (VulkanDevice::bmm):
+// the dispatch's z index is the block, whose a, b and c lie z·sa, z·sb, z·sc
+// elements past those of block 0 (mm_common.glsl's gemm_block; mm_regblock
+// only). The activations (spec constant ACT, vela::Act) are act_f of the
+// generated ops.glsl: the same functions as the elementwise kernels, so
+// dense(w, x, b, y, act) equals mm + add_bias + act.
+#include "modes.glsl"
 #include "ops.glsl"

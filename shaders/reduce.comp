@@ -8,9 +8,10 @@
 // kReduceIterations times per invocation (drivers may end a loop after 65,535).
 #version 450
 #include "common.glsl"
+#include "modes.glsl"
 
 layout(constant_id = 0) const uint WG = 256;  // a power of two
-layout(constant_id = 1) const uint OP = 0;    // 0 dot, 1 nrm2, 2 asum, 3 sum, 4 imax
+layout(constant_id = 1) const uint OP = REDUCE_DOT;  // REDUCE_*: vela::Reduce (core/reduce.def), or REDUCE_IMAX
 layout(constant_id = 2) const uint VEC4 = 0;  // x (and y) dense and 16-byte aligned: vec4 loads
 layout(local_size_x_id = 0) in;
 
@@ -31,17 +32,17 @@ void main() {
     uint g = group_index();
     uint groups = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_NumWorkGroups.z;
     uint stride = groups * WG;
-    float acc = OP == 4 ? -1.0 : 0.0;
+    float acc = OP == REDUCE_IMAX ? -1.0 : 0.0;
     uint best = 0xffffffffu;
     if (VEC4 != 0) {
         // Whole vec4s grid-strided, then the last n % 4 elements by the first invocations of group 0.
         uint n4 = p.n / 4u;
         for (uint q = g * WG + l; q < n4; q = n4 - q > stride ? q + stride : n4) {
             vec4 v = V4(addr_f32(p.x.addr, q * 4u)).v;
-            if (OP == 0) acc += dot(v, V4(addr_f32(p.y.addr, q * 4u)).v);
-            else if (OP == 1) acc += dot(v, v);
-            else if (OP == 2) acc += (abs(v.x) + abs(v.y)) + (abs(v.z) + abs(v.w));
-            else if (OP == 3) acc += (v.x + v.y) + (v.z + v.w);
+            if (OP == REDUCE_DOT) acc += dot(v, V4(addr_f32(p.y.addr, q * 4u)).v);
+            else if (OP == REDUCE_NRM2) acc += dot(v, v);
+            else if (OP == REDUCE_ASUM) acc += (abs(v.x) + abs(v.y)) + (abs(v.z) + abs(v.w));
+            else if (OP == REDUCE_SUM) acc += (v.x + v.y) + (v.z + v.w);
             else {
                 for (uint c = 0; c < 4u; ++c)
                     if (abs(v[c]) > acc) {
@@ -53,10 +54,10 @@ void main() {
         uint k = n4 * 4u + l;
         if (g == 0 && k < p.n) {
             float v = load_f32(p.x.addr, k);
-            if (OP == 0) acc += v * load_f32(p.y.addr, k);
-            else if (OP == 1) acc += v * v;
-            else if (OP == 2) acc += abs(v);
-            else if (OP == 3) acc += v;
+            if (OP == REDUCE_DOT) acc += v * load_f32(p.y.addr, k);
+            else if (OP == REDUCE_NRM2) acc += v * v;
+            else if (OP == REDUCE_ASUM) acc += abs(v);
+            else if (OP == REDUCE_SUM) acc += v;
             else if (abs(v) > acc) {  // the tail comes after every index this invocation saw
                 acc = abs(v);
                 best = k;
@@ -66,10 +67,10 @@ void main() {
         // The step is taken only while it stays below n: no 32-bit wrap-around near 2^32 elements.
         for (uint k = g * WG + l; k < p.n; k = p.n - k > stride ? k + stride : p.n) {
             float v = ld(p.x, k);
-            if (OP == 0) acc += v * ld(p.y, k);
-            else if (OP == 1) acc += v * v;
-            else if (OP == 2) acc += abs(v);
-            else if (OP == 3) acc += v;
+            if (OP == REDUCE_DOT) acc += v * ld(p.y, k);
+            else if (OP == REDUCE_NRM2) acc += v * v;
+            else if (OP == REDUCE_ASUM) acc += abs(v);
+            else if (OP == REDUCE_SUM) acc += v;
             else if (abs(v) > acc) {  // k increases: strict > keeps the first of equal values
                 acc = abs(v);
                 best = k;
@@ -81,7 +82,7 @@ void main() {
     barrier();
     for (uint s = WG / 2; s > 0; s >>= 1) {
         if (l < s) {
-            if (OP == 4) {
+            if (OP == REDUCE_IMAX) {
                 float v2 = sv[l + s];
                 uint i2 = si[l + s];
                 if (v2 > sv[l] || (v2 == sv[l] && i2 < si[l])) {
@@ -96,6 +97,6 @@ void main() {
     }
     if (l == 0) {
         store_f32(p.partials, g, sv[0]);
-        if (OP == 4) U32(addr_f32(p.partials, groups + g)).v = si[0];
+        if (OP == REDUCE_IMAX) U32(addr_f32(p.partials, groups + g)).v = si[0];
     }
 }

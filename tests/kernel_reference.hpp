@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/device.hpp"
+#include "core/opref.hpp"
 
 namespace vela::ref {
 
@@ -108,25 +110,8 @@ inline double sum(const Mat& x) {
     for (double e : x.v) s += e;
     return s;
 }
-// The binary ops of core/binary.def in float64, from their definitions (a switch
-// without default: a new row without its reference fails the build under -Werror=switch).
-inline double binary(Binary op, double a, double b) {
-    switch (op) {
-        case Binary::mul: return a * b;
-        case Binary::div: return a / b;
-        case Binary::add: return a + b;
-        case Binary::sub: return a - b;
-        case Binary::gt: return a > b ? 1 : 0;
-        case Binary::lt: return a < b ? 1 : 0;
-        case Binary::ge: return a >= b ? 1 : 0;
-        case Binary::le: return a <= b ? 1 : 0;
-        case Binary::eq: return a == b ? 1 : 0;
-        case Binary::ne: return a != b ? 1 : 0;
-        case Binary::pow: return std::pow(a, b);
-        case Binary::count_: break;
-    }
-    return NAN;
-}
+// The binary ops of core/binary.def in float64: the table's own VELA_BIN_REF rows.
+inline double binary(Binary op, double a, double b) { return binary_ref(op, a, b); }
 
 // First index (column-major) of the largest magnitude.
 inline int64_t imax(const Mat& x) {
@@ -174,70 +159,68 @@ inline std::vector<double> arg_extreme(const Mat& x, bool smallest) {
 
 // ---- the elementwise op table's reference ----------------------------------------
 
-// One row per vela::Unary op (every row of src/core/ops.def and every
-// derivative): the float64 definition, the input range the generic tests draw
-// from, and the magnitude rounding is relative to (|value| when null). The
-// switch has no default and -Wswitch is an error here: an op added to the table
-// without a reference does not compile.
+// The values are the table's own float64 references (the VELA_REF rows of
+// src/core/ops.def, vela::unary_ref: <cmath> in double, no kernel code), so a
+// new op needs nothing here. What the tests add: the input range each op is
+// drawn from ([−5, 5] unless listed below), and the magnitude rounding is
+// relative to where the float32 formula cancels (|value| unless listed).
 struct UnaryRef {
-    float lo = 0, hi = 0;
-    double (*f)(double) = nullptr;
-    double (*scale)(double) = nullptr;
+    float lo = -5, hi = 5;
+    std::function<double(double)> f, scale;
 };
 inline const float kUnaryParams[4] = {2, 1, 0.5f, 3};  // linear_frac's a, b, c, d in every test
-inline double sigmoid64(double z) { return z >= 0 ? 1 / (1 + std::exp(-z)) : std::exp(z) / (1 + std::exp(z)); }
-inline double gelu_arg64(double z) { return 2 * std::sqrt(2 / M_PI) * (z + 0.044715 * z * z * z); }
+inline double unary_value(Unary op, double v) {
+    const double p[4] = {kUnaryParams[0], kUnaryParams[1], kUnaryParams[2], kUnaryParams[3]};
+    return unary_ref(op, v, p);
+}
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic error "-Wswitch"
 inline UnaryRef unary(Unary op) {
+    UnaryRef r;
+    r.f = [op](double v) { return unary_value(op, v); };
+    auto range = [&](float lo, float hi) { r.lo = lo, r.hi = hi; };
     switch (op) {
-    case Unary::relu: return {-1, 1, [](double v) { return v > 0 ? v : 0; }};
-    case Unary::sigmoid: return {-20, 20, sigmoid64};
-    case Unary::tanh: return {-6, 6, [](double v) { return std::tanh(v); }};
-    case Unary::elu: return {-10, 5, [](double v) { return v > 0 ? v : std::expm1(v); }};
-    // ½z(1 + tanh u) = z·σ(2u), the form without cancellation in float64 too.
-    case Unary::gelu: return {-6, 6, [](double v) { return v * sigmoid64(gelu_arg64(v)); }};
-    case Unary::leaky_relu: return {-5, 5, [](double v) { return v > 0 ? v : 0.01 * v; }};
-    case Unary::softplus:
-        return {-30, 30, [](double v) { return (v > 0 ? v : 0) + std::log1p(std::exp(-std::fabs(v))); }};
-    case Unary::exp: return {-80, 80, [](double v) { return std::exp(v); }};
-    case Unary::log:
-        return {1e-3f, 1e3f, [](double v) { return std::log(v); }, [](double v) { return 1.0 + std::fabs(std::log(v)); }};
-    case Unary::sqrt: return {0, 100, [](double v) { return std::sqrt(v); }};
-    case Unary::sqr: return {-10, 10, [](double v) { return v * v; }};
-    case Unary::inv: return {0.5f, 4, [](double v) { return 1 / v; }};
-    case Unary::abs: return {-3, 3, [](double v) { return std::fabs(v); }};
-    case Unary::linear_frac:
-        return {-1, 1, [](double v) { return (2 * v + 1) / (0.5 * v + 3); },
-                [](double v) { return (std::fabs(2 * v) + 1) / (0.5 * v + 3); }};
-    // Derivatives, from what the table says: the activation a or the pre-activation z.
-    case Unary::relu_prime: return {-1, 1, [](double v) { return v > 0 ? 1.0 : 0.0; }};
-    case Unary::sigmoid_prime: return {0, 1, [](double a) { return a * (1 - a); }};
-    case Unary::tanh_prime: return {-1, 1, [](double a) { return 1 - a * a; }, [](double a) { return 1 + a * a; }};
-    case Unary::elu_prime: return {-0.99f, 5, [](double a) { return a > 0 ? 1 : a + 1; }, [](double a) { return 1 + std::fabs(a); }};
-    case Unary::gelu_prime:
-        return {-6, 6,
-                [](double z) {
-                    double s = sigmoid64(gelu_arg64(z));
-                    return s + z * s * (1 - s) * 2 * std::sqrt(2 / M_PI) * (1 + 3 * 0.044715 * z * z);
-                },
-                [](double z) {
-                    double s = sigmoid64(gelu_arg64(z));
-                    return s + std::fabs(z * s * (1 - s) * 2 * std::sqrt(2 / M_PI) * (1 + 3 * 0.044715 * z * z));
-                }};
-    case Unary::leaky_relu_prime: return {-1, 1, [](double a) { return a > 0 ? 1 : 0.01; }};
-    case Unary::softplus_prime: return {-20, 20, sigmoid64};
-    case Unary::count_: break;
+    case Unary::relu: case Unary::relu_prime: case Unary::leaky_relu_prime: case Unary::tanh_prime:
+        range(-1, 1);
+        break;
+    case Unary::sigmoid: case Unary::softplus_prime: range(-20, 20); break;
+    case Unary::tanh: case Unary::gelu: case Unary::gelu_prime: range(-6, 6); break;
+    case Unary::elu: range(-10, 5); break;
+    case Unary::softplus: range(-30, 30); break;
+    case Unary::exp: range(-80, 80); break;
+    case Unary::sqrt: range(0, 100); break;
+    case Unary::sqr: range(-10, 10); break;
+    case Unary::inv: range(0.5f, 4); break;
+    case Unary::abs: range(-3, 3); break;
+    case Unary::sigmoid_prime: range(0, 1); break;
+    case Unary::elu_prime: range(-0.99f, 5); break;
+    case Unary::linear_frac: range(-1, 1); break;
+    case Unary::log: range(1e-3f, 1e3f); break;
+    default: break;
     }
-    return {};
+    // Where the float32 formula's terms cancel: the sum of their magnitudes.
+    switch (op) {
+    case Unary::log: r.scale = [](double v) { return 1.0 + std::fabs(unary_value(Unary::log, v)); }; break;
+    case Unary::tanh_prime: r.scale = [](double a) { return 1 + a * a; }; break;          // 1 − a²
+    case Unary::elu_prime: r.scale = [](double a) { return 1 + std::fabs(a); }; break;    // a + 1
+    case Unary::linear_frac:                                                                // (p0·x + p1)/(p2·x + p3)
+        r.scale = [](double v) {
+            return (std::fabs(kUnaryParams[0] * v) + std::fabs(kUnaryParams[1])) /
+                   std::fabs(kUnaryParams[2] * v + kUnaryParams[3]);
+        };
+        break;
+    case Unary::gelu_prime:  // s + z·s′ with s = gelu(z)/z (s(0) = gelu′(0))
+        r.scale = [](double z) {
+            const double s = z == 0 ? unary_value(Unary::gelu_prime, 0) : unary_value(Unary::gelu, z) / z;
+            return std::fabs(s) + std::fabs(unary_value(Unary::gelu_prime, z) - s);
+        };
+        break;
+    default: break;
+    }
+    return r;
 }
-#pragma GCC diagnostic pop
 
-// An activation (vela::Act code) at v: its row of the table above.
-inline double act(int which, double v) {
-    return Act(which) == Act::identity ? v : unary(act_unary(Act(which))).f(v);
-}
+// An activation (vela::Act code) at the pre-activation v: the table's reference.
+inline double act(int which, double v) { return act_ref(Act(which), v); }
 
 // The values of unary op at the elements of x, with their error scales.
 inline Result unary(Unary op, const Mat& x) {

@@ -138,7 +138,7 @@ TEST_CASE("ops: the fused backward step da ∘ act′ against float64 on every d
             INFO(d->name() << " " << act_backward_name(act));
             const int64_t m = 7, n = 37;  // odd sizes: the vec4 tails run too
             std::vector<float> da(size_t(m * n)), x(size_t(m * n));
-            const ref::UnaryRef r = act == Act::identity ? ref::UnaryRef{-3, 3, nullptr} : ref::unary(act_prime(act));
+            const ref::UnaryRef r = act == Act::identity ? ref::UnaryRef{-3, 3, nullptr, nullptr} : ref::unary(act_prime(act));
             for (size_t k = 0; k < da.size(); k++) {
                 da[k] = float(int(k % 11) - 5) * 0.37f;
                 x[k] = r.lo + (r.hi - r.lo) * float((k * 7919) % 1000) / 1000.0f;

@@ -82,7 +82,11 @@ const char* binary_formula(Binary op) {
 }
 
 const char* reduce_name(Reduce op) {
-    static const char* const names[] = {"dot", "nrm2", "asum", "sum"};
+    static const char* const names[] = {
+#define VELA_REDUCE(name, what) #name,
+#include "core/reduce.def"
+#undef VELA_REDUCE
+    };
     static_assert(sizeof names / sizeof *names == size_t(Reduce::count_));
     return op < Reduce::count_ ? names[size_t(op)] : "reduce";
 }

@@ -44,7 +44,13 @@ enum class Binary : uint8_t {
 #undef VELA_BIN
     count_
 };
-enum class Reduce : uint8_t { dot, nrm2, asum, sum, count_ };
+// The reductions of Device::reduce: the rows of core/reduce.def.
+enum class Reduce : uint8_t {
+#define VELA_REDUCE(name, what) name,
+#include "core/reduce.def"
+#undef VELA_REDUCE
+    count_
+};
 // Which end of a column arg_extreme finds: argmax's largest or argmin's smallest value.
 enum class Extreme : uint8_t { largest, smallest };
 enum class Act : uint8_t {

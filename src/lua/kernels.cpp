@@ -319,38 +319,11 @@ static const luaL_Reg kernels[] = {
     {nullptr, nullptr}};
 // clang-format on
 
-// vela.activations: the activation names in code order (nn.linear's list and
-// nn.save's codes, 0 = identity); vela.ops: per elementwise op of the table,
-// {params = n, activation = bool, from = "a"|"z" (activations)}.
-static void export_table(lua_State* L) {
-    lua_createtable(L, int(Act::count_), 0);
-    for (uint8_t i = 0; i < uint8_t(Act::count_); i++) {
-        lua_pushstring(L, act_name(Act(i)));
-        lua_rawseti(L, -2, i + 1);
-    }
-    lua_setfield(L, -2, "activations");
-    lua_newtable(L);
-    for (uint8_t i = 0; i < uint8_t(Unary::count_); i++) {
-        const Unary op = Unary(i);
-        Act act;
-        const bool is_act = parse_act(unary_name(op), act);
-        lua_createtable(L, 0, 3);
-        lua_pushinteger(L, unary_params(op));
-        lua_setfield(L, -2, "params");
-        lua_pushboolean(L, is_act);
-        lua_setfield(L, -2, "activation");
-        if (is_act) {
-            lua_pushstring(L, act_prime_from_z(act) ? "z" : "a");
-            lua_setfield(L, -2, "from");
-        }
-        lua_setfield(L, -2, unary_name(op));
-    }
-    lua_setfield(L, -2, "ops");
-}
+void export_ops(lua_State* L);  // ops_export.cpp: vela.activations, vela.ops
 
 void open_kernels(lua_State* L) {
     luaL_setfuncs(L, kernels, 0);
-    export_table(L);
+    export_ops(L);
     note_kernels(L, kernels);  // profile, trace and diverge tell kernels from other calls
     document_kernels();
 }

@@ -130,12 +130,16 @@ void document_kernels() {
         {"add_bias", "add_bias(b, y) -> y",
          "y(:, j) ← y(:, j) + b for every column: b an m-vector, y m×n. "
          "Same as rk(b, ones(n, 1), y)."},
-        {"dense", "dense(w, x, b, y [, act]) -> y",
-         "y ← act(w·x + b·1ᵀ), the forward step of a fully connected layer in one call: w m×k, x k×n, b an m-vector, "
-         "y m×n; act one of vela.activations (\"identity\" (default), \"relu\", \"sigmoid\", \"tanh\", \"elu\", "
-         "\"gelu\", \"leaky_relu\", \"softplus\"), computed with the same functions as the elementwise kernels. "
-         "PyTorch F.linear + activation."},
     });
+    // dense's activations, listed from the table.
+    std::string acts;
+    for (uint8_t i = 0; i < uint8_t(Act::count_); i++)
+        acts += std::string(i ? ", " : "") + "\"" + act_name(Act(i)) + "\"" + (i ? "" : " (default)");
+    doc("dense", "dense(w, x, b, y [, act]) -> y",
+        ("y ← act(w·x + b·1ᵀ), the forward step of a fully connected layer in one call: w m×k, x k×n, b an m-vector, "
+         "y m×n; act one of vela.activations (" + acts + "), computed with the same functions as the elementwise "
+         "kernels. PyTorch F.linear + activation.")
+            .c_str());
 }
 
 }  // namespace vela::lua

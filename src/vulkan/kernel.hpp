@@ -69,6 +69,41 @@ static_assert(sizeof(ElementPush) == 96);
 // The shaders' L1_* constants are generated from this enum (cmake/opgen.cpp).
 enum class Level1 : uint32_t { fill, scal, copy, swap, axpby, count_ };
 
+// The mode numbers of the GEMM epilogue, the column passes and batchnorm's
+// passes (specialization constants): the rows of src/vulkan/modes.def, whose
+// GLSL constants (EPI_*, COLSTATS_*, COLAPPLY_*, BN_*, BN_APPLY_*)
+// cmake/opgen.cpp generates from these enums.
+enum class Epi : uint32_t {
+#define VELA_EPI(name, what) name,
+#include "vulkan/modes.def"
+#undef VELA_EPI
+    count_
+};
+enum class ColStats : uint32_t {
+#define VELA_COLSTATS(name, what) name,
+#include "vulkan/modes.def"
+#undef VELA_COLSTATS
+    count_
+};
+enum class ColApply : uint32_t {
+#define VELA_COLAPPLY(name, what) name,
+#include "vulkan/modes.def"
+#undef VELA_COLAPPLY
+    count_
+};
+enum class Bn : uint32_t {
+#define VELA_BN(name, what) name,
+#include "vulkan/modes.def"
+#undef VELA_BN
+    count_
+};
+enum class BnApply : uint32_t {
+#define VELA_BN_APPLY(name, what) name,
+#include "vulkan/modes.def"
+#undef VELA_BN_APPLY
+    count_
+};
+
 // Step codes of shaders/batch.comp: family | operation (the shader's own OP
 // specialization constant: vela::Unary, Binary, Act or Level1) | flags. The
 // shaders' STEP_* constants are generated from these (cmake/opgen.cpp).

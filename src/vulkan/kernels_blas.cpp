@@ -103,7 +103,7 @@ constexpr uint64_t kMvChunk = 32768;
 constexpr uint64_t kMaxIndex = uint64_t(1) << 29;
 
 // Epilogues and activations as numbered in shaders/gemm.glsl and mm_common.glsl.
-constexpr uint32_t EPI_AXPBY = 0, EPI_DENSE = 1, EPI_BATCHED = 2;
+constexpr uint32_t EPI_AXPBY = uint32_t(Epi::axpby), EPI_DENSE = uint32_t(Epi::dense), EPI_BATCHED = uint32_t(Epi::batched);  // modes.def
 
 uint64_t addr(const VulkanDevice& r, const Matrix& m) { return r.address(m) + uint64_t(m.offset) * sizeof(float); }
 

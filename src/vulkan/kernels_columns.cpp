@@ -52,8 +52,6 @@ static_assert(sizeof(ColApplyPush) == 112);
 constexpr uint64_t kColumnRows = 4096;
 constexpr uint64_t kChunk = 4096;
 
-constexpr uint32_t kStatsSoftmax = 0, kStatsArgmax = 1, kStatsArgmin = 2;
-constexpr uint32_t kApplySoftmax = 0, kApplyXent = 1, kApplyArgmax = 2;
 
 // The specialization constants of the shaders, in constant_id order.
 struct SoftmaxSpec {
@@ -63,17 +61,17 @@ struct ArgmaxSpec {
     uint32_t wg, negate;  // argmax.comp: NEGATE 1 is argmin
 };
 struct ColStatsSpec {
-    uint32_t wg, op, level0;  // colstats.comp: op kStats*, LEVEL0 1 reads x, 0 the partials
+    uint32_t wg, op, level0;  // colstats.comp: op vk::ColStats (modes.def), LEVEL0 1 reads x, 0 the partials
 };
 struct ColApplySpec {
-    uint32_t wg, op, u8;  // colapply.comp: op kApply*; U8: the labels (xent) or idx (argmax) are uint8
+    uint32_t wg, op, u8;  // colapply.comp: op vk::ColApply (modes.def); U8: the labels (xent) or idx (argmax) are uint8
 };
 
 }  // namespace
 
 // Records the colstats levels of x for op and returns the matrix holding one
 // pair per column (2·cols floats): freed when the work that uses it is done.
-static Matrix column_stats(VulkanDevice& dev, uint32_t op, const Matrix& x) {
+static Matrix column_stats(VulkanDevice& dev, ColStats op, const Matrix& x) {
     const uint32_t wg = dev.wg();
     const uint64_t cols = uint64_t(x.cols);
     uint64_t rows = uint64_t(x.rows);
@@ -94,10 +92,10 @@ static Matrix column_stats(VulkanDevice& dev, uint32_t op, const Matrix& x) {
         p.cols = uint32_t(cols);
         p.chunk = uint32_t(kChunk);
         p.out_chunks = uint32_t(chunks);
-        const ColStatsSpec spec{.wg = wg, .op = op, .level0 = level0};
+        const ColStatsSpec spec{.wg = wg, .op = uint32_t(op), .level0 = level0};
         Dispatch d{.shader = "colstats", .push = &p, .push_size = sizeof p, .spec = spec,
                    .reads = {level0 ? &x : &in}, .writes = {&out},
-                   .label = op == kStatsSoftmax ? "softmax" : op == kStatsArgmax ? "argmax" : "argmin"};
+                   .label = op == ColStats::softmax ? "softmax" : op == ColStats::argmax ? "argmax" : "argmin"};
         dev.grid(cols * chunks, wg, d.groups);
         dev.dispatch(d);
         if (chunks == 1) return out;
@@ -110,14 +108,14 @@ static Matrix column_stats(VulkanDevice& dev, uint32_t op, const Matrix& x) {
 void VulkanDevice::softmax(const Matrix& x, const Matrix& y) {
     if (y.empty()) return;
     if (uint64_t(x.rows) > kColumnRows) {
-        Matrix part = column_stats(*this, kStatsSoftmax, x);
+        Matrix part = column_stats(*this, ColStats::softmax, x);
         ColApplyPush p;
         p.x = view(x);
         p.y = view(y);
         p.part = view(part).addr;
         p.rows = uint32_t(x.rows);
         p.cols = uint32_t(x.cols);
-        const ColApplySpec spec{.wg = wg(), .op = kApplySoftmax, .u8 = 0};
+        const ColApplySpec spec{.wg = wg(), .op = uint32_t(ColApply::softmax), .u8 = 0};
         Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec,
                    .reads = {&x, &part}, .writes = {&y}, .label = "softmax"};
         grid(uint64_t(x.rows) * uint64_t(x.cols), wg(), d.groups);
@@ -144,7 +142,7 @@ void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Mat
     // The labels' contract, checked by the kernel (core/index_check.hpp).
     const IndexCheck check{"softmax_xent", "labels", "a class index", uint64_t(z.rows)};
     if (uint64_t(z.rows) > kColumnRows) {
-        Matrix part = column_stats(*this, kStatsSoftmax, z);
+        Matrix part = column_stats(*this, ColStats::softmax, z);
         ColApplyPush p;
         p.x = view(z);
         p.y = view(dz);
@@ -158,7 +156,7 @@ void VulkanDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Mat
         p.rows = uint32_t(z.rows);
         p.cols = uint32_t(z.cols);
         p.scale = scale;
-        const ColApplySpec spec{.wg = wg(), .op = kApplyXent, .u8 = labels.dtype() == DType::u8};
+        const ColApplySpec spec{.wg = wg(), .op = uint32_t(ColApply::xent), .u8 = labels.dtype() == DType::u8};
         Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec,
                    .reads = {&z, &labels, &part}, .writes = {&dz, with_loss ? &loss : nullptr},
                    .label = "softmax_xent", .check = &check, .check_at = offsetof(ColApplyPush, status)};
@@ -192,14 +190,14 @@ void VulkanDevice::arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
     const bool lo = e == Extreme::smallest;
     const char* label = lo ? "argmin" : "argmax";
     if (uint64_t(x.rows) > kColumnRows) {
-        Matrix part = column_stats(*this, lo ? kStatsArgmin : kStatsArgmax, x);
+        Matrix part = column_stats(*this, lo ? ColStats::argmin : ColStats::argmax, x);
         ColApplyPush p;
         p.y = view(idx);
         p.y.rstep = uint32_t(idx.inc());
         p.part = view(part).addr;
         p.rows = uint32_t(x.rows);
         p.cols = uint32_t(x.cols);
-        const ColApplySpec spec{.wg = wg(), .op = kApplyArgmax, .u8 = idx.dtype() == DType::u8};
+        const ColApplySpec spec{.wg = wg(), .op = uint32_t(ColApply::argmax), .u8 = idx.dtype() == DType::u8};
         Dispatch d{.shader = "colapply", .push = &p, .push_size = sizeof p, .spec = spec,
                    .reads = {&part}, .writes = {&idx}, .label = label};
         grid(uint64_t(x.cols), wg(), d.groups);

@@ -88,7 +88,7 @@ double VulkanDevice::reduce(Reduce op, const Matrix& x, const Matrix* y) {
 int64_t VulkanDevice::imax(const Matrix& x) {
     if (x.empty()) return 0;
     Matrix out = scratch(2 * kMaxGroups);
-    uint32_t groups = record_reduce(*this, 4, x, nullptr, out);
+    uint32_t groups = record_reduce(*this, uint32_t(Reduce::count_), x, nullptr, out);  // REDUCE_IMAX
     stream_.before_host_read(buffer(out));
     stream_.report_checks();
     stream_.count_transfer(false, uint64_t(groups) * (sizeof(float) + sizeof(uint32_t)));  // values and indices read

@@ -57,7 +57,8 @@ static_assert(sizeof(ApplyPush) <= 128);  // the push-constant size every device
 // stays far below the 65,535 iterations a driver may allow.
 constexpr uint64_t kChunk = 4096;
 
-constexpr uint32_t kMean = 0, kVar = 1, kGrad = 2, kForward = 3;
+constexpr uint32_t kMean = uint32_t(Bn::mean), kVar = uint32_t(Bn::var), kGrad = uint32_t(Bn::grad),
+                   kForward = uint32_t(Bn::forward);  // bn_reduce.comp, bn_finish.comp: src/vulkan/modes.def
 
 Vec vec(const VulkanDevice& dev, const Matrix& v) {
     uint64_t a = dev.view(v).addr;
@@ -201,7 +202,7 @@ void VulkanDevice::batchnorm(const Matrix& x, const Matrix& mean, const Matrix& 
     p.rows = uint32_t(y.rows);
     p.group = uint32_t(group);
     p.feats = uint32_t(feats);
-    const ModeSpec spec{.wg = wg(), .mode = 0};
+    const ModeSpec spec{.wg = wg(), .mode = uint32_t(BnApply::forward)};
     Dispatch d{.shader = "bn_apply", .push = &p, .push_size = sizeof p, .spec = spec,
                .reads = {&x, &coef}, .writes = {&y}, .label = "batchnorm"};
     grid(p.n, wg(), d.groups);
@@ -241,7 +242,7 @@ void VulkanDevice::batchnorm_backward(const Matrix& dy, const Matrix& x, const M
     p.rows = uint32_t(dx.rows);
     p.group = uint32_t(group);
     p.feats = uint32_t(feats);
-    const ModeSpec spec{.wg = wg(), .mode = 1};
+    const ModeSpec spec{.wg = wg(), .mode = uint32_t(BnApply::backward)};
     Dispatch d{.shader = "bn_apply", .push = &p, .push_size = sizeof p, .spec = spec,
                .reads = {&dy, &x, &coef}, .writes = {&dx}, .label = "batchnorm_backward"};
     grid(p.n, wg(), d.groups);

@@ -339,7 +339,7 @@ end
 
 -- float64 for nn.gradcheck: the convolution written out, a = act(Σ W·window + b).
 function Conv2d:host_forward(x, P)
-  local f = require("vela.gradcheck").activations[self.activation]
+  local f = require("vela.gradcheck").activation(self.activation)
   local g, W, b = self.image_in, P.w, P.b
   local oh, ow, n, out = self.image.h, self.image.w, #x[1], {}
   for o = 1, self.channels_out do

@@ -115,7 +115,7 @@ void layernorm_backward(const Matrix& dy, const Matrix& x, const Matrix& mean, c
 // dE(:, idx[j]) += dy(:, j); idx: an n-vector of 1-based columns of dE (dim×vocab), dy: dim×n.
 void embedding_backward(const Matrix& dy, const Matrix& idx, const Matrix& dE);
 // y(i, j) ← Σ_{i' ≤ i} x(i', j), the prefix sums down each column; y the shape of x, may be x.
-void cumsum(const Matrix& x, const Matrix& y);
+void cumsum VELA_SIG_cumsum;  // (the row's parameters: core/kernels.def)
 // x, y, dy, dx: T×n with n a multiple of T (Device::softmax_causal); y may be x, dx may be dy.
 void softmax_causal(const Matrix& x, const Matrix& y);
 void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx);

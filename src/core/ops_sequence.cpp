@@ -128,7 +128,7 @@ void softmax_causal_backward(const Matrix& y, const Matrix& dy, const Matrix& dx
     y.device().softmax_causal_backward(y, dy, dx);
 }
 
-void cumsum(const Matrix& x, const Matrix& y) {
+void cumsum VELA_SIG_cumsum {  // (const Matrix& x, const Matrix& y): core/kernels.def
     const char* fn = "cumsum";
     check_live(fn, "x", x);
     need_f32(fn, "x", x);

@@ -47,10 +47,9 @@ end
 -- Median seconds (wall, processor) of f over 5 timings of enough calls for ~0.2 s each.
 local function time_of(f)
   f()
-  local reps, t0 = 1, native.now()
+  local t0 = native.now()
   f()
-  local once = math.max(native.now() - t0, 1e-6)
-  reps = math.max(1, math.floor(0.2 / once))
+  local reps = math.max(1, math.floor(0.2 / math.max(native.now() - t0, 1e-6)))
   local walls, cpus = {}, {}
   for i = 1, 5 do
     local w, c = native.now(), os.clock()

@@ -119,7 +119,7 @@ public:
         pipelines_.add_module(k.module, *k.spirv);
         const UserSpec spec{.wg = wg_, .vec4 = vec4, .status_lo = uint32_t(status_.address),
                             .status_hi = uint32_t(status_.address >> 32), .chunked = 1,
-                                .loop_check = checks_loops(gpu_.phys.info.driver)};
+                            .loop_check = checks_loops(gpu_.phys.info.driver)};
         const SpecConstants sc(spec);
         VkPipeline pipeline = pipelines_.get(k.module, sc.data, sc.count);
         // The grid in parts of whole workgroups, one submission each: Ctrl-C

@@ -191,9 +191,9 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // stand_in_budget); forcing the variant (the tests) never does.
         const double work = double(p.m) * double(p.n) * double(std::max<uint32_t>(p.k, 1)) *
                             double(batch ? batch->count : 1);
+        const SpecConstants chosen(rspec);
         if (forced == GemmVariant::automatic && (mr > 2 || nr > 4) &&
-            r.stream().pipelines().stand_in(shader, SpecConstants(rspec).data, SpecConstants(rspec).count, work,
-                                            stand_in_budget)) {
+            r.stream().pipelines().stand_in(shader, chosen.data, chosen.count, work, stand_in_budget)) {
             rspec.mr = 2;
             rspec.nr = 4;
             rspec.pair = pair ? 1u : 0u;  // 16-byte loads need MR a multiple of 4

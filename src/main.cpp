@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/registry.hpp"
 #include "cpu/blas_core.hpp"
+#include "cpu/isa.hpp"
 #include "lua/vela.hpp"
 #include "repl/repl.hpp"
 #include "userk/compiler.hpp"
@@ -295,6 +296,11 @@ int main(int argc, char** argv) {
     if (argc > 0 && argv[0] && argv[0][0]) {
         const char* slash = std::strrchr(argv[0], '/');
         progname = slash ? slash + 1 : argv[0];
+    }
+    // VELA_CPU_ISA naming loops this CPU cannot run (or no path): say so once, run nothing.
+    if (const std::string& why = vela::cpu::isa_choice().error; !why.empty()) {
+        std::fprintf(stderr, "%s: %s\n", progname, why.c_str());
+        return EXIT_FAILURE;
     }
     vela::cpu::ensure_blas_core();  // while the process has one thread (cpu/blas_core.hpp)
     vela::register_backends();

@@ -3,6 +3,7 @@
 #include "core/registry.hpp"
 #include "cpu/blas_core.hpp"
 #include "cpu/cpu_device.hpp"
+#include "cpu/isa.hpp"
 
 namespace vela::cpu {
 
@@ -15,11 +16,14 @@ DeviceInfo info() {
     d.type = "cpu";
     d.driver = "OpenBLAS";
     const BlasCore& core = ensure_blas_core();
-    d.driver_version = blas_version() + " " + core.core;
+    const IsaChoice& loops = isa_choice();
+    d.driver_version = blas_version() + " " + core.core + ", loops " + isa_arch(loops.isa);
     d.memory = physical_memory();
     d.limits.push_back({"threads", std::to_string(threads())});
     d.limits.push_back({"blas", blas_config()});
     d.limits.push_back({"blas core", core.core + ": " + core.how});
+    // The elementwise loops' path (isa.hpp): "x86-64-v3 (AVX2 + FMA, 8 lanes): detected".
+    d.limits.push_back({"loops", isa_describe(loops.isa) + ": " + loops.how});
     return d;
 }
 

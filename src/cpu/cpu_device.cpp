@@ -19,6 +19,7 @@
 #include "core/user_kernel.hpp"
 #include "cpu/blas_core.hpp"
 #include "cpu/cpu_kernels.hpp"
+#include "cpu/isa.hpp"
 
 namespace vela::cpu {
 void run_map(const MapProgram& prog, const UserCall& call);  // user_map.cpp
@@ -215,6 +216,8 @@ void* base(const Matrix& m) { return static_cast<CpuBuffer*>(m.buf.get())->data(
 // or threads(). OpenBLAS stays on one thread: blas.cpp cuts the products across
 // the pool, the one pool of the process (pool.cpp says why).
 void init_threads() {
+    // VELA_CPU_ISA naming loops this CPU cannot run: no device (isa.hpp).
+    if (const std::string& why = isa_choice().error; !why.empty()) throw Error("cpu: " + why);
     static const bool done = [] {
         ensure_blas_core();  // before any BLAS call (blas_core.hpp)
         pool_resize(default_threads());

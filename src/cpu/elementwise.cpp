@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "cpu/cpu_kernels.hpp"
+#include "cpu/isa.hpp"
 #include "cpu/vmath.hpp"
 
 namespace vela::cpu {
@@ -20,27 +21,18 @@ namespace vela::cpu {
 namespace {
 
 // Every op of the table (core/ops.def) gets a dense stride-1 loop compiled
-// three times, and a pointer to the one for this CPU, chosen at startup from
-// its features: x86-64-v4 with 512-bit vectors (AVX-512 + FMA, 16 lanes),
-// x86-64-v3 (AVX2 + FMA, 8 lanes), and the baseline x86-64 (SSE2), so the
-// build runs on any x86-64. (GCC's target_clones cannot ask for 512-bit
-// vectors: its v4 clone used 256.) On this project's Zen 5, tanh over 16M
-// floats runs 2.3x faster than the AVX2-without-FMA loop it replaces (docs/cpu.md).
+// three times (isa.hpp): x86-64-v4 with 512-bit vectors (AVX-512 + FMA, 16
+// lanes), x86-64-v3 (AVX2 + FMA, 8 lanes) and the baseline x86-64 (SSE2), so
+// the build runs on any x86-64; op_runs[isa()] is the one the process takes.
+// (GCC's target_clones cannot ask for 512-bit vectors: its v4 clone used 256.)
+// On this project's Zen 5, tanh over 16M floats runs 2.3x faster than the
+// AVX2-without-FMA loop it replaced (docs/cpu.md).
 struct Params {
     float p0, p1, p2, p3;
 };
 using DenseRun = void (*)(const float* x, float* y, int64_t n, Params p);
-
-enum class Isa { v4, v3, base };
-Isa detect_isa() {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return Isa::v4;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2")) return Isa::v3;
-    return Isa::base;
-}
-const Isa kIsa = detect_isa();
+#define VELA_V4 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#define VELA_V3 __attribute__((target("arch=x86-64-v3")))
 
 #define VELA_RUN_AT(op, suffix, attr, expr)                                                      \
     attr void op##_run_##suffix(const float* in, float* out, int64_t n, Params p) {              \
@@ -50,11 +42,11 @@ const Isa kIsa = detect_isa();
             out[i] = (expr);                                                                    \
         }                                                                                       \
     }
-#define VELA_RUN(op, expr)                                                                                      \
-    VELA_RUN_AT(op, v4, __attribute__((target("arch=x86-64-v4,prefer-vector-width=512"))), expr)                \
-    VELA_RUN_AT(op, v3, __attribute__((target("arch=x86-64-v3"))), expr)                                        \
-    VELA_RUN_AT(op, base, , expr)                                                                               \
-    const DenseRun op##_run = kIsa == Isa::v4 ? op##_run_v4 : kIsa == Isa::v3 ? op##_run_v3 : op##_run_base;
+#define VELA_RUN(op, expr)                                                                      \
+    VELA_RUN_AT(op, v4, VELA_V4, expr)                                                          \
+    VELA_RUN_AT(op, v3, VELA_V3, expr)                                                          \
+    VELA_RUN_AT(op, base, , expr)                                                               \
+    const DenseRun op##_runs[kIsaCount] = {op##_run_base, op##_run_v3, op##_run_v4};
 using namespace opmath;
 #define VELA_ACT(name, f, d, from, what) VELA_RUN(name, f) VELA_RUN(name##_prime, d)
 #define VELA_FN(name, params, f, what) VELA_RUN(name, f)
@@ -74,16 +66,34 @@ using DenseRun2 = void (*)(const float* da, const float* x, float* delta, int64_
             out[i] = g * (expr);                                                                \
         }                                                                                       \
     }
-#define VELA_ACT(op, f, d, from, what)                                                                          \
-    VELA_RUN2_AT(op, v4, __attribute__((target("arch=x86-64-v4,prefer-vector-width=512"))), d)                  \
-    VELA_RUN2_AT(op, v3, __attribute__((target("arch=x86-64-v3"))), d)                                          \
-    VELA_RUN2_AT(op, base, , d)                                                                                 \
-    const DenseRun2 op##_back = kIsa == Isa::v4 ? op##_back_v4 : kIsa == Isa::v3 ? op##_back_v3 : op##_back_base;
+#define VELA_ACT(op, f, d, from, what)                                                          \
+    VELA_RUN2_AT(op, v4, VELA_V4, d)                                                            \
+    VELA_RUN2_AT(op, v3, VELA_V3, d)                                                            \
+    VELA_RUN2_AT(op, base, , d)                                                                 \
+    const DenseRun2 op##_backs[kIsaCount] = {op##_back_base, op##_back_v3, op##_back_v4};
 #define VELA_FN(name, params, f, what)
 #include "core/ops.def"
 #undef VELA_ACT
 #undef VELA_FN
 #undef VELA_RUN2_AT
+
+// The binary ops of core/binary.def on equal-shape dense operands, the same
+// way (they were one baseline loop: add ran at SSE2 width on every CPU).
+#define VELA_BIN_AT(op, suffix, attr, fx)                                                        \
+    attr void op##_bin_##suffix(const float* pa, const float* pb, float* out, int64_t n) {      \
+        for (int64_t i = 0; i < n; i++) {                                                       \
+            const float x = pa[i], y = pb[i];                                                   \
+            out[i] = (fx);                                                                      \
+        }                                                                                       \
+    }
+#define VELA_BIN(op, fx, what)                                                                  \
+    VELA_BIN_AT(op, v4, VELA_V4, fx)                                                            \
+    VELA_BIN_AT(op, v3, VELA_V3, fx)                                                            \
+    VELA_BIN_AT(op, base, , fx)                                                                 \
+    const DenseRun2 op##_bins[kIsaCount] = {op##_bin_base, op##_bin_v3, op##_bin_v4};
+#include "core/binary.def"
+#undef VELA_BIN
+#undef VELA_BIN_AT
 
 template <class F>
 void map1(const Matrix& x, const Matrix& y, F f, DenseRun dense, Params params) {
@@ -115,20 +125,7 @@ void map2(const Matrix& x, const Matrix& y, const Matrix& z, F f, DenseRun2 dens
 
 }  // namespace
 
-void unary_run(Unary op, const float* x, float* y, int64_t n) {
-    using namespace opmath;
-    switch (op) {
-#define VELA_CASE(op) \
-    case Unary::op: return op##_run(x, y, n, Params{0, 0, 0, 0});
-#define VELA_ACT(name, f, d, from, what) VELA_CASE(name) VELA_CASE(name##_prime)
-#define VELA_FN(name, params, f, what) VELA_CASE(name)
-#include "core/ops.def"
-#undef VELA_ACT
-#undef VELA_FN
-#undef VELA_CASE
-        case Unary::count_: break;
-    }
-}
+void unary_run(Unary op, const float* x, float* y, int64_t n) { unary_run_at(isa(), op, x, y, n, nullptr); }
 
 void fill_plain(const Matrix& x, float v) {
     walk<1>({&x}, [&](int64_t n, const std::array<float*, 1>& p, const std::array<int64_t, 1>& s) {
@@ -150,10 +147,11 @@ void CpuDevice::unary(Unary op, const Matrix& xm, const Matrix& ym, const float*
     Timed t(this, unary_name(op));
     const Params q = params ? Params{params[0], params[1], params[2], params[3]} : Params{0, 0, 0, 0};
     [[maybe_unused]] const float p0 = q.p0, p1 = q.p1, p2 = q.p2, p3 = q.p3;
+    const int path = int(isa());
     using namespace opmath;
     switch (op) {
 #define VELA_CASE(op, expr) \
-    case Unary::op: return map1(xm, ym, [=](float x) { return (expr); }, op##_run, q);
+    case Unary::op: return map1(xm, ym, [=](float x) { return (expr); }, op##_runs[path], q);
 #define VELA_ACT(name, f, d, from, what) VELA_CASE(name, f) VELA_CASE(name##_prime, d)
 #define VELA_FN(name, params, f, what) VELA_CASE(name, f)
 #include "core/ops.def"
@@ -171,7 +169,7 @@ void CpuDevice::act_backward(Act act, const Matrix& da, const Matrix& xm, const 
     switch (act) {
         case Act::identity: return map2(da, xm, delta, [](float g, float) { return g; });
 #define VELA_ACT(name, f, d, from, what) \
-    case Act::name: return map2(da, xm, delta, [](float g, float x) { return g * (d); }, name##_back);
+    case Act::name: return map2(da, xm, delta, [](float g, float x) { return g * (d); }, name##_backs[int(isa())]);
 #define VELA_FN(name, params, f, what)
 #include "core/ops.def"
 #undef VELA_ACT
@@ -212,15 +210,56 @@ void CpuDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Matrix
     Timed t(this, binary_name(op));
     using namespace opmath;
     const bool same = a.rows == c.rows && a.cols == c.cols && b.rows == c.rows && b.cols == c.cols;
+    const int path = int(isa());
     switch (op) {
 #define VELA_BIN(name, fx, what)                                     \
     case Binary::name: {                                             \
         auto f = [](float x, float y) { return (fx); };              \
-        return same ? map2(a, b, c, f) : map2_broadcast(a, b, c, f); \
+        return same ? map2(a, b, c, f, name##_bins[path]) : map2_broadcast(a, b, c, f); \
     }
 #include "core/binary.def"
 #undef VELA_BIN
         case Binary::count_: break;
+    }
+}
+
+void unary_run_at(Isa path, Unary op, const float* x, float* y, int64_t n, const float* params) {
+    const Params q = params ? Params{params[0], params[1], params[2], params[3]} : Params{0, 0, 0, 0};
+    switch (op) {
+#define VELA_CASE(op) \
+    case Unary::op: return op##_runs[int(path)](x, y, n, q);
+#define VELA_ACT(name, f, d, from, what) VELA_CASE(name) VELA_CASE(name##_prime)
+#define VELA_FN(name, params, f, what) VELA_CASE(name)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+#undef VELA_CASE
+        case Unary::count_: break;
+    }
+}
+
+void binary_run_at(Isa path, Binary op, const float* a, const float* b, float* c, int64_t n) {
+    switch (op) {
+#define VELA_BIN(name, fx, what) \
+    case Binary::name: return name##_bins[int(path)](a, b, c, n);
+#include "core/binary.def"
+#undef VELA_BIN
+        case Binary::count_: break;
+    }
+}
+
+void act_backward_run_at(Isa path, Act act, const float* da, const float* x, float* delta, int64_t n) {
+    switch (act) {
+        case Act::identity:
+            for (int64_t i = 0; i < n; i++) delta[i] = da[i];
+            return;
+#define VELA_ACT(name, f, d, from, what) \
+    case Act::name: return name##_backs[int(path)](da, x, delta, n);
+#define VELA_FN(name, params, f, what)
+#include "core/ops.def"
+#undef VELA_ACT
+#undef VELA_FN
+        case Act::count_: break;
     }
 }
 

@@ -1,0 +1,88 @@
+// Which path of the own loops the process runs (isa.hpp).
+#include "cpu/isa.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace vela::cpu {
+
+namespace {
+
+bool has_v4() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+bool has_v3() {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+}
+
+}  // namespace
+
+bool isa_supported(Isa isa) {
+    static const bool v3 = has_v3(), v4 = has_v4();
+    return isa == Isa::base || (isa == Isa::v3 && v3) || (isa == Isa::v4 && v4);
+}
+
+const char* isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::v4: return "v4";
+        case Isa::v3: return "v3";
+        case Isa::base: break;
+    }
+    return "base";
+}
+
+const char* isa_arch(Isa isa) {
+    switch (isa) {
+        case Isa::v4: return "x86-64-v4";
+        case Isa::v3: return "x86-64-v3";
+        case Isa::base: break;
+    }
+    return "x86-64";
+}
+
+std::string isa_describe(Isa isa) {
+    switch (isa) {
+        case Isa::v4: return "x86-64-v4 (AVX-512 + FMA, 16 lanes)";
+        case Isa::v3: return "x86-64-v3 (AVX2 + FMA, 8 lanes)";
+        case Isa::base: break;
+    }
+    return "x86-64 (SSE2, 4 lanes)";
+}
+
+IsaChoice choose_isa(const char* env, bool v3_ok, bool v4_ok) {
+    IsaChoice c;
+    c.isa = v4_ok ? Isa::v4 : v3_ok ? Isa::v3 : Isa::base;
+    c.how = "detected";
+    if (!env || !*env) return c;
+    const std::string have = std::string(v4_ok ? "v4, " : "") + (v3_ok ? "v3, " : "") + "base";
+    Isa want;
+    if (!std::strcmp(env, "base")) want = Isa::base;
+    else if (!std::strcmp(env, "v3")) want = Isa::v3;
+    else if (!std::strcmp(env, "v4")) want = Isa::v4;
+    else {
+        c.error = "VELA_CPU_ISA is '" + std::string(env) + "' but must be base, v3 or v4 (this CPU runs " + have +
+                  "; unset it to take the best)";
+        return c;
+    }
+    if ((want == Isa::v4 && !v4_ok) || (want == Isa::v3 && !v3_ok)) {
+        c.error = "VELA_CPU_ISA=" + std::string(env) + " asks for the " + isa_describe(want) +
+                  " loops but this CPU lacks " + (want == Isa::v4 ? "AVX-512 (F, DQ, BW, VL)" : "AVX2, FMA or BMI2") +
+                  " (it runs " + have + ")";
+        return c;
+    }
+    c.isa = want;
+    c.how = "VELA_CPU_ISA=" + std::string(env);
+    return c;
+}
+
+const IsaChoice& isa_choice() {
+    static const IsaChoice c = choose_isa(std::getenv("VELA_CPU_ISA"), isa_supported(Isa::v3), isa_supported(Isa::v4));
+    return c;
+}
+
+}  // namespace vela::cpu

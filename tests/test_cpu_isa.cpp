@@ -1,0 +1,198 @@
+// The instruction-set paths of the cpu's elementwise loops (src/cpu/isa.hpp):
+// every path this CPU runs (x86-64-v4 where it has AVX-512, x86-64-v3 with
+// AVX2 + FMA, the baseline always), called directly whatever path the process
+// took, against the op table's float64 references (vela::unary_ref,
+// binary_ref: no kernel code) within each op's ulp bound; and VELA_CPU_ISA's
+// choice and refusals. tests/lua/test_cpu_isa.lua runs the binary under each.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "core/ops.hpp"
+#include "cpu/isa.hpp"
+#include "kernel_reference.hpp"
+
+using namespace vela;
+using namespace vela::cpu;
+
+namespace {
+
+// |got − want| in ulps of float32 at `scale` (≥ |want|: where a formula's terms
+// cancel, the sum of their magnitudes, kernel_reference.hpp's error scale).
+double ulps_at(float got, double want, double scale) {
+    if (std::isnan(want)) return std::isnan(got) ? 0 : INFINITY;
+    if (std::isinf(want)) return double(got) == want ? 0 : INFINITY;
+    const float s = float(std::fmax(std::fabs(want), scale));
+    const double spacing = double(std::nextafter(s, INFINITY)) - double(s);
+    return std::fabs(double(got) - want) / spacing;
+}
+
+// The bound of each op in ulps of its error scale, over every path: one
+// rounding (or none) 0.5; two or more roundings, by their count; opmath's float
+// transcendentals 3 (worst seen: exp 0.92, tanh 1.21, sigmoid 2.59, log 0.56);
+// elu, gelu, softplus and their derivatives 2 (the op table's contract; worst
+// seen 0.74).
+double bound(Unary op) {
+    switch (op) {
+        case Unary::relu: case Unary::relu_prime: case Unary::leaky_relu_prime: case Unary::elu_prime:
+        case Unary::abs: case Unary::sqr: case Unary::sqrt: case Unary::inv:
+            return 0.5;
+        case Unary::leaky_relu: return 1.0;  // 0.01f is 0.01 within 0.34 ulp, then one rounding
+        case Unary::tanh_prime: return 1.5;  // 1 − a·a
+        case Unary::sigmoid_prime: return 2.0;  // a·(1 − a)
+        case Unary::linear_frac: return 3.0;  // two products, two sums, a quotient
+        case Unary::exp: case Unary::log: case Unary::tanh: case Unary::sigmoid: return 3.0;
+        default: return 2.0;
+    }
+}
+
+// The op's range (kernel_reference.hpp), densely, then every float of both
+// signs in steps of an odd number of ulps: all exponents, about 2·10⁵ inputs.
+std::vector<float> inputs(Unary op) {
+    const ref::UnaryRef r = ref::unary(op);
+    std::vector<float> v = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-30f, -1e-30f, 0.625f, -0.625f, 88.0f, -88.0f};
+    for (int k = 0; k <= 20000; k++) v.push_back(r.lo + (r.hi - r.lo) * float(k) / 20000.0f + 1.37e-5f);
+    for (uint32_t bits = 0; bits < 0x7F800000u; bits += 20011) {
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        v.push_back(f), v.push_back(-f);
+    }
+    return v;
+}
+
+std::vector<Isa> paths() {
+    std::vector<Isa> p;
+    for (int k = 0; k < kIsaCount; k++)
+        if (isa_supported(Isa(k))) p.push_back(Isa(k));
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("cpu isa: every path this CPU runs holds each op within its ulp bound of float64", "[cpu][isa]") {
+    REQUIRE(isa_supported(Isa::base));
+    for (Isa path : paths()) {
+        for (uint8_t i = 0; i < uint8_t(Unary::count_); i++) {
+            const Unary op = Unary(i);
+            INFO(isa_describe(path) << " " << unary_name(op));
+            const std::vector<float> in = inputs(op);
+            std::vector<float> got(in.size()), base(in.size());
+            unary_run_at(path, op, in.data(), got.data(), int64_t(in.size()), ref::kUnaryParams);
+            unary_run_at(Isa::base, op, in.data(), base.data(), int64_t(in.size()), ref::kUnaryParams);
+            const ref::UnaryRef r = ref::unary(op);
+            double worst = 0;
+            size_t checked = 0, bad = 0;
+            for (size_t k = 0; k < in.size(); k++) {
+                const double want = r.f(in[k]);
+                // Where the result is a normal float (subnormal results have absolute, not relative, accuracy),
+                // and not at ±inf where the reference is an indeterminate form (gelu: −inf·0; tests/test_edge_contract.cpp
+                // holds the infinities); linear_frac's float32 a·x overflows beyond 1e37 (the formula, not the path).
+                if (!(std::fabs(want) >= double(std::numeric_limits<float>::min())) && !std::isnan(want)) continue;
+                if (std::isinf(in[k]) && std::isnan(want)) continue;
+                if (op == Unary::linear_frac && std::fabs(in[k]) > 1e37f) continue;
+                const double u = ulps_at(got[k], want, r.scale ? r.scale(in[k]) : 0.0);
+                checked++;
+                worst = std::max(worst, u);
+                if (u > bound(op) && ++bad <= 5) {
+                    INFO("x = " << in[k] << ": got " << got[k] << ", float64 " << want << ", " << u << " ulp");
+                    CHECK(u <= bound(op));
+                }
+            }
+            CHECK(bad == 0);
+            CHECK(checked > in.size() / 8);
+            // -ffp-contract=off: every path rounds as the baseline, so a result never depends on the CPU.
+            CHECK(std::memcmp(got.data(), base.data(), got.size() * sizeof(float)) == 0);
+            WARN(isa_describe(path) << " " << unary_name(op) << ": worst " << worst << " ulp (bound " << bound(op)
+                                    << ") over " << checked << " inputs");
+        }
+    }
+}
+
+TEST_CASE("cpu isa: every path's binary ops and fused backward against float64", "[cpu][isa]") {
+    std::vector<float> a, b;
+    for (int k = 0; k < 4001; k++) {
+        const float u = -50.0f + 0.025f * float(k) + 3.1e-4f;
+        a.push_back(u), b.push_back(std::ldexp(1.0f + 0.37f * float(k % 7), (k % 41) - 20) * (k % 3 ? 1.0f : -1.0f));
+    }
+    for (float s : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 2.0f, 3.0f}) a.push_back(s), b.push_back(s);
+    const int64_t n = int64_t(a.size());
+    for (Isa path : paths()) {
+        for (uint8_t i = 0; i < uint8_t(Binary::count_); i++) {
+            const Binary op = Binary(i);
+            INFO(isa_describe(path) << " " << binary_name(op));
+            std::vector<float> got(a.size());
+            binary_run_at(path, op, a.data(), b.data(), got.data(), n);
+            const double lim = op == Binary::pow ? 3.0 : 0.5;  // the rest correctly rounded
+            size_t bad = 0;
+            for (size_t k = 0; k < a.size(); k++) {
+                const double want = ref::binary(op, a[k], b[k]);
+                if (std::fabs(want) < double(std::numeric_limits<float>::min()) && want != 0) continue;
+                if (std::fabs(want) > double(std::numeric_limits<float>::max()) && !std::isinf(want)) continue;
+                // pow: e^(b·ln|a|) or repeated products, relative error about |b·ln a|·2⁻²⁴ (lua-api.md).
+                const double scale =
+                    op == Binary::pow ? std::fabs(want) * (1 + std::fabs(double(b[k]) * std::log(std::fabs(a[k])))) : 0.0;
+                const double u = ulps_at(got[k], want, std::isfinite(scale) ? scale : 0.0);
+                if (u > lim && ++bad <= 5) {
+                    INFO(a[k] << ", " << b[k] << ": got " << got[k] << ", float64 " << want << ", " << u << " ulp");
+                    CHECK(u <= lim);
+                }
+            }
+            CHECK(bad == 0);
+        }
+        // δ = da · act′: the derivative's bound plus the product's rounding.
+        for (uint8_t i = 1; i < uint8_t(Act::count_); i++) {
+            const Act act = Act(i);
+            INFO(isa_describe(path) << " " << act_name(act) << "_backward");
+            const Unary prime = act_prime(act);
+            const ref::UnaryRef r = ref::unary(prime);
+            std::vector<float> x, da;
+            for (int k = 0; k <= 3000; k++) {
+                x.push_back(r.lo + (r.hi - r.lo) * float(k) / 3000.0f + 1.1e-5f);
+                da.push_back(0.5f + 0.001f * float(k));
+            }
+            std::vector<float> got(x.size());
+            act_backward_run_at(path, act, da.data(), x.data(), got.data(), int64_t(x.size()));
+            size_t bad = 0;
+            for (size_t k = 0; k < x.size(); k++) {
+                const double want = double(da[k]) * r.f(x[k]);
+                if (std::fabs(want) < double(std::numeric_limits<float>::min())) continue;
+                const double u = ulps_at(got[k], want, r.scale ? double(da[k]) * r.scale(x[k]) : 0.0);
+                if (u > bound(prime) + 1.0 && ++bad <= 5) {
+                    INFO("x = " << x[k] << ", da = " << da[k] << ": got " << got[k] << ", float64 " << want);
+                    CHECK(u <= bound(prime) + 1.0);
+                }
+            }
+            CHECK(bad == 0);
+        }
+    }
+}
+
+TEST_CASE("cpu isa: VELA_CPU_ISA chooses a path the CPU has and refuses one it lacks", "[cpu][isa]") {
+    // Unset: the widest the CPU has.
+    CHECK(choose_isa(nullptr, true, true).isa == Isa::v4);
+    CHECK(choose_isa("", true, false).isa == Isa::v3);
+    CHECK(choose_isa(nullptr, false, false).isa == Isa::base);
+    CHECK(choose_isa(nullptr, true, false).how == "detected");
+    // Set: that path, said.
+    IsaChoice c = choose_isa("base", true, true);
+    CHECK(c.isa == Isa::base);
+    CHECK(c.how == "VELA_CPU_ISA=base");
+    CHECK(c.error.empty());
+    CHECK(choose_isa("v3", true, true).isa == Isa::v3);
+    CHECK(choose_isa("v4", true, true).isa == Isa::v4);
+    // Refused: what it asked, what the CPU lacks, what it has.
+    CHECK(choose_isa("v4", true, false).error ==
+          "VELA_CPU_ISA=v4 asks for the x86-64-v4 (AVX-512 + FMA, 16 lanes) loops but this CPU lacks AVX-512 "
+          "(F, DQ, BW, VL) (it runs v3, base)");
+    CHECK(choose_isa("v3", false, false).error ==
+          "VELA_CPU_ISA=v3 asks for the x86-64-v3 (AVX2 + FMA, 8 lanes) loops but this CPU lacks AVX2, FMA or BMI2 "
+          "(it runs base)");
+    CHECK(choose_isa("avx2", true, false).error ==
+          "VELA_CPU_ISA is 'avx2' but must be base, v3 or v4 (this CPU runs v3, base; unset it to take the best)");
+    // This process: the variable's path or the detected one, and one this CPU supports.
+    CHECK(isa_supported(isa()));
+    CHECK(isa() == isa_choice().isa);
+}

@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/opmath.hpp"
 #include "core/ops.hpp"
 #include "cpu/isa.hpp"
 #include "kernel_reference.hpp"
@@ -107,6 +108,32 @@ TEST_CASE("cpu isa: every path this CPU runs holds each op within its ulp bound 
             CHECK(std::memcmp(got.data(), base.data(), got.size() * sizeof(float)) == 0);
             WARN(isa_describe(path) << " " << unary_name(op) << ": worst " << worst << " ulp (bound " << bound(op)
                                     << ") over " << checked << " inputs");
+        }
+    }
+}
+
+// src/cpu/vmath.hpp's exp and sigmoid drop steps of opmath's that a CPU does
+// not need; the shaders compute opmath's. Every path gives opmath's bits.
+TEST_CASE("cpu isa: the cpu's exp and sigmoid are opmath's, bit for bit, on every path", "[cpu][isa]") {
+    for (Unary op : {Unary::exp, Unary::sigmoid}) {
+        const std::vector<float> in = inputs(op);
+        std::vector<float> want(in.size());
+        for (size_t k = 0; k < in.size(); k++)
+            want[k] = op == Unary::exp ? opmath::exp_f(in[k]) : opmath::sigmoid_f(in[k]);
+        for (Isa path : paths()) {
+            INFO(isa_describe(path) << " " << unary_name(op));
+            std::vector<float> got(in.size());
+            unary_run_at(path, op, in.data(), got.data(), int64_t(in.size()), nullptr);
+            size_t bad = 0;
+            for (size_t k = 0; k < in.size(); k++) {
+                const bool same = std::isnan(want[k]) ? std::isnan(got[k])
+                                                       : std::memcmp(&got[k], &want[k], sizeof(float)) == 0;
+                if (!same && ++bad <= 5) {
+                    INFO("x = " << in[k] << ": got " << got[k] << ", opmath " << want[k]);
+                    CHECK(same);
+                }
+            }
+            CHECK(bad == 0);
         }
     }
 }

@@ -1,5 +1,6 @@
 // The branch-free float exp, tanh and sigmoid the CPU loops vectorise (libm's
-// are scalar calls): the op table's math, core/opmath.h, shared with the shaders.
+// are scalar calls): the op table's math, core/opmath.h, shared with the shaders
+// (exp and sigmoid as the cpu's own copies of it, below).
 //
 // gelu and gelu′ are the cpu's own: opmath's carry every sum and product as a
 // float pair (shaders have no fast double); here the same tanh form is computed
@@ -19,9 +20,52 @@
 
 namespace vela::cpu {
 
-using opmath::exp_f;
-using opmath::sigmoid_f;
 using opmath::tanh_f;
+
+// exp and sigmoid: opmath's exp_f and sigmoid_f bit for bit (the same
+// operations in the same order) without the steps a CPU does not need, so the
+// loops vectorise to fewer instructions: exp_f's sanitising of a NaN argument
+// to 0 (a NaN flows through the bit tricks to a NaN, then the result is the
+// argument, as opmath's), and in sigmoid, whose exponent −|x| is never
+// positive, the upper clamp. The shaders keep opmath's (GLSL's int conversion
+// of a NaN is undefined). tests/test_cpu_isa.cpp holds them to opmath's bits.
+namespace exp_detail {
+// e^xc for xc in [−104, 89] (or NaN, giving NaN): opmath's exp_f after its clamps.
+[[gnu::always_inline]] inline float exp_clamped(float xc) {
+    using opmath::as_float;
+    using opmath::as_int;
+    const float t = xc * 1.44269504088896341f + 12582912.0f;
+    const int ki = as_int(t) - 0x4B400000;
+    const float k = float(ki);
+    float r = xc - k * 0.693359375f;
+    r = r - k * -2.12194440e-4f;
+    float poly = 1.9875691500e-4f;
+    poly = poly * r + 1.3981999507e-3f;
+    poly = poly * r + 8.3334519073e-3f;
+    poly = poly * r + 4.1665795894e-2f;
+    poly = poly * r + 1.6666665459e-1f;
+    poly = poly * r + 5.0000001201e-1f;
+    const float e = poly * r * r + r + 1.0f;
+    const int k1 = ki >> 1;
+    const int k2 = ki - k1;
+    return e * as_float((k1 + 127) << 23) * as_float((k2 + 127) << 23);
+}
+}  // namespace exp_detail
+
+[[gnu::always_inline]] inline float exp_f(float x) {
+    float xc = x > 89.0f ? 89.0f : x;
+    xc = xc < -104.0f ? -104.0f : xc;
+    const float v = exp_detail::exp_clamped(xc);
+    return x != x ? x : v;
+}
+
+[[gnu::always_inline]] inline float sigmoid_f(float x) {
+    const float a = x < 0.0f ? x : -x;  // −|x|: e^a ≤ 1, no overflow, exact tails on both sides
+    const float e = exp_detail::exp_clamped(a < -104.0f ? -104.0f : a);
+    const float s = 1.0f / (1.0f + e);
+    const float v = x >= 0.0f ? s : e * s;
+    return x != x ? x : v;
+}
 
 namespace gelu_detail {
 inline constexpr double kC1 = 1.5957691216057308;                  // 2√(2/π): 2u = x·(c1 + c2·x²)

@@ -13,6 +13,7 @@
 
 #include "core/opmath.hpp"
 #include "core/ops.hpp"
+#include "cpu/cpu_device.hpp"
 #include "cpu/isa.hpp"
 #include "kernel_reference.hpp"
 
@@ -222,4 +223,45 @@ TEST_CASE("cpu isa: VELA_CPU_ISA chooses a path the CPU has and refuses one it l
     // This process: the variable's path or the detected one, and one this CPU supports.
     CHECK(isa_supported(isa()));
     CHECK(isa() == isa_choice().isa);
+}
+
+// Large results go through a block in L1 and streaming stores (isa.hpp,
+// stream_min); at a threshold of 1 every dense call takes that path here. It
+// must give the plain loops' bits: an odd length (a tail shorter than a vector
+// and than a block), a view starting one float in (unaligned streaming
+// destination), in place, and more than one block per pool task.
+TEST_CASE("cpu isa: the streaming-store path gives the plain loops' bits", "[cpu][isa]") {
+    Device& d = cpu_device();
+    const int64_t n = 3 * 32768 + 13;  // three pool tasks on 2+ threads
+    std::vector<float> xs(size_t(n + 1)), bs(size_t(n + 1));
+    for (int64_t k = 0; k <= n; k++) {
+        xs[size_t(k)] = -6.0f + 12.0f * float(k) / float(n) + 1e-4f;
+        bs[size_t(k)] = 0.5f + float(k % 97) * 0.01f;
+    }
+    const Matrix xfull = from_host(d, n + 1, 1, xs.data()), bfull = from_host(d, n + 1, 1, bs.data());
+    const Matrix x = view(xfull, 1, 0, n, 1), b = view(bfull, 1, 0, n, 1);  // one float in: unaligned
+    auto run = [&](int64_t threshold, auto fn) {
+        const int64_t before = set_stream_min(threshold);
+        Matrix yfull = from_host(d, n + 1, 1, xs.data());
+        fn(view(yfull, 1, 0, n, 1));
+        set_stream_min(before);
+        return to_host(yfull);
+    };
+    auto same = [&](auto fn) {
+        std::vector<float> plain = run(int64_t(1) << 60, fn), streamed = run(1, fn);
+        CHECK(std::memcmp(plain.data(), streamed.data(), plain.size() * sizeof(float)) == 0);
+    };
+    for (Unary op : {Unary::tanh, Unary::relu, Unary::exp, Unary::linear_frac}) {
+        INFO(unary_name(op));
+        same([&](const Matrix& y) { unary(op, x, y, ref::kUnaryParams); });
+        same([&](const Matrix& y) { unary(op, y, y, ref::kUnaryParams); });  // in place
+    }
+    same([&](const Matrix& y) { binary(Binary::add, x, b, y); });
+    same([&](const Matrix& y) { binary(Binary::div, y, b, y); });  // in place
+    same([&](const Matrix& y) { act_backward(Act::gelu, b, x, y); });
+    // and against the reference, so that "the same" is not "the same wrong"
+    std::vector<float> got = run(1, [&](const Matrix& y) { binary(Binary::add, x, b, y); });
+    for (int64_t k = 1; k <= n; k += 1013)
+        CHECK(got[size_t(k)] == float(double(xs[size_t(k)]) + double(bs[size_t(k)])));
+    CHECK(stream_min() == int64_t(8) << 20);
 }

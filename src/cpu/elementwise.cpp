@@ -10,6 +10,7 @@
 // (fused.cpp) calls these same loops (unary_run), so dense stays bit-identical
 // to mm + add_bias + act (tests/test_ops.cpp).
 #pragma GCC optimize("no-math-errno", "no-trapping-math")
+#include <algorithm>
 #include <cmath>
 
 #include "cpu/cpu_kernels.hpp"
@@ -95,13 +96,31 @@ using DenseRun2 = void (*)(const float* da, const float* x, float* delta, int64_
 #undef VELA_BIN
 #undef VELA_BIN_AT
 
+// A dense run into its output through a block in L1 and streaming stores
+// (isa.hpp, stream_min): block(i, m, tmp) computes elements i..i+m−1 into tmp.
+// An in-place op is safe: each block is read whole before it is written.
+constexpr int64_t kStreamBlock = 2048;
+template <class Block>
+void streamed(float* out, int64_t n, Block block) {
+    alignas(64) float tmp[kStreamBlock];
+    const Isa path = isa();
+    for (int64_t i = 0; i < n; i += kStreamBlock) {
+        const int64_t m = std::min(kStreamBlock, n - i);
+        block(i, m, tmp);
+        stream_copy(path, tmp, out + i, m);
+    }
+    stream_fence();
+}
+
 template <class F>
 void map1(const Matrix& x, const Matrix& y, F f, DenseRun dense, Params params) {
+    const bool stream = y.size() >= stream_min();
     walk<2>({&x, &y}, [&](int64_t n, const std::array<float*, 2>& p, const std::array<int64_t, 2>& s) {
         const float* a = p[0];
         float* b = p[1];
         if (s[0] == 1 && s[1] == 1) {
-            dense(a, b, n, params);
+            if (!stream) return dense(a, b, n, params);
+            streamed(b, n, [&](int64_t i, int64_t m, float* t) { dense(a + i, t, m, params); });
         } else {
             for (int64_t i = 0; i < n; i++) b[i * s[1]] = f(a[i * s[0]]);
         }
@@ -110,11 +129,13 @@ void map1(const Matrix& x, const Matrix& y, F f, DenseRun dense, Params params) 
 
 template <class F>
 void map2(const Matrix& x, const Matrix& y, const Matrix& z, F f, DenseRun2 dense = nullptr) {
+    const bool stream = dense && z.size() >= stream_min();
     walk<3>({&x, &y, &z}, [&](int64_t n, const std::array<float*, 3>& p, const std::array<int64_t, 3>& s) {
         const float* a = p[0];
         const float* b = p[1];
         float* c = p[2];
         if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
+            if (stream) return streamed(c, n, [&](int64_t i, int64_t m, float* t) { dense(a + i, b + i, t, m); });
             if (dense) return dense(a, b, c, n);
             for (int64_t i = 0; i < n; i++) c[i] = f(a[i], b[i]);
         } else {

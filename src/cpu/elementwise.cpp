@@ -99,7 +99,7 @@ using DenseRun2 = void (*)(const float* da, const float* x, float* delta, int64_
 // A dense run into its output through a block in L1 and streaming stores
 // (isa.hpp, stream_min): block(i, m, tmp) computes elements i..i+m−1 into tmp.
 // An in-place op is safe: each block is read whole before it is written.
-constexpr int64_t kStreamBlock = 2048;
+constexpr int64_t kStreamBlock = 512;  // 2 KiB: 512 beat 256 and 2048 (docs/results.md)
 template <class Block>
 void streamed(float* out, int64_t n, Block block) {
     alignas(64) float tmp[kStreamBlock];

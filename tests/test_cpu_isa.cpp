@@ -251,14 +251,14 @@ TEST_CASE("cpu isa: the streaming-store path gives the plain loops' bits", "[cpu
         std::vector<float> plain = run(int64_t(1) << 60, fn), streamed = run(1, fn);
         CHECK(std::memcmp(plain.data(), streamed.data(), plain.size() * sizeof(float)) == 0);
     };
-    for (Unary op : {Unary::tanh, Unary::relu, Unary::exp, Unary::linear_frac}) {
+    for (Unary op : {Unary::relu, Unary::sqr, Unary::inv, Unary::linear_frac}) {  // the memory-bound ones stream
         INFO(unary_name(op));
         same([&](const Matrix& y) { unary(op, x, y, ref::kUnaryParams); });
         same([&](const Matrix& y) { unary(op, y, y, ref::kUnaryParams); });  // in place
     }
     same([&](const Matrix& y) { binary(Binary::add, x, b, y); });
     same([&](const Matrix& y) { binary(Binary::div, y, b, y); });  // in place
-    same([&](const Matrix& y) { act_backward(Act::gelu, b, x, y); });
+    same([&](const Matrix& y) { act_backward(Act::tanh, b, x, y); });
     // and against the reference, so that "the same" is not "the same wrong"
     std::vector<float> got = run(1, [&](const Matrix& y) { binary(Binary::add, x, b, y); });
     for (int64_t k = 1; k <= n; k += 1013)

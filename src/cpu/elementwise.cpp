@@ -112,9 +112,23 @@ void streamed(float* out, int64_t n, Block block) {
     stream_fence();
 }
 
+// The ops whose loops run at memory speed, a few instructions per element:
+// only they stream. A transcendental's loop is bound by its arithmetic, which
+// hides the plain stores' extra traffic, and the copy through L1 cost tanh,
+// exp and sigmoid 5-8% (docs/results.md). pow is the binary op of that kind.
+bool memory_bound(Unary op) {
+    switch (op) {
+        case Unary::relu: case Unary::relu_prime: case Unary::leaky_relu: case Unary::leaky_relu_prime:
+        case Unary::elu_prime: case Unary::tanh_prime: case Unary::sigmoid_prime: case Unary::sqr:
+        case Unary::abs: case Unary::inv: case Unary::sqrt: case Unary::linear_frac:
+            return true;
+        default: return false;
+    }
+}
+
 template <class F>
-void map1(const Matrix& x, const Matrix& y, F f, DenseRun dense, Params params) {
-    const bool stream = y.size() >= stream_min();
+void map1(const Matrix& x, const Matrix& y, F f, DenseRun dense, Params params, bool cheap) {
+    const bool stream = cheap && y.size() >= stream_min();
     walk<2>({&x, &y}, [&](int64_t n, const std::array<float*, 2>& p, const std::array<int64_t, 2>& s) {
         const float* a = p[0];
         float* b = p[1];
@@ -128,8 +142,8 @@ void map1(const Matrix& x, const Matrix& y, F f, DenseRun dense, Params params) 
 }
 
 template <class F>
-void map2(const Matrix& x, const Matrix& y, const Matrix& z, F f, DenseRun2 dense = nullptr) {
-    const bool stream = dense && z.size() >= stream_min();
+void map2(const Matrix& x, const Matrix& y, const Matrix& z, F f, DenseRun2 dense = nullptr, bool cheap = false) {
+    const bool stream = cheap && dense && z.size() >= stream_min();
     walk<3>({&x, &y, &z}, [&](int64_t n, const std::array<float*, 3>& p, const std::array<int64_t, 3>& s) {
         const float* a = p[0];
         const float* b = p[1];
@@ -171,8 +185,9 @@ void CpuDevice::unary(Unary op, const Matrix& xm, const Matrix& ym, const float*
     const int path = int(isa());
     using namespace opmath;
     switch (op) {
-#define VELA_CASE(op, expr) \
-    case Unary::op: return map1(xm, ym, [=](float x) { return (expr); }, op##_runs[path], q);
+#define VELA_CASE(op, expr)                                                                     \
+    case Unary::op:                                                                             \
+        return map1(xm, ym, [=](float x) { return (expr); }, op##_runs[path], q, memory_bound(Unary::op));
 #define VELA_ACT(name, f, d, from, what) VELA_CASE(name, f) VELA_CASE(name##_prime, d)
 #define VELA_FN(name, params, f, what) VELA_CASE(name, f)
 #include "core/ops.def"
@@ -190,7 +205,8 @@ void CpuDevice::act_backward(Act act, const Matrix& da, const Matrix& xm, const 
     switch (act) {
         case Act::identity: return map2(da, xm, delta, [](float g, float) { return g; });
 #define VELA_ACT(name, f, d, from, what) \
-    case Act::name: return map2(da, xm, delta, [](float g, float x) { return g * (d); }, name##_backs[int(isa())]);
+    case Act::name: return map2(da, xm, delta, [](float g, float x) { return g * (d); }, name##_backs[int(isa())], \
+                                   memory_bound(act_prime(Act::name)));
 #define VELA_FN(name, params, f, what)
 #include "core/ops.def"
 #undef VELA_ACT
@@ -236,7 +252,8 @@ void CpuDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Matrix
 #define VELA_BIN(name, fx, what)                                     \
     case Binary::name: {                                             \
         auto f = [](float x, float y) { return (fx); };              \
-        return same ? map2(a, b, c, f, name##_bins[path]) : map2_broadcast(a, b, c, f); \
+        if (!same) return map2_broadcast(a, b, c, f);                \
+        return map2(a, b, c, f, name##_bins[path], Binary::name != Binary::pow); \
     }
 #include "core/binary.def"
 #undef VELA_BIN

@@ -41,9 +41,9 @@ void unary_run_at(Isa isa, Unary op, const float* x, float* y, int64_t n, const 
 void binary_run_at(Isa isa, Binary op, const float* a, const float* b, float* c, int64_t n);
 void act_backward_run_at(Isa isa, Act act, const float* da, const float* x, float* delta, int64_t n);
 
-// Elementwise results of at least stream_min() floats (8M: 32 MiB) are
-// computed into a block in L1 and written with non-temporal stores
-// (elementwise_stream.cpp says why). set_stream_min returns the previous
+// The results of memory-bound elementwise ops (elementwise.cpp, memory_bound)
+// of at least stream_min() floats (8M: 32 MiB) are computed into a block in
+// L1 and written with non-temporal stores (elementwise_stream.cpp says why). set_stream_min returns the previous
 // value: the tests' way to take that path at small sizes.
 int64_t stream_min();
 int64_t set_stream_min(int64_t floats);

@@ -292,7 +292,10 @@ static void document() {
     doc("Device:info",
         "dev:info() -> {id=, name=, type=, driver=, driver_version=, api_version=, memory=, "
         "subgroup=, software=, usable=, reason=, limits={...}}",
-        "Everything known about dev.");
+        "Everything known about dev. On the cpu, limits.loops is the instruction-set path of the "
+        "elementwise loops and who chose it (device(\"cpu\"):info().limits.loops → "
+        "\"x86-64-v3 (AVX2 + FMA, 8 lanes): detected\"; VELA_CPU_ISA=base|v3|v4 forces one, docs/cpu.md), "
+        "limits[\"blas core\"] the OpenBLAS kernels, limits.threads the pool.");
     doc("Device:name", "dev:name() -> \"cpu\" | \"vulkan:N\"", "dev's id, as device() takes it.");
 }
 

@@ -15,11 +15,10 @@
 // on GPUs, exp_f on the cpu: used where its error cannot reach the result).
 // C++: src/core/opmath.hpp; GLSL: the ops.glsl written by cmake/opgen.cpp.
 
-// e^x. Cody–Waite: x = k·ln2 + r, |r| ≤ ln2/2, e^x = 2^k·e^r (Cephes expf polynomial).
-VELA_INLINE float exp_f(float x) {
-    float xc = x > 89.0f ? 89.0f : x;
-    xc = xc < -104.0f ? -104.0f : xc;
-    xc = isnan_f(x) ? 0.0f : xc;
+// e^xc for xc in [−104, 89] (exp_f after its clamps; the cpu's exp and sigmoid,
+// src/cpu/vmath.hpp, call it with a NaN too, which gives a NaN there).
+// Cody–Waite: x = k·ln2 + r, |r| ≤ ln2/2, e^x = 2^k·e^r (Cephes expf polynomial).
+VELA_INLINE float exp_clamped_f(float xc) {
     VELA_PRECISE float t = xc * 1.44269504088896341f + 12582912.0f;  // round to nearest via 1.5·2^23
     int ki = as_int(t) - 0x4B400000;
     float k = float(ki);
@@ -35,7 +34,15 @@ VELA_INLINE float exp_f(float x) {
     // 2^k as two factors so k ∈ [−150, 128] never leaves the normal exponents.
     int k1 = ki >> 1;  // floor(ki / 2): an arithmetic shift, cheaper than the division
     int k2 = ki - k1;
-    float v = e * as_float((k1 + 127) << 23) * as_float((k2 + 127) << 23);
+    return e * as_float((k1 + 127) << 23) * as_float((k2 + 127) << 23);
+}
+
+// e^x, x clamped to [−104, 89] (beyond, e^x in float is 0 or inf), NaN passed through.
+VELA_INLINE float exp_f(float x) {
+    float xc = x > 89.0f ? 89.0f : x;
+    xc = xc < -104.0f ? -104.0f : xc;
+    xc = isnan_f(x) ? 0.0f : xc;
+    float v = exp_clamped_f(xc);
     return isnan_f(x) ? x : v;
 }
 

@@ -27,32 +27,18 @@ bool isa_supported(Isa isa) {
     return isa == Isa::base || (isa == Isa::v3 && v3) || (isa == Isa::v4 && v4);
 }
 
-const char* isa_name(Isa isa) {
-    switch (isa) {
-        case Isa::v4: return "v4";
-        case Isa::v3: return "v3";
-        case Isa::base: break;
-    }
-    return "base";
-}
+namespace {
+struct Names {
+    const char *word, *arch, *describe;
+};
+constexpr Names kNames[kIsaCount] = {{"base", "x86-64", "x86-64 (SSE2, 4 lanes)"},
+                                     {"v3", "x86-64-v3", "x86-64-v3 (AVX2 + FMA, 8 lanes)"},
+                                     {"v4", "x86-64-v4", "x86-64-v4 (AVX-512 + FMA, 16 lanes)"}};
+}  // namespace
 
-const char* isa_arch(Isa isa) {
-    switch (isa) {
-        case Isa::v4: return "x86-64-v4";
-        case Isa::v3: return "x86-64-v3";
-        case Isa::base: break;
-    }
-    return "x86-64";
-}
-
-std::string isa_describe(Isa isa) {
-    switch (isa) {
-        case Isa::v4: return "x86-64-v4 (AVX-512 + FMA, 16 lanes)";
-        case Isa::v3: return "x86-64-v3 (AVX2 + FMA, 8 lanes)";
-        case Isa::base: break;
-    }
-    return "x86-64 (SSE2, 4 lanes)";
-}
+const char* isa_name(Isa isa) { return kNames[int(isa)].word; }
+const char* isa_arch(Isa isa) { return kNames[int(isa)].arch; }
+std::string isa_describe(Isa isa) { return kNames[int(isa)].describe; }
 
 IsaChoice choose_isa(const char* env, bool v3_ok, bool v4_ok) {
     IsaChoice c;
@@ -60,15 +46,14 @@ IsaChoice choose_isa(const char* env, bool v3_ok, bool v4_ok) {
     c.how = "detected";
     if (!env || !*env) return c;
     const std::string have = std::string(v4_ok ? "v4, " : "") + (v3_ok ? "v3, " : "") + "base";
-    Isa want;
-    if (!std::strcmp(env, "base")) want = Isa::base;
-    else if (!std::strcmp(env, "v3")) want = Isa::v3;
-    else if (!std::strcmp(env, "v4")) want = Isa::v4;
-    else {
+    int k = 0;
+    while (k < kIsaCount && std::strcmp(env, isa_name(Isa(k))) != 0) k++;
+    if (k == kIsaCount) {
         c.error = "VELA_CPU_ISA is '" + std::string(env) + "' but must be base, v3 or v4 (this CPU runs " + have +
                   "; unset it to take the best)";
         return c;
     }
+    const Isa want = Isa(k);
     if ((want == Isa::v4 && !v4_ok) || (want == Isa::v3 && !v3_ok)) {
         c.error = "VELA_CPU_ISA=" + std::string(env) + " asks for the " + isa_describe(want) +
                   " loops but this CPU lacks " + (want == Isa::v4 ? "AVX-512 (F, DQ, BW, VL)" : "AVX2, FMA or BMI2") +

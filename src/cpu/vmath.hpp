@@ -28,40 +28,19 @@ using opmath::tanh_f;
 // to 0 (a NaN flows through the bit tricks to a NaN, then the result is the
 // argument, as opmath's), and in sigmoid, whose exponent −|x| is never
 // positive, the upper clamp. The shaders keep opmath's (GLSL's int conversion
-// of a NaN is undefined). tests/test_cpu_isa.cpp holds them to opmath's bits.
-namespace exp_detail {
-// e^xc for xc in [−104, 89] (or NaN, giving NaN): opmath's exp_f after its clamps.
-[[gnu::always_inline]] inline float exp_clamped(float xc) {
-    using opmath::as_float;
-    using opmath::as_int;
-    const float t = xc * 1.44269504088896341f + 12582912.0f;
-    const int ki = as_int(t) - 0x4B400000;
-    const float k = float(ki);
-    float r = xc - k * 0.693359375f;
-    r = r - k * -2.12194440e-4f;
-    float poly = 1.9875691500e-4f;
-    poly = poly * r + 1.3981999507e-3f;
-    poly = poly * r + 8.3334519073e-3f;
-    poly = poly * r + 4.1665795894e-2f;
-    poly = poly * r + 1.6666665459e-1f;
-    poly = poly * r + 5.0000001201e-1f;
-    const float e = poly * r * r + r + 1.0f;
-    const int k1 = ki >> 1;
-    const int k2 = ki - k1;
-    return e * as_float((k1 + 127) << 23) * as_float((k2 + 127) << 23);
-}
-}  // namespace exp_detail
+// of a NaN is undefined). Both call opmath's exp_clamped_f, exp_f's body
+// after its clamps; tests/test_cpu_isa.cpp holds them to opmath's bits.
 
 [[gnu::always_inline]] inline float exp_f(float x) {
     float xc = x > 89.0f ? 89.0f : x;
     xc = xc < -104.0f ? -104.0f : xc;
-    const float v = exp_detail::exp_clamped(xc);
+    const float v = opmath::exp_clamped_f(xc);
     return x != x ? x : v;
 }
 
 [[gnu::always_inline]] inline float sigmoid_f(float x) {
     const float a = x < 0.0f ? x : -x;  // −|x|: e^a ≤ 1, no overflow, exact tails on both sides
-    const float e = exp_detail::exp_clamped(a < -104.0f ? -104.0f : a);
+    const float e = opmath::exp_clamped_f(a < -104.0f ? -104.0f : a);
     const float s = 1.0f / (1.0f + e);
     const float v = x >= 0.0f ? s : e * s;
     return x != x ? x : v;

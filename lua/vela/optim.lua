@@ -12,7 +12,8 @@
 -- Hyperparameters are checked when an optimizer is made, when nn.load makes
 -- one from a checkpoint (through the same constructor), and before every
 -- step (nn.fit's schedule and the user may change opt.lr): a step with a bad
--- one is an error that changes nothing.
+-- one is an error that changes nothing. nn.fit checks them before each epoch
+-- and steps with every check at an epoch's first batch only (optim._epoch_stepper).
 local vela = require "vela"
 
 local optim = {}

@@ -260,7 +260,8 @@ end
 function Layer:params() return self._params end
 
 -- Training (on, the default) or evaluation mode; a no-op for a layer without
--- modes (only nn.dropout and nn.batchnorm have a `training` field).
+-- modes (nn.dropout, nn.batchnorm and nn.conv2d have a `training` field: the
+-- conv keeps no windows for a backward in evaluation mode).
 function Layer:train(on)
   if self.training ~= nil then self.training = on ~= false end
   return self

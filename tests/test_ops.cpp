@@ -161,25 +161,34 @@ TEST_CASE("ops: the fused backward step da ∘ act′ against float64 on every d
     }
 }
 
+// Shapes the cpu runs whole, cuts into column pieces on 2+ threads (≥ 0.5 MFLOP,
+// ≥ 16 columns: each piece gets its bias and activation on the thread that
+// computed it), and cuts into row pieces (< 16 columns).
 TEST_CASE("ops: dense(w, x, b, y, act) is bit-identical to mm + add_bias + act on every device", "[ops]") {
-    const int64_t m = 33, k = 70, n = 19;
-    std::vector<float> w(static_cast<size_t>(m * k)), x(static_cast<size_t>(k * n)), b(static_cast<size_t>(m));
-    for (size_t i = 0; i < w.size(); i++) w[i] = float(int((i * 37) % 23) - 11) * 0.03f;
-    for (size_t i = 0; i < x.size(); i++) x[i] = float(int((i * 53) % 19) - 9) * 0.05f;
-    for (size_t i = 0; i < b.size(); i++) b[i] = float(int(i % 7) - 3) * 0.2f;
-    for (Device* d : usable_devices()) {
-        Matrix mw = from_host(*d, m, k, w.data()), mx = from_host(*d, k, n, x.data()), mb = from_host(*d, m, 1, b.data());
-        for (uint8_t i = 0; i < uint8_t(Act::count_); i++) {
-            const Act act = Act(i);
-            INFO(d->name() << " dense " << act_name(act));
-            Matrix fused = empty(*d, m, n), steps = empty(*d, m, n);
-            dense(mw, mx, mb, act, fused);
-            mm(1, mw, mx, 0, steps);
-            add_bias(mb, steps);
-            if (act != Act::identity) unary(act_unary(act), steps, steps);
-            std::vector<float> f = to_host(fused), s = to_host(steps);
-            REQUIRE(f.size() == s.size());
-            CHECK(std::memcmp(f.data(), s.data(), f.size() * sizeof(float)) == 0);
+    struct Shape {
+        int64_t m, k, n;
+    };
+    for (Shape sh : {Shape{33, 70, 19}, Shape{64, 100, 40}, Shape{300, 100, 9}}) {
+        const int64_t m = sh.m, k = sh.k, n = sh.n;
+        std::vector<float> w(static_cast<size_t>(m * k)), x(static_cast<size_t>(k * n)), b(static_cast<size_t>(m));
+        for (size_t i = 0; i < w.size(); i++) w[i] = float(int((i * 37) % 23) - 11) * 0.03f;
+        for (size_t i = 0; i < x.size(); i++) x[i] = float(int((i * 53) % 19) - 9) * 0.05f;
+        for (size_t i = 0; i < b.size(); i++) b[i] = float(int(i % 7) - 3) * 0.2f;
+        for (Device* d : usable_devices()) {
+            Matrix mw = from_host(*d, m, k, w.data()), mx = from_host(*d, k, n, x.data());
+            Matrix mb = from_host(*d, m, 1, b.data());
+            for (uint8_t i = 0; i < uint8_t(Act::count_); i++) {
+                const Act act = Act(i);
+                INFO(d->name() << " dense " << m << "×" << k << "·" << k << "×" << n << " " << act_name(act));
+                Matrix fused = empty(*d, m, n), steps = empty(*d, m, n);
+                dense(mw, mx, mb, act, fused);
+                mm(1, mw, mx, 0, steps);
+                add_bias(mb, steps);
+                if (act != Act::identity) unary(act_unary(act), steps, steps);
+                std::vector<float> f = to_host(fused), s = to_host(steps);
+                REQUIRE(f.size() == s.size());
+                CHECK(std::memcmp(f.data(), s.data(), f.size() * sizeof(float)) == 0);
+            }
         }
     }
 }

@@ -363,10 +363,12 @@ TEST_CASE("vulkan gemm: grids beyond 65,535 workgroups are split", "[vulkan][gem
 // First use (kernels_blas.cpp, stand_in_budget): the 2×4 register block runs
 // a product while the block chosen for it is not made and the products it
 // ran in that one's stead stay within the budget; then the chosen block is
-// made. Both give the same bits (the same fma chain per element) and match
-// float64. dense with elu, w and x both transposed: a block no other case
-// makes first. Seen to fail before the stand-in existed (no product counted).
-TEST_CASE("vulkan mm: the 2×4 block stands in for a block not yet made, same bits", "[vulkan][gemm]") {
+// made. The 1×1 block stands in for the 2×4 one the same way, over a
+// sixteenth of the budget. All give the same bits (the same fma chain per
+// element) and match float64. dense with elu, w and x both transposed: a
+// block no other case makes first. Seen to fail before the stand-in existed
+// (no product counted), and before the 1×1 stage (0 == 3 small ones).
+TEST_CASE("vulkan mm: the 1×1 and 2×4 blocks stand in for a block not yet made, same bits", "[vulkan][gemm]") {
     REQUIRE_VULKAN(dev);
     const vk::Caps& caps = static_cast<vk::VulkanDevice&>(*dev).caps();
     const bool regblock = caps.software && caps.subgroup_ballot;
@@ -375,17 +377,18 @@ TEST_CASE("vulkan mm: the 2×4 block stands in for a block not yet made, same bi
         double saved = vk::gemm_stand_in_budget();
         ~Budget() { vk::set_gemm_stand_in_budget(saved); }
     } restore;
-    vk::set_gemm_stand_in_budget(3.0 * double(m * n * k));  // three products
+    vk::set_gemm_stand_in_budget(48.0 * double(m * n * k));  // 48 products, the first 3 on the 1×1 block
     Pair w = make(*dev, m, k, true, 1), x = make(*dev, k, n, true, 0);
     Pair b = make(*dev, m, 1, false, 0);
     std::vector<std::vector<float>> runs;
-    const uint64_t before = vk::gemm_stand_in_count();
-    for (int run = 0; run < 6; run++) {
+    const uint64_t before = vk::gemm_stand_in_count(), small_before = vk::gemm_small_stand_in_count();
+    for (int run = 0; run < 51; run++) {
         Pair y = make(*dev, m, n, false, 0, true);
         dense(w.view, x.view, b.view, Act::elu, y.view);
         runs.push_back(to_host(y.parent));
     }
-    CHECK(vk::gemm_stand_in_count() - before == (regblock ? 3u : 0u));
+    CHECK(vk::gemm_stand_in_count() - before == (regblock ? 48u : 0u));
+    CHECK(vk::gemm_small_stand_in_count() - small_before == (regblock ? 3u : 0u));
     for (const auto& r : runs) CHECK(r == runs[0]);
     Err err;
     for (int64_t i = 0; i < m; i++)

@@ -160,7 +160,7 @@ function conv.conv2d(in_ch, out_ch, k, opts)
   local init, scale = layer.init_scale(fn, opts.init, activation, fan_in, fan_out)
   local dev = layer.device(opts, fn)
   local self = setmetatable({channels_in = in_ch, channels_out = out_ch, kh = kh, kw = kw, sh = sh, sw = sw,
-    ph = ph, pw = pw, activation = activation, init = init}, Conv2d)
+    ph = ph, pw = pw, activation = activation, init = init, training = true}, Conv2d)
   local shape = input_shape(opts.input, in_ch, fn)
   if shape then
     self.fixed = true
@@ -279,11 +279,24 @@ end
 
 Conv2d.take_image = take_image
 
+-- The windows of the part of k samples from sample j where the pass puts
+-- them: in training, the batch's own (n, j), kept for the backward; in
+-- evaluation mode (net:eval(), nn.evaluate, nn.predict) the first part's
+-- place, (k, 1), which every part reuses, so a forward-only pass holds one
+-- part's windows (~2 MB) and not the batch's (205 MB for the second conv of
+-- scripts/bench/cnn.lua on nn.evaluate's 1,000 images).
+function Conv2d:_cols_at(n, j, k, kept, transposed)
+  if kept then return self:_cols_part(n, j, k, transposed) end
+  return self:_cols_part(k, 1, k, transposed)
+end
+
 -- forward: x (C·H·W × n) → a (out·oh·ow × n)
 --   cols = im2col(x)             (C·kh·kw) × (P·n)           im2col
 --   u    = colsᵀ·Wᵀ              (P·n) × out                 mm (uᵀ = W·cols stated with the long side as rows)
 --   z    = to_images(u) + b·1ᵀ   out·P × n, per channel      to_images with the bias
 --   a    = act(z)                (in place when act′ needs a only)
+-- each a part's columns at a time on the cpu: its z is then still in the cache
+-- for act (the first conv's z of a 128-image batch is 9.4 MB, a part's 2.7).
 function Conv2d:forward(x, index)
   check_image_input(self, x, index)
   local n = x.cols
@@ -291,16 +304,19 @@ function Conv2d:forward(x, index)
   if not rawequal(x, self.x) then self._cols = setmetatable({}, {__mode = "k"}) end
   self.x, self.n = x, n
   local m = self:_part_size(n)
+  local kept = self.training ~= false or m == n  -- one part: its windows cost no more than a part's
+  self.kept = kept
+  local act, a = self.activation, b.a or b.z
   for j = 1, n, m do  -- the batch in parts of m samples (one part but on the cpu)
     local k = math.min(m, n - j + 1)
     local v = self:_part(k)
-    local c = self:_cols_part(n, j, k)
+    local c = self:_cols_at(n, j, k, kept)
     vela.im2col(cols_of(self, x, j, k), c, self.g)
-    vela.mm(self:_cols_part(n, j, k, true), self.wt, v.u)
-    vela.to_images(v.u, cols_of(self, b.z, j, k), self.b)
+    vela.mm(self:_cols_at(n, j, k, kept, true), self.wt, v.u)
+    local z = cols_of(self, b.z, j, k)
+    vela.to_images(v.u, z, self.b)
+    if act ~= "identity" then vela[act](z, cols_of(self, a, j, k)) end
   end
-  local a = b.a or b.z
-  if self.activation ~= "identity" then vela[self.activation](b.z, a) end
   self.a = a
   return a
 end
@@ -313,18 +329,26 @@ end
 --   db    = duᵀ·1                out                 mv with a ones vector
 --   dcols = Wᵀ·duᵀ               C·kh·kw × (P·n)     mm (into cols' buffer: dW has read it)
 --   dx    = col2im(dcols)        C·H·W × n           fill 0, col2im (which accumulates)
+-- After a forward in evaluation mode each part's windows are made again. δ
+-- is made a part at a time, as the forward's act.
 function Conv2d:backward(da, need_dx)
   local b = check_grad(self, da, self.outputs, "conv2d")
   local n = self.n
-  local delta = layer.delta(self.activation, da, b.z, b.a or b.z, b.delta)
+  local act, a = self.activation, b.a or b.z
   local m = self:_part_size(n)
   for j = 1, n, m do
     local k = math.min(m, n - j + 1)
     local v = self:_part(k)
     local beta = j == 1 and 0 or 1  -- dW and db sum over the parts
-    local c = self:_cols_part(n, j, k)  -- this part's windows, from the forward
-    vela.from_images(cols_of(self, delta, j, k), v.u)
-    vela.mm(1, v.ut, self:_cols_part(n, j, k, true), beta, self.dw)
+    local kept = self.kept
+    local c = self:_cols_at(n, j, k, kept)  -- this part's windows, from the forward
+    if not kept then vela.im2col(cols_of(self, self.x, j, k), c, self.g) end
+    local delta = cols_of(self, da, j, k)
+    if act ~= "identity" then
+      delta = layer.delta(act, delta, cols_of(self, b.z, j, k), cols_of(self, a, j, k), cols_of(self, b.delta, j, k))
+    end
+    vela.from_images(delta, v.u)
+    vela.mm(1, v.ut, self:_cols_at(n, j, k, kept, true), beta, self.dw)
     vela.mv(1, v.ut, v.ones, beta, self.db)
     if need_dx ~= false then
       local dx = cols_of(self, b.dx, j, k)

@@ -25,7 +25,7 @@ return function(nn, classes)
   doc("layer:to", "layer:to(dev) -> layer",
     "Moves the parameters and optimizer state to dev (a device or a spec such as 'vulkan:0').", classes.Linear.to)
   doc("layer:train", "layer:train([on = true]) -> layer",
-    "Training mode (layer:train(false): evaluation mode) of a layer that has modes (nn.dropout, nn.batchnorm); "
+    "Training mode (layer:train(false): evaluation mode) of a layer that has modes (nn.dropout, nn.batchnorm, nn.conv2d: in evaluation it keeps no windows for a backward, the same numbers with less memory); "
     .. "any other layer is left as it is. net:train sets every layer's. Example: d = nn.dropout(0.5):train()",
     classes.Layer.train)
   doc("layer:eval", "layer:eval() -> layer",
@@ -40,7 +40,7 @@ return function(nn, classes)
     "Moves parameters, gradients and optimizer state to dev mid-session; the same net object carries on there.", classes.Sequential.to)
   doc("net:device", "net:device() -> device", "The device holding the net's parameters.", classes.Sequential.device)
   doc("net:train", "net:train([on = true]) -> net",
-    "Training mode (net:train(false): evaluation mode) for every layer that has one: nn.dropout drops units only in training, nn.batchnorm uses the batch's statistics in training and its running ones in evaluation. nn.fit trains in training mode; nn.evaluate and nn.predict run in evaluation mode and put the mode back. PyTorch's net.train().", classes.Sequential.train)
+    "Training mode (net:train(false): evaluation mode) for every layer that has one: nn.dropout drops units only in training, nn.batchnorm uses the batch's statistics in training and its running ones in evaluation, nn.conv2d keeps no windows for a backward in evaluation (less memory, the same numbers). nn.fit trains in training mode; nn.evaluate and nn.predict run in evaluation mode and put the mode back. PyTorch's net.train().", classes.Sequential.train)
   doc("net:eval", "net:eval() -> net",
     "Evaluation mode: net:train(false). PyTorch's net.eval(), Torch7's net:evaluate().", classes.Sequential.eval)
   doc("net:nparams", "net:nparams() -> count", "The number of parameters (weights and biases).", classes.Sequential.nparams)

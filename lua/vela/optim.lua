@@ -12,7 +12,8 @@
 -- Hyperparameters are checked when an optimizer is made, when nn.load makes
 -- one from a checkpoint (through the same constructor), and before every
 -- step (nn.fit's schedule and the user may change opt.lr): a step with a bad
--- one is an error that changes nothing.
+-- one is an error that changes nothing. nn.fit checks them before each epoch
+-- and steps with every check at an epoch's first batch only (optim._epoch_stepper).
 local vela = require "vela"
 
 local optim = {}
@@ -196,20 +197,25 @@ local function construct(kind, mt, opts, example)
 end
 
 -- The common step: checks, makes the state, then updates each parameter
--- with update(self, w, g, st), which may not fail.
+-- with update(self, w, g, st), which may not fail. Returns the step and the
+-- update alone (apply: no checks, the state already made), which
+-- optim._epoch_stepper gives nn.fit for the steps after an epoch's first.
 local function stepper(kind, state_names, update)
-  return function(self, params)
-    local where = "optim." .. kind
-    params = check_params(where, params)
-    validate(kind, self, where .. ":step", 2)
-    local names = type(state_names) == "function" and state_names(self) or state_names
-    make_state(where, params, names, kind == "adagrad" and self.initial_accumulator_value or 0)
+  local function apply(self, params)
     self.steps = (self.steps or 0) + 1
     for i = 1, #params do
       local p = params[i]
       update(self, p[1], p[2], p[3])
     end
   end
+  return function(self, params)
+    local where = "optim." .. kind
+    params = check_params(where, params)
+    validate(kind, self, where .. ":step", 2)
+    local names = type(state_names) == "function" and state_names(self) or state_names
+    make_state(where, params, names, kind == "adagrad" and self.initial_accumulator_value or 0)
+    apply(self, params)
+  end, apply
 end
 
 local function describe(self)
@@ -248,7 +254,7 @@ function optim.sgd(opts)
   return self
 end
 
-SGD.step = stepper("sgd", function(self) return self.momentum ~= 0 and {"v"} or {} end,
+SGD.step, SGD._apply = stepper("sgd", function(self) return self.momentum ~= 0 and {"v"} or {} end,
   function(self, w, g, st)
     if self.momentum == 0 then
       if self.weight_decay ~= 0 then axpy(self.weight_decay, w, g) end
@@ -298,8 +304,8 @@ local function adam_update(decoupled)
     end
   end
 end
-Adam.step = stepper("adam", {"m", "v"}, adam_update(false))
-AdamW.step = stepper("adamw", {"m", "v"}, adam_update(true))
+Adam.step, Adam._apply = stepper("adam", {"m", "v"}, adam_update(false))
+AdamW.step, AdamW._apply = stepper("adamw", {"m", "v"}, adam_update(true))
 
 -- optim.rmsprop{lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0, momentum = 0, centered = false}
 --   g' = g + λ·w ;  sq ← α·sq + (1 − α)·g'²
@@ -309,7 +315,7 @@ local RMSprop = class()
 
 optim.rmsprop = constructor("rmsprop", RMSprop, "{lr = 0.01}")
 
-RMSprop.step = stepper("rmsprop", function(self)
+RMSprop.step, RMSprop._apply = stepper("rmsprop", function(self)
     local names = {"sqavg"}
     if self.momentum ~= 0 then names[#names + 1] = "mbuf" end
     if self.centered then names[#names + 1] = "gavg" end
@@ -326,7 +332,7 @@ local Adagrad = class()
 
 optim.adagrad = constructor("adagrad", Adagrad, "{lr = 0.01}")
 
-Adagrad.step = stepper("adagrad", {"sumsq"}, function(self, w, g, st)
+Adagrad.step, Adagrad._apply = stepper("adagrad", {"sumsq"}, function(self, w, g, st)
   st.t = (st.t or 0) + 1
   vela.adagrad_step(w, g, st.sumsq, self.lr / (1 + (st.t - 1) * self.lr_decay), self.eps, self.weight_decay)
 end)
@@ -340,6 +346,27 @@ function optim.check(opt, where)
   end
   validate(opt.name, opt, where or "optim." .. opt.name, 2)
   return opt
+end
+
+-- optim._epoch_stepper(opt) -> step(params): nn.fit's optimizer step for one
+-- epoch. Its first call is opt:step(params), every check made and the state
+-- made; later calls with the same params table only update (the checks cost
+-- ~0.03 ms a step of a 2-layer MLP, 3% of it, and nothing in an epoch of
+-- nn.fit changes what they check: the parameters are the net's, and nn.fit
+-- checks the hyperparameters before each epoch). An optimizer not made here,
+-- or whose step was replaced, is stepped with opt:step every time.
+function optim._epoch_stepper(opt)
+  local mt = type(opt) == "table" and getmetatable(opt)
+  local apply = type(mt) == "table" and rawget(mt, "_apply")
+  if not apply or rawget(opt, "step") ~= nil or mt.step == nil then
+    return function(params) return opt:step(params) end
+  end
+  local checked
+  return function(params)
+    if rawequal(params, checked) then return apply(opt, params) end
+    opt:step(params)
+    checked = params
+  end
 end
 
 -- ---------------------------------------------------------------------------

@@ -350,6 +350,7 @@ function training.fit(net, train, opts)
     local l = vela.sum(loss)
     if l ~= l or l == math.huge or l == -math.huge then error({bad_loss = l / loss.cols}) end
   end
+  local step  -- the optimizer's step for this epoch (optim._epoch_stepper: the first checked, the rest not)
   local function train_step(x, y, k)
     local z, loss
     if par then
@@ -359,7 +360,7 @@ function training.fit(net, train, opts)
       loss = lossfn:forward(z, y)
       net:backward(lossfn:backward())
       check_loss(loss)
-      opt:step(net:params())
+      step(net:params())
     end
     count:add(z, y, loss)
     count:record(k, loss)
@@ -387,6 +388,7 @@ function training.fit(net, train, opts)
       optim.check(opt, fmt("nn.fit: epoch %d: the optimizer", epoch))
     end
     hist.lr[epoch] = opt.lr
+    step = optim._epoch_stepper(opt)
     count:read()
     local t0, c0 = clock(), os.clock()
     local seen, seen_at_read, correct_sum, loss_sum, read_batches = 0, 0, 0, 0, 0

@@ -7,7 +7,9 @@
 -- counts host waits in one training step started on an idle device (0: the
 -- step only records work). Beside the wall-clock rate it prints examples per
 -- second of processor time (all threads of this process), which a machine
--- shared with other work does not distort.
+-- shared with other work does not distort, and the process's peak resident
+-- memory (VmHWM: with devices=cpu, the cpu's alone; the PyTorch line gives
+-- its own ru_maxrss).
 --
 --   build/vela scripts/bench/cnn.lua [epochs=3] [devices=cpu,vulkan:0] [torch=yes|no] [threads=N] [train=N]
 --

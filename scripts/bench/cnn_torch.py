@@ -8,7 +8,8 @@ flatten 1024 → linear 128, ReLU → linear 10; softmax cross-entropy, SGD (lr
 The data set is held as one float tensor and batches are taken by index, as
 vela does on its device, so the figure is the training step and not a
 DataLoader. Prints one line per epoch and a last line with examples/s (wall
-clock and per second of processor time) and the test accuracy.
+clock and per second of processor time), the test accuracy and the peak
+resident memory (ru_maxrss, as vela's VmHWM).
 
     /usr/bin/python3 scripts/bench/cnn_torch.py [--epochs 3] [--dir data/mnist] [--threads N] [--train N]
 
@@ -20,6 +21,7 @@ threads=1.
 """
 import argparse
 import os
+import resource
 import sys
 import time
 
@@ -79,6 +81,7 @@ def main():
                       for i in range(0, len(xte), 1000)) / len(xte)
         print(f"epoch {epoch}  loss {total / n:.4f}  test {100 * acc:.2f}%  {dt:.2f} s  {n / dt:.0f} ex/s", flush=True)
     print(f"{max(rates):8.0f} ex/s ({max(cpu_rates):6.0f} per cpu-second)   test {100 * acc:.2f}% after {a.epochs} epochs"
+          f"   peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
           f"   (torch {torch.__version__}, {torch.get_num_threads()} threads)")
 
 

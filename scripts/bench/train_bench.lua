@@ -1,8 +1,10 @@
 -- The common part of scripts/bench/mnist.lua and cnn.lua: options of the
 -- form key=value, one row per device (the best epoch's examples per second,
 -- wall clock and per second of processor time, the test accuracy, and the
--- host waits of one training step started on an idle device), then the
--- PyTorch twin's last line when a python3 can import torch.
+-- host waits of one training step started on an idle device, and the
+-- process's peak resident memory so far, VmHWM of /proc/self/status: run one
+-- device for its own figure), then the PyTorch twin's last line when a python3
+-- can import torch.
 --
 --   local bench = dofile("scripts/bench/train_bench.lua")
 --   local opts = bench.options{epochs = 3, ...}
@@ -23,6 +25,16 @@ function bench.options(defaults)
   end
   if opts.threads then vela.threads(opts.threads) end
   return opts
+end
+
+-- The process's peak resident set in MB (VmHWM), or nil where /proc has none.
+function bench.peak_mb()
+  local f = io.open("/proc/self/status")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  local kb = s:match("VmHWM:%s*(%d+)%s*kB")
+  return kb and tonumber(kb) / 1024
 end
 
 -- One device's row: nn.fit for opts.epochs (SGD lr 0.05, momentum 0.9), then
@@ -46,8 +58,9 @@ local function device_row(opts, spec)
   step()
   local waits = vela.stats().host_waits - w0
   vela.sync()
-  return ("%8.0f ex/s (%6.0f per cpu-second)   test %.2f%% after %d epochs   host waits in a step: %d"):format(
-    best, best_cpu, 100 * h.test_accuracy[opts.epochs], opts.epochs, waits)
+  local peak = bench.peak_mb()
+  return ("%8.0f ex/s (%6.0f per cpu-second)   test %.2f%% after %d epochs   host waits in a step: %d   peak %s MB"):format(
+    best, best_cpu, 100 * h.test_accuracy[opts.epochs], opts.epochs, waits, peak and ("%.0f"):format(peak) or "?")
 end
 
 -- spec.title: the first line; spec.sets(), spec.net(): the data and a fresh

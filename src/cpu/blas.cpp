@@ -99,10 +99,24 @@ int64_t pieces(double flops, int64_t len, int64_t min_len) {
 }  // namespace
 
 void mm_plain(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
+    mm_plain_then(alpha, a, b, beta, c, nullptr, nullptr);
+}
+
+void mm_plain_then(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, ColumnsFn after,
+                   void* ctx) {
     if (c.empty()) return;
+    auto whole = [&] {
+        if (after) after(ctx, 0, c.cols);
+    };
     // BLAS writes a plain column-major c: for a transposed c compute cᵀ = bᵀ·aᵀ.
-    if (c.trans) return mm_plain(alpha, b.t(), a.t(), beta, c.t());
-    if (a.cols == 0) return scale_only(beta, c);
+    if (c.trans) {
+        mm_plain(alpha, b.t(), a.t(), beta, c.t());
+        return whole();
+    }
+    if (a.cols == 0) {
+        scale_only(beta, c);
+        return whole();
+    }
     // β = 0: OpenBLAS's gemm zero-fills c without reading it (NaN included), as
     // the kernel tests check at small and large sizes.
     const int m = blas_dim("mm", c.rows), n = blas_dim("mm", c.cols), k = blas_dim("mm", a.cols);
@@ -117,10 +131,15 @@ void mm_plain(float alpha, const Matrix& a, const Matrix& b, float beta, const M
     // Columns of c when there are enough, else rows: each piece then packs all of
     // op(a) once (columns) or all of op(b) (rows), and column pieces measured faster.
     if (int64_t p = pieces(flops, n, kMinCols); p > 1)
-        return split(n, p, kMinCols, [&](int64_t c0, int64_t c1) { gemm(0, m, c0, c1); });
+        return split(n, p, kMinCols, [&](int64_t c0, int64_t c1) {
+            gemm(0, m, c0, c1);
+            if (after) after(ctx, c0, c1);
+        });
     if (int64_t p = pieces(flops, m, kMinRows); p > 1)
-        return split(m, p, kMinRows, [&](int64_t r0, int64_t r1) { gemm(r0, r1, 0, n); });
-    gemm(0, m, 0, n);
+        split(m, p, kMinRows, [&](int64_t r0, int64_t r1) { gemm(r0, r1, 0, n); });
+    else
+        gemm(0, m, 0, n);
+    whole();
 }
 
 void CpuDevice::mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {

@@ -283,18 +283,40 @@ namespace {
 // then unary()'s own loop for `op` (while the column is in cache), so the result
 // is bit-identical to add_bias then the activation kernel.
 template <class F>
-void bias_act(const Matrix& b, const Matrix& y, F act, Unary op = Unary::count_) {
+void bias_act_column(const Matrix& b, const Matrix& y, int64_t j, F act, Unary op) {
     const float* bp = fbase(b) + b.offset;
     const int64_t bi = b.inc(), m = y.rows;
-    per_column(y, [&](int64_t j) {
-        Col yc = column(y, j);
-        if (yc.s == 1 && bi == 1) {
-            for (int64_t i = 0; i < m; i++) yc.p[i] = yc.p[i] + bp[i];
-            if (op != Unary::count_) unary_run(op, yc.p, yc.p, m);
-        } else {
-            for (int64_t i = 0; i < m; i++) yc.p[i * yc.s] = act(yc.p[i * yc.s] + bp[i * bi]);
-        }
-    });
+    Col yc = column(y, j);
+    if (yc.s == 1 && bi == 1) {
+        for (int64_t i = 0; i < m; i++) yc.p[i] = yc.p[i] + bp[i];
+        if (op != Unary::count_) unary_run(op, yc.p, yc.p, m);
+    } else {
+        for (int64_t i = 0; i < m; i++) yc.p[i * yc.s] = act(yc.p[i * yc.s] + bp[i * bi]);
+    }
+}
+
+template <class F>
+void bias_act(const Matrix& b, const Matrix& y, F act, Unary op = Unary::count_) {
+    per_column(y, [&](int64_t j) { bias_act_column(b, y, j, act, op); });
+}
+
+// y ← act(w·x + b): each column piece of a cut product gets its bias and
+// activation from the thread that computed it, while the piece is in its cache
+// (bias_act's per-column loop, so the same bits); a product that is not cut
+// by columns gets them over all columns after it, across the pool.
+template <class F>
+void dense_act(const Matrix& w, const Matrix& x, const Matrix& b, const Matrix& y, F act, Unary op = Unary::count_) {
+    struct Ctx {
+        const Matrix &b, &y;
+        F act;
+        Unary op;
+    } ctx{b, y, act, op};
+    auto after = [](void* p, int64_t j0, int64_t j1) {
+        auto& c = *static_cast<Ctx*>(p);
+        if (j0 == 0 && j1 == c.y.cols) return bias_act(c.b, c.y, c.act, c.op);
+        for (int64_t j = j0; j < j1; j++) bias_act_column(c.b, c.y, j, c.act, c.op);
+    };
+    mm_plain_then(1.0f, w, x, 0.0f, y, after, &ctx);
 }
 
 }  // namespace
@@ -306,12 +328,11 @@ void CpuDevice::add_bias(const Matrix& b, const Matrix& y) {
 
 void CpuDevice::dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
     Timed t(this, Kernel::dense);
-    mm_plain(1.0f, w, x, 0.0f, y);
     using namespace opmath;
     switch (act) {
-        case Act::identity: return bias_act(b, y, [](float v) { return v; });
+        case Act::identity: return dense_act(w, x, b, y, [](float v) { return v; });
 #define VELA_ACT(name, f, d, from, what) \
-    case Act::name: return bias_act(b, y, [](float x) { return (f); }, Unary::name);
+    case Act::name: return dense_act(w, x, b, y, [](float x) { return (f); }, Unary::name);
 #define VELA_FN(name, params, f, what)
 #include "core/ops.def"
 #undef VELA_ACT

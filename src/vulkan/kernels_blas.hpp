@@ -15,11 +15,13 @@ void force_gemm_variant(GemmVariant v);
 
 // First use of mm's register block (kernels_blas.cpp, stand_in_budget): the
 // multiply-adds the 2×4 block may run in a larger block's stead before that
-// one is made, per block and device; and how many products it ran so far
-// (both for the tests).
+// one is made, per block and device (the 1×1 block in the 2×4 one's stead a
+// sixteenth of it); how many products ran on either stand-in so far, and how
+// many of those on the 1×1 block (all for the tests).
 void set_gemm_stand_in_budget(double multiply_adds);
 double gemm_stand_in_budget();
 uint64_t gemm_stand_in_count();
+uint64_t gemm_small_stand_in_count();
 
 class VulkanDevice;
 // A strided batched product for record_gemm: count blocks, sx elements from one block of x to the

@@ -139,6 +139,21 @@ VkDeviceSize Memory::heap_size(const PoolState& p) const {
     return heap_limit_ && heap_limit_ < heap ? heap_limit_ : heap;
 }
 
+// A pool's shared blocks grow: the first is a sixteenth of block_size_ (at
+// least the request), each further one twice the largest so far, up to
+// block_size_. A small session then never asks for 64 MiB (SwiftShader fills
+// every allocation with zeros: its first 64 MiB block cost the device's
+// opening ~20 ms of memset and page faults), and a large one reaches full
+// blocks after four.
+VkDeviceSize Memory::shared_block_size(const PoolState& p, VkDeviceSize request) const {
+    VkDeviceSize largest = 0;
+    for (auto& b : p.blocks)
+        if (!b->dedicated) largest = std::max(largest, b->size);
+    VkDeviceSize size = largest ? largest * 2 : block_size_ / 16;
+    while (size < request) size *= 2;
+    return std::min(size, block_size_);
+}
+
 Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDeviceSize request) {
     VkDeviceSize heap = heap_size(p);
     // Check what the driver may not: lavapipe would happily malloc past its advertised heap.
@@ -270,7 +285,7 @@ Allocation Memory::try_alloc(VkDeviceSize size, PoolState& p) {
                 }
             if (found) break;
         }
-        if (!found) found = new_block(p, block_size_, false, size);
+        if (!found) found = new_block(p, shared_block_size(p, size), false, size);
     }
     // A software device's memory is the host's: commit the range's pages before handing it out.
     if (gpu_.phys.caps.software && found->mapped && at + size > found->committed) {

@@ -62,6 +62,7 @@ private:
     Allocation try_alloc(VkDeviceSize size, PoolState& p);
     void trim(PoolState& p);  // gives every empty shared block back to the driver
     VkDeviceSize heap_size(const PoolState& p) const;  // the heap, or VELA_VK_HEAP_LIMIT when smaller
+    VkDeviceSize shared_block_size(const PoolState& p, VkDeviceSize request) const;
     Block* new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDeviceSize request);
     void drop_block(PoolState& p, Block* b);
 

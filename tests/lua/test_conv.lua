@@ -204,6 +204,65 @@ for _, id in ipairs(ids) do
 end
 device("cpu")
 
+-- In evaluation mode the cpu keeps no windows for a backward: every part
+-- reuses one part's (see Conv2d:_cols_at). The output must be the training
+-- mode's, and a backward after such a forward (which makes the windows again)
+-- must give the training mode's gradients; the training path itself is held to
+-- the per-sample sums above and to nn.gradcheck.
+for _, id in ipairs(ids) do
+  device(id)
+  t.test(id .. ": nn.conv2d in evaluation mode gives the training mode's output, and its gradients after a backward", function()
+    for _, spec in ipairs{{2, 3, 5, {activation = "tanh", pad = 1, input = 28, seed = 5}},   -- windows stored by row
+                          {4, 3, 3, {activation = "relu", input = {h = 20, w = 5}, seed = 6}}} do  -- by column
+      local layer = nn.conv2d(spec[1], spec[2], spec[3], spec[4])
+      local n = 40
+      local x, dy = randn(layer.inputs, n, 41), randn(layer.outputs, n, 42)
+      local a = host(layer:forward(x))
+      local dx, dw, db = host(layer:backward(dy)), host(layer.dw), host(layer.db)
+      layer:eval()
+      local what = tostring(layer) .. " in evaluation mode: "
+      close(host(layer:forward(x)), a, 0, what .. "output")
+      close(host(layer:backward(dy)), dx, 0, what .. "dx")
+      close(host(layer.dw), dw, 0, what .. "dW")
+      close(host(layer.db), db, 0, what .. "db")
+      layer:train()
+      close(host(layer:forward(x)), a, 0, tostring(layer) .. " back in training: output")
+    end
+  end)
+end
+device("cpu")
+
+-- nn.evaluate's 1,000-image batches used to make every conv's windows for the
+-- whole batch (R × P·1000) and the backward's δ and dx at that size: 1.4× the
+-- peak memory of the same CNN in PyTorch (issue 29). A forward-only pass now
+-- holds each layer's outputs (the pool's indices beside its y) and a few parts'
+-- windows; the growth of the cpu's memory over one evaluation is held to that.
+t.test("cpu: nn.evaluate of a CNN on 1,000 images makes only the forward's buffers", function()
+  device("cpu")
+  local net = nn.sequential{
+    nn.conv2d(1, 8, 5, {activation = "relu", input = 28, seed = 1}), nn.maxpool2d(2),
+    nn.conv2d(8, 16, 5, {activation = "relu", seed = 2}), nn.maxpool2d(2),
+    nn.flatten(), nn.linear(256, 10, nil, {seed = 3}),
+  }
+  local n = 1000
+  local labs = {}
+  for j = 1, n do labs[j] = j % 10 + 1 end
+  local set = {images = rand(784, n, 51), labels = from({labs}), n = n}
+  local loss = nn.softmax_xent()
+  local x, y = set.images:columns(1, 16), set.labels:columns(1, 16)
+  loss:forward(net:forward(x), y)
+  net:backward(loss:backward())  -- the training buffers, at 16 samples
+  collectgarbage(); collectgarbage()
+  local before = vela.mem("cpu").used
+  nn.evaluate(net, set)
+  collectgarbage(); collectgarbage()
+  local grown = vela.mem("cpu").used - before
+  local outs = 0
+  for _, l in ipairs(net.layers) do outs = outs + l.outputs end
+  local bound = 2 * outs * n * 4 + (8 << 20)  -- two output-sized matrices a layer, 8 MB for windows and the loader
+  assert(grown <= bound, ("nn.evaluate grew the cpu's memory by %.1f MB, more than %.1f MB"):format(grown / 2^20, bound / 2^20))
+end)
+
 -- ---- shapes in nn.sequential -------------------------------------------------
 
 t.test("nn.sequential hands the image shapes along; flatten ends them", function()

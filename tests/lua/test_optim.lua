@@ -187,6 +187,44 @@ for _, id in ipairs(ids) do
     t.near(max_diff_t(net2.layers[1].w:to("cpu"):totable(), w0), 0, 0, "lr 0 in epoch 1, nothing in epoch 2")
   end)
 
+  -- nn.fit checks the parameters and hyperparameters at an epoch's first step
+  -- only (optim._epoch_stepper); its later steps must be opt:step's, bit for bit.
+  t.test(id .. ": nn.fit's steps equal opt:step's, bit for bit, for every optimizer", function()
+    local data = require "vela.data"
+    local n = 40
+    local lab = {}
+    for j = 1, n do lab[j] = (j * 7) % 3 + 1 end
+    local set = {images = rand(5, n, 11), labels = matrix(1, n, lab), n = n}
+    local configs = {{"sgd", {lr = 0.1, momentum = 0.9, weight_decay = 0.01}}, {"sgd", {lr = 0.1}},
+      {"adam", {lr = 0.01, weight_decay = 0.1}}, {"adamw", {lr = 0.01}},
+      {"rmsprop", {lr = 0.01, momentum = 0.5, centered = true}}, {"adagrad", {lr = 0.1, lr_decay = 0.01}}}
+    for _, c in ipairs(configs) do
+      local function net() return nn.sequential{nn.linear(5, 6, "tanh", {seed = 3}), nn.linear(6, 3, nil, {seed = 4})} end
+      local a, b = net(), net()
+      local oa, ob = optim[c[1]](c[2]), optim[c[1]](c[2])
+      nn.fit(a, set, {epochs = 2, batch = 8, optimizer = oa, progress = false})
+      local loader, lossfn = data.loader(set, 8, {seed = 1}), nn.softmax_xent()
+      for e = 1, 2 do
+        for x, y in loader:epoch(e) do
+          lossfn:forward(b:forward(x), y)
+          b:backward(lossfn:backward())
+          ob:step(b:params())
+        end
+      end
+      assert(oa.steps == 10 and ob.steps == 10, c[1] .. ": 10 steps each")
+      for i, p in ipairs(a:params()) do
+        local wa, wb = p[1]:to("cpu"):totable(), b:params()[i][1]:to("cpu"):totable()
+        assert(max_diff_t(wa, wb) == 0, ("%s: parameter %s differs from opt:step's by %g"):format(c[1], p.name,
+          max_diff_t(wa, wb)))
+      end
+    end
+    -- An optimizer of one's own (a step function) is called for every batch.
+    local calls = 0
+    local own = {lr = 0.1, step = function(self, params) calls = calls + 1; optim.sgd{lr = 0.1}:step(params) end}
+    nn.fit(nn.sequential{nn.linear(5, 3, nil, {seed = 1})}, set, {epochs = 2, batch = 8, optimizer = own, progress = false})
+    assert(calls == 10, ("own optimizer stepped %d times for 10 batches"):format(calls))
+  end)
+
   t.test(id .. ": dropout's scale 1/(1 − p) is computed in double", function()
     local x = fill(zeros(64, 4), 1)
     local mask = zeros(64, 4)

@@ -14,6 +14,7 @@
 #include "core/opmath.hpp"
 #include "core/ops.hpp"
 #include "cpu/cpu_device.hpp"
+#include "cpu/cpu_kernels.hpp"
 #include "cpu/isa.hpp"
 #include "kernel_reference.hpp"
 
@@ -264,4 +265,20 @@ TEST_CASE("cpu isa: the streaming-store path gives the plain loops' bits", "[cpu
     for (int64_t k = 1; k <= n; k += 1013)
         CHECK(got[size_t(k)] == float(double(xs[size_t(k)]) + double(bs[size_t(k)])));
     CHECK(stream_min() == int64_t(8) << 20);
+}
+
+// The cpu's buffers from 4 MiB on start at a 2 MiB boundary (cpu_device.cpp,
+// map_pages: what transparent huge pages need), whole and usable; below that
+// the 64-byte alignment of the small ones.
+TEST_CASE("cpu: large buffers start at a 2 MiB boundary", "[cpu][isa]") {
+    Device& d = cpu_device();
+    for (int64_t n : {int64_t(1) << 20, (int64_t(1) << 22) + 7, int64_t(3) << 21}) {
+        INFO(n << " floats");
+        const Matrix m = empty(d, n, 1);
+        const auto at = reinterpret_cast<uintptr_t>(cpu::base(m));
+        CHECK(at % (n * 4 >= (int64_t(4) << 20) ? (uintptr_t(2) << 20) : 64) == 0);
+        fill(m, 2.5f);
+        const std::vector<float> h = to_host(m);
+        CHECK((h.front() == 2.5f && h.back() == 2.5f && h[size_t(n / 2)] == 2.5f));
+    }
 }

@@ -96,7 +96,8 @@ void* map_pages(size_t len) {
     if (len < 2 * kHuge) return mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     const size_t over = len + kHuge - 4096;
     void* q = mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (q == MAP_FAILED) return q;
+    // The alignment's slack refused (an address-space limit): the plain mapping, as before.
+    if (q == MAP_FAILED) return mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     const uintptr_t at = (uintptr_t(q) + kHuge - 1) / kHuge * kHuge;
     if (at > uintptr_t(q)) munmap(q, at - uintptr_t(q));
     const uintptr_t end = uintptr_t(q) + over;

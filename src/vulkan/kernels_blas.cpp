@@ -47,6 +47,7 @@ struct RegblockSpec {  // mm_regblock.glsl (mm_regblock.comp, mm_regblock_i64.co
     uint32_t ta, tb;   // op(a) = aᵀ, op(b) = bᵀ of the stored matrices
     uint32_t pair;     // 1: load a in 8-byte pairs; 2: in 16 bytes
     uint32_t epi, act;
+    uint32_t bpair;    // 1: load op(b) in 8-byte pairs along k (64-bit kernel)
 };
 struct TiledSpec {    // mm_tiled.comp
     uint32_t tx, ty;  // the workgroup
@@ -167,10 +168,12 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // a 10-row output layer does not compute 64 rows.
         uint32_t sg = std::clamp<uint32_t>(caps.subgroup_size, 1, caps.max_workgroup_invocations);
         uint32_t mr = p.m <= 2 * sg ? 2 : p.m <= 4 * sg ? 4 : 8;
-        // NR = 12 was tuned for the 64-bit kernel (lavapipe), 16 for the
-        // portable one (SwiftShader: 10-25% faster than 12; 20, 24 and MR = 4
-        // slower; docs/gemm.md).
-        uint32_t nr = p.n <= 4 ? 4 : caps.int64 ? 12 : 16;
+        // NR = 24 for the 64-bit kernel (lavapipe, with the pair loads of b:
+        // each load is a loop over the lanes there, so wider blocks share
+        // them over more fma; 12 before, docs/results.md "lavapipe's GEMM"),
+        // 16 for the portable one (SwiftShader: 10-25% faster than 12; 20, 24
+        // and MR = 4 slower; docs/gemm.md).
+        uint32_t nr = p.n <= 4 ? 4 : caps.int64 ? 24 : 16;
         // 8-byte loads of a need an even address and leading dimension; for
         // row pairs also an even row count, so a pair never leaves the column.
         // bmm: every block's address too (its step a multiple of 2 or 4 elements).
@@ -182,8 +185,13 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // (a 16-byte load is four per-lane loops on lavapipe, no gain).
         bool quad = !caps.int64 && p.a % 16 == 0 && p.lda % 4 == 0 && sg % 4 == 0 && mr % 4 == 0 &&
                     (ta || p.m % 4 == 0) && bsa % 4 == 0;
+        // 8-byte loads of b (64-bit kernel): along k (op(b) untransposed) or
+        // along j (transposed; column pairs need an even n, and NR even).
+        const uint64_t bsb = batch ? uint64_t(batch->sb) : 0;
+        const bool bpair = caps.int64 && p.b % 8 == 0 && p.ldb % 2 == 0 && bsb % 2 == 0 &&
+                           (!tb || (p.n % 2 == 0 && nr % 2 == 0));
         rspec = {.sg = sg, .mr = mr, .nr = nr, .ta = ta, .tb = tb, .pair = quad ? 2u : pair ? 1u : 0u, .epi = epi,
-                 .act = uint32_t(act)};
+                 .act = uint32_t(act), .bpair = bpair ? (tb ? 2u : 1u) : 0u};
         // 64-bit addresses stepped per load where the device has them (about
         // twice the speed on lavapipe); the portable kernel elsewhere.
         shader = caps.int64 ? "mm_regblock_i64" : "mm_regblock";

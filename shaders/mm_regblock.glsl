@@ -7,7 +7,9 @@
 // (8-byte pairs, or in the portable kernel 16-byte groups of four, when the
 // host allows it: fewer loads, which dominate on a CPU); op(b) is loaded once
 // per SG values of k, lane l holding
-// op(b)(k0 + l, j), and handed to all lanes with subgroupBroadcast.
+// op(b)(k0 + l, j), and handed to all lanes with subgroupBroadcast
+// (subgroupShuffle in the 64-bit kernel, which also loads b in 8-byte pairs
+// where it can: BPAIR below).
 // c ← α·op(a)·op(b) + β·c (EPI_AXPBY; EPI_BATCHED the same for block z of a
 // strided batched product) or c ← act(op(a)·op(b) + bias) (EPI_DENSE).
 #extension GL_KHR_shader_subgroup_basic : require

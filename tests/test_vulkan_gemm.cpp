@@ -213,8 +213,9 @@ TEST_CASE("vulkan mm: 8-byte loads of b along k and along columns, partial block
     // ld are even: two k per lane untransposed (16 k a pass, then the k % 16
     // remainder), two columns transposed when n is even (the last pair starts
     // at n - 2). n = 50 leaves a partial column block, 49 is odd (single
-    // columns), 2 is one pair; k = 37 and 5 take the remainder; pad 1 makes
-    // the address and ld odd (4-byte loads), pad 2 even again.
+    // columns), 2 is one pair; k = 37 takes pairs and a remainder, k = 5
+    // no pairs along k (record_gemm counts fewer loads without them); pad 1
+    // makes the address and ld odd (4-byte loads), pad 2 even again.
     auto variant = GENERATE(vk::GemmVariant::regblock, vk::GemmVariant::tiled);
     Variant force(variant);
     for (int tb = 0; tb < 2; tb++)

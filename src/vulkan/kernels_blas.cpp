@@ -193,8 +193,20 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // 8-byte loads of b (64-bit kernel): along k (op(b) untransposed) or
         // along j (transposed; column pairs need an even n, and NR even).
         const uint64_t bsb = batch ? uint64_t(batch->sb) : 0;
-        const bool bpair = regblock64(caps) && p.b % 8 == 0 && p.ldb % 2 == 0 && bsb % 2 == 0 &&
-                           (!tb || (p.n % 2 == 0 && nr % 2 == 0));
+        bool bpair = regblock64(caps) && p.b % 8 == 0 && p.ldb % 2 == 0 && bsb % 2 == 0 &&
+                     (!tb || (p.n % 2 == 0 && nr % 2 == 0));
+        if (bpair && !tb) {
+            // Along k a pass takes 2·SG values of k and the k % 2SG left
+            // over load b one k at a time (NR loads each): for a short k (the
+            // 10-long k of a 10-class layer's dx) that is more loads than
+            // without pairs. Count the loads of a lane both ways (the k
+            // passes over 512-long chunks leave the same remainder).
+            const uint64_t la = pair ? mr / 2 : mr;  // loads of a per k
+            auto loads = [&](uint64_t ks, uint64_t b_per_pass) {
+                return (p.k / ks) * (b_per_pass + ks * la) + (p.k % ks) * (nr + la);
+            };
+            bpair = loads(2 * sg, nr) < loads(sg, nr);
+        }
         rspec = {.sg = sg, .mr = mr, .nr = nr, .ta = ta, .tb = tb, .pair = quad ? 2u : pair ? 1u : 0u, .epi = epi,
                  .act = uint32_t(act), .bpair = bpair ? (tb ? 2u : 1u) : 0u};
         // 64-bit addresses stepped per load where the device has them (about

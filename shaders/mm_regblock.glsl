@@ -7,11 +7,21 @@
 // (8-byte pairs, or in the portable kernel 16-byte groups of four, when the
 // host allows it: fewer loads, which dominate on a CPU); op(b) is loaded once
 // per SG values of k, lane l holding
-// op(b)(k0 + l, j), and handed to all lanes with subgroupBroadcast.
+// op(b)(k0 + l, j), and handed to all lanes with subgroupBroadcast
+// (subgroupShuffle in the 64-bit kernel, which also loads b in 8-byte pairs
+// where it can: BPAIR below).
 // c ← α·op(a)·op(b) + β·c (EPI_AXPBY; EPI_BATCHED the same for block z of a
 // strided batched product) or c ← act(op(a)·op(b) + bias) (EPI_DENSE).
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_ballot : require
+#ifdef GEMM_INT64
+// lavapipe: subgroupShuffle by a constant lane is a vector permute, about a
+// quarter of the time of its subgroupBroadcast (docs/gemm.md)
+#extension GL_KHR_shader_subgroup_shuffle : require
+#define GEMM_BCAST(x, lane) subgroupShuffle(x, lane)
+#else
+#define GEMM_BCAST(x, lane) subgroupBroadcast(x, lane)
+#endif
 #include "gemm.glsl"
 #include "mm_common.glsl"
 
@@ -51,6 +61,13 @@ layout(constant_id = 4) const uint TB = 0;
 layout(constant_id = 5) const uint PAIR = 0;  // 1: a's address and ld are even: load 8 bytes; 2: 16 bytes
 layout(constant_id = 6) const uint EPI = EPI_AXPBY;
 layout(constant_id = 7) const uint ACT = ACT_IDENTITY;
+// 8-byte loads of op(b) (64-bit kernel only; the host proved b's address,
+// ld and block step even): on lavapipe every load is a loop over the lanes,
+// mm's main cost (docs/gemm.md), and a pair halves the loads of b.
+// 1: op(b) untransposed: lane l loads op(b)(k0 + 2l, j) and (k0 + 2l + 1, j),
+//    so one load serves 2·SG values of k;
+// 2: op(b) transposed, n and NR even: op(b)(k0 + l, j) and (k0 + l, j + 1).
+layout(constant_id = 8) const uint BPAIR = 0;
 layout(local_size_x_id = 0) in;
 
 // G values of a per load: 1, 2 (PAIR = 1) or 4 (PAIR = 2). Untransposed a:
@@ -116,7 +133,8 @@ void main() {
     }
     PTR qb[NR];  // op(b)(0, j)
     [[unroll]] for (uint j = 0; j < NR; j++) {
-        uint jc = min(j0 + j, p.n - 1);
+        // Column pairs start at an even column: n - 2 is the last (n is even).
+        uint jc = min(j0 + j, BPAIR == 2 && j % 2 == 0 ? p.n - 2 : p.n - 1);
 #ifdef GEMM_INT64
         qb[j] = PTR_AT(b0, jc, TB != 0 ? 1u : p.ldb);
 #else
@@ -127,14 +145,35 @@ void main() {
     float acc[MR * NR];
     [[unroll]] for (uint t = 0; t < MR * NR; t++) acc[t] = 0.0;
 
+    // Values of k per pass of the main loop: SG, or 2·SG with pairs of b.
+    const uint KS = BPAIR == 1 ? 2 * SG : SG;
     uint k0 = 0;
-    for (; k0 + SG <= p.k; k0 += SG) {
-        float bl[NR];
-        STEP boff = STEP(k0 + l) * sb;
-        [[unroll]] for (uint j = 0; j < NR; j++) bl[j] = load_b(j, qb[j] + boff);
+    for (; k0 + KS <= p.k; k0 += KS) {
+        float bl[NR], bh[NR];
+#ifdef GEMM_INT64
+        if (BPAIR == 1) {
+            STEP boff = STEP(k0 + 2 * l) * sb;
+            [[unroll]] for (uint j = 0; j < NR; j++) {
+                vec2 t = gemm_load2_64(qb[j] + boff);
+                bl[j] = t.x;
+                bh[j] = t.y;
+            }
+        } else if (BPAIR == 2) {
+            STEP boff = STEP(k0 + l) * sb;
+            [[unroll]] for (uint j = 0; j < NR; j += 2) {
+                vec2 t = gemm_load2_64(qb[j] + boff);
+                bl[j] = t.x;
+                bl[j + 1] = t.y;
+            }
+        } else
+#endif
+        {
+            STEP boff = STEP(k0 + l) * sb;
+            [[unroll]] for (uint j = 0; j < NR; j++) bl[j] = load_b(j, qb[j] + boff);
+        }
         float av[MR];
         vec4 an[MR];
-        [[unroll]] for (uint kk = 0; kk < SG; kk++) {
+        [[unroll]] for (uint kk = 0; kk < KS; kk++) {
             if (ROWPAIR) {
                 [[unroll]] for (uint r = 0; r < MR; r += G) {
                     vec4 t = load_group(r, pa[r]);
@@ -156,12 +195,12 @@ void main() {
                 }
             }
             [[unroll]] for (uint j = 0; j < NR; j++) {
-                float bv = subgroupBroadcast(bl[j], kk);
+                float bv = BPAIR == 1 ? GEMM_BCAST((kk & 1) != 0 ? bh[j] : bl[j], kk >> 1) : GEMM_BCAST(bl[j], kk);
                 [[unroll]] for (uint r = 0; r < MR; r++) acc[r * NR + j] = fma(av[r], bv, acc[r * NR + j]);
             }
         }
     }
-    // The last k % SG values: every lane loads op(b) itself.
+    // The last k % KS values: every lane loads op(b) itself.
     for (; k0 < p.k; k0++) {
         float av[MR];
         [[unroll]] for (uint r = 0; r < MR; r++) {

@@ -207,6 +207,26 @@ TEST_CASE("vulkan mm: sizes and leading dimensions that take the 16-byte loads",
                 }
 }
 
+TEST_CASE("vulkan mm: 8-byte loads of b along k and along columns, partial blocks and remainders", "[vulkan][gemm]") {
+    REQUIRE_VULKAN(dev);
+    // The 64-bit kernel (lavapipe) loads op(b) in pairs where b's address and
+    // ld are even: two k per lane untransposed (16 k a pass, then the k % 16
+    // remainder), two columns transposed when n is even (the last pair starts
+    // at n - 2). n = 50 leaves a partial column block, 49 is odd (single
+    // columns), 2 is one pair; k = 37 takes pairs and a remainder, k = 5
+    // no pairs along k (record_gemm counts fewer loads without them); pad 1
+    // makes the address and ld odd (4-byte loads), pad 2 even again.
+    auto variant = GENERATE(vk::GemmVariant::regblock, vk::GemmVariant::tiled);
+    Variant force(variant);
+    for (int tb = 0; tb < 2; tb++)
+        for (int64_t n : {50, 49, 2})
+            for (int64_t k : {37, 16, 5})
+                for (int64_t pad : {0, 1, 2}) {
+                    INFO(variant_name(variant) << " tb " << tb << " n " << n << " k " << k << " pad " << pad);
+                    check_mm(*dev, 70, n, k, false, tb, false, 1.25f, 0.5f, pad);
+                }
+}
+
 TEST_CASE("vulkan mm: β = 0 never reads c, k = 0 and empty shapes", "[vulkan][gemm]") {
     REQUIRE_VULKAN(dev);
     // c full of NaN with β = 0: the result must be exactly α·a·b.

@@ -174,6 +174,7 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
                         (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BALLOT_BIT) && d.subgroup > 0;
     if (!c.subgroup_ballot)
         d.limits.emplace_back("subgroup ballot", "no: mm and dense use the tiled kernel (mm_tiled.comp)");
+    c.subgroup_shuffle = c.subgroup_ballot && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     if (!p.timestamps) d.limits.emplace_back("timestamps", "no: profile() reports no per-kernel device times");
     if (!missing.empty()) {
         d.usable = false;

@@ -35,6 +35,7 @@ struct Caps {
     bool subgroup_arithmetic = false;    // subgroupAdd/Max available in compute
     bool subgroup_ballot = false;        // subgroupBroadcast available in compute (mm_regblock.comp)
     bool int64 = false;                  // shaderInt64 (enabled): mm_regblock_i64.comp may run
+    bool subgroup_shuffle = false;       // subgroupShuffle in compute (mm_regblock_i64.comp needs it too)
     uint32_t vendor_id = 0;
 };
 

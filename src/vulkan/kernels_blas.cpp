@@ -23,7 +23,8 @@ GemmVariant forced = GemmVariant::automatic;
 
 // First use of a register block on a device (docs/vulkan.md, "First use"):
 // its JIT compile costs seconds on the software drivers (lavapipe with an
-// empty Mesa cache ~2.7 s of processor time for the 8×12 block, SwiftShader
+// empty Mesa cache ~2.7 s of processor time for the 8×12 block (~5 s for
+// the 8×24 block it uses since issue 29), SwiftShader
 // ~3.8 s for 8×16 in every process), the 2×4 block's ~0.2 s and ~0.13 s. So
 // products run on the 2×4 block, bit for bit the same values (each element
 // is the same chain of fma over k in the same order), until the products
@@ -47,6 +48,7 @@ struct RegblockSpec {  // mm_regblock.glsl (mm_regblock.comp, mm_regblock_i64.co
     uint32_t ta, tb;   // op(a) = aᵀ, op(b) = bᵀ of the stored matrices
     uint32_t pair;     // 1: load a in 8-byte pairs; 2: in 16 bytes
     uint32_t epi, act;
+    uint32_t bpair;    // 1: load op(b) in 8-byte pairs along k (64-bit kernel)
 };
 struct TiledSpec {    // mm_tiled.comp
     uint32_t tx, ty;  // the workgroup
@@ -117,6 +119,10 @@ uint32_t u32(const char* fn, const char* what, int64_t v) {
 
 uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
 
+// mm_regblock_i64 (64-bit addresses, subgroupShuffle, pair loads of b) where
+// the device has both; the portable mm_regblock elsewhere.
+bool regblock64(const Caps& caps) { return caps.int64 && caps.subgroup_shuffle; }
+
 bool use_regblock(const Caps& caps) {
     if (!caps.subgroup_ballot) return false;  // it needs subgroupBroadcast
     if (forced != GemmVariant::automatic) return forced == GemmVariant::regblock;
@@ -128,7 +134,7 @@ bool use_regblock(const Caps& caps) {
 // last k's values of op(a) lie (k-1)·step + 3 elements past the row's first).
 uint64_t max_k_per_dispatch(const Caps& caps, const Matrix& a, const Matrix& b) {
     uint64_t limit = kMaxK;
-    if (use_regblock(caps) && !caps.int64) {
+    if (use_regblock(caps) && !regblock64(caps)) {
         uint64_t step = std::max<uint64_t>({a.trans ? 1 : uint64_t(a.ld), b.trans ? uint64_t(b.ld) : 1, 1});
         limit = std::min(limit, (kMaxIndex - 4) / step + 1);
     }
@@ -167,10 +173,12 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // a 10-row output layer does not compute 64 rows.
         uint32_t sg = std::clamp<uint32_t>(caps.subgroup_size, 1, caps.max_workgroup_invocations);
         uint32_t mr = p.m <= 2 * sg ? 2 : p.m <= 4 * sg ? 4 : 8;
-        // NR = 12 was tuned for the 64-bit kernel (lavapipe), 16 for the
-        // portable one (SwiftShader: 10-25% faster than 12; 20, 24 and MR = 4
-        // slower; docs/gemm.md).
-        uint32_t nr = p.n <= 4 ? 4 : caps.int64 ? 12 : 16;
+        // NR = 24 for the 64-bit kernel (lavapipe, with the pair loads of b:
+        // each load is a loop over the lanes there, so wider blocks share
+        // them over more fma; 12 before, docs/results.md "lavapipe's GEMM"),
+        // 16 for the portable one (SwiftShader: 10-25% faster than 12; 20, 24
+        // and MR = 4 slower; docs/gemm.md).
+        uint32_t nr = p.n <= 4 ? 4 : regblock64(caps) ? 24 : 16;
         // 8-byte loads of a need an even address and leading dimension; for
         // row pairs also an even row count, so a pair never leaves the column.
         // bmm: every block's address too (its step a multiple of 2 or 4 elements).
@@ -180,13 +188,30 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // address, ld and (untransposed) row count allow it: on SwiftShader
         // 12% faster than pairs (docs/gemm.md). The 64-bit kernel keeps pairs
         // (a 16-byte load is four per-lane loops on lavapipe, no gain).
-        bool quad = !caps.int64 && p.a % 16 == 0 && p.lda % 4 == 0 && sg % 4 == 0 && mr % 4 == 0 &&
+        bool quad = !regblock64(caps) && p.a % 16 == 0 && p.lda % 4 == 0 && sg % 4 == 0 && mr % 4 == 0 &&
                     (ta || p.m % 4 == 0) && bsa % 4 == 0;
+        // 8-byte loads of b (64-bit kernel): along k (op(b) untransposed) or
+        // along j (transposed; column pairs need an even n, and NR even).
+        const uint64_t bsb = batch ? uint64_t(batch->sb) : 0;
+        bool bpair = regblock64(caps) && p.b % 8 == 0 && p.ldb % 2 == 0 && bsb % 2 == 0 &&
+                     (!tb || (p.n % 2 == 0 && nr % 2 == 0));
+        if (bpair && !tb) {
+            // Along k a pass takes 2·SG values of k and the k % 2SG left
+            // over load b one k at a time (NR loads each): for a short k (the
+            // 10-long k of a 10-class layer's dx) that is more loads than
+            // without pairs. Count the loads of a lane both ways (the k
+            // passes over 512-long chunks leave the same remainder).
+            const uint64_t la = pair ? mr / 2 : mr;  // loads of a per k
+            auto loads = [&](uint64_t ks, uint64_t b_per_pass) {
+                return (p.k / ks) * (b_per_pass + ks * la) + (p.k % ks) * (nr + la);
+            };
+            bpair = loads(2 * sg, nr) < loads(sg, nr);
+        }
         rspec = {.sg = sg, .mr = mr, .nr = nr, .ta = ta, .tb = tb, .pair = quad ? 2u : pair ? 1u : 0u, .epi = epi,
-                 .act = uint32_t(act)};
+                 .act = uint32_t(act), .bpair = bpair ? (tb ? 2u : 1u) : 0u};
         // 64-bit addresses stepped per load where the device has them (about
         // twice the speed on lavapipe); the portable kernel elsewhere.
-        shader = caps.int64 ? "mm_regblock_i64" : "mm_regblock";
+        shader = regblock64(caps) ? "mm_regblock_i64" : "mm_regblock";
         // The 2×4 block stands in for a larger one not yet made (see
         // stand_in_budget); forcing the variant (the tests) never does.
         const double work = double(p.m) * double(p.n) * double(std::max<uint32_t>(p.k, 1)) *

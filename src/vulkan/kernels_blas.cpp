@@ -233,6 +233,7 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
                 rspec.mr = 1;
                 rspec.nr = 1;
                 rspec.pair = 0;
+                rspec.bpair = 0;  // column pairs of b need an even NR
                 ++small_stand_ins;
             }
         }

@@ -3,6 +3,7 @@
 // form, so the notebook summarizes exactly as the shell does. Also the Lua
 // side of rich output: display(x), vela._display_bundle{...} (plot's SVG) and
 // vela._progress(line [, final]) (nn.fit's one updating line).
+#include <chrono>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -81,12 +82,20 @@ int l_display_bundle(lua_State* L) {
 }
 
 // vela._progress(line [, final]): one line updated in place; the next line
-// after a final one starts a new display.
+// after a final one starts a new display. Updates that are not final come at
+// most every 0.1 s: nn.fit on a small set runs hundreds of epochs a second,
+// and eight messages an epoch overflowed the iopub socket, which then
+// dropped the cell's error and its idle status (the notebook showed the cell
+// running forever).
 int l_progress(lua_State* L) {
     static std::string id;
     static int count = 0;
+    static std::chrono::steady_clock::time_point last{};
     std::string text = luaL_checkstring(L, 1);
     bool final = lua_toboolean(L, 2);
+    const auto now = std::chrono::steady_clock::now();
+    if (!id.empty() && !final && now - last < std::chrono::milliseconds(100)) return 0;
+    last = now;
     nlohmann::json data = {{"text/plain", text}};
     if (id.empty()) {
         id = "vela-progress-" + std::to_string(++count);

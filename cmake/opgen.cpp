@@ -4,7 +4,8 @@
 // drift), and the switches unary_f, act_f and act_prime_f. Every switch lists
 // every op; an unknown number gives NaN, never another op's value.
 // And modes.glsl: the mode numbers of the reductions (src/core/reduce.def),
-// the GEMM epilogue, the column and batchnorm passes (src/vulkan/modes.def), FAMILY_NAME
+// the GEMM epilogue, the column, batchnorm, layer norm, pooling and mv passes
+// (src/vulkan/modes.def), FAMILY_NAME
 // constants numbered as their C++ enums.
 #include <cctype>
 #include <cstdio>
@@ -24,6 +25,10 @@ std::string upper(const char* s) {
     return u;
 }
 
+void mode_row(std::FILE* f, const char* family, const char* name, uint32_t value, const char* what) {
+    std::fprintf(f, "const uint %s_%s = %uu;  // %s\n", family, upper(name).c_str(), unsigned(value), what);
+}
+
 // modes.glsl: one constant per row of each mode table, from the C++ enum.
 int write_modes(const char* path) {
     std::FILE* f = std::fopen(path, "w");
@@ -33,31 +38,28 @@ int write_modes(const char* path) {
     }
     std::fprintf(f, "// Generated from src/core/reduce.def and src/vulkan/modes.def by cmake/opgen.cpp at build time: "
                     "do not edit.\n#ifndef VELA_MODES_GLSL\n#define VELA_MODES_GLSL\n");
-#define VELA_REDUCE(name, what) \
-    std::fprintf(f, "const uint REDUCE_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::Reduce::name), what);
+#define VELA_REDUCE(name, what) mode_row(f, "REDUCE", #name, uint32_t(vela::Reduce::name), what);
 #include "core/reduce.def"
 #undef VELA_REDUCE
     std::fprintf(f, "const uint REDUCE_IMAX = %du;  // the first index of the largest |x| (reduce.comp only)\n",
                  int(vela::Reduce::count_));
-#define VELA_EPI(name, what) \
-    std::fprintf(f, "const uint EPI_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::vk::Epi::name), what);
-#define VELA_COLSTATS(name, what)                                                                        \
-    std::fprintf(f, "const uint COLSTATS_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::vk::ColStats::name), \
-                 what);
-#define VELA_COLAPPLY(name, what)                                                                        \
-    std::fprintf(f, "const uint COLAPPLY_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::vk::ColApply::name), \
-                 what);
-#define VELA_BN(name, what) \
-    std::fprintf(f, "const uint BN_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::vk::Bn::name), what);
-#define VELA_BN_APPLY(name, what)                                                                            \
-    std::fprintf(f, "const uint BN_APPLY_%s = %du;  // %s\n", upper(#name).c_str(), int(vela::vk::BnApply::name), \
-                 what);
+#define VELA_EPI(name, what) mode_row(f, "EPI", #name, uint32_t(vela::vk::Epi::name), what);
+#define VELA_COLSTATS(name, what) mode_row(f, "COLSTATS", #name, uint32_t(vela::vk::ColStats::name), what);
+#define VELA_COLAPPLY(name, what) mode_row(f, "COLAPPLY", #name, uint32_t(vela::vk::ColApply::name), what);
+#define VELA_BN(name, what) mode_row(f, "BN", #name, uint32_t(vela::vk::Bn::name), what);
+#define VELA_BN_APPLY(name, what) mode_row(f, "BN_APPLY", #name, uint32_t(vela::vk::BnApply::name), what);
+#define VELA_LN(name, what) mode_row(f, "LN", #name, uint32_t(vela::vk::Ln::name), what);
+#define VELA_POOL(name, what) mode_row(f, "POOL", #name, uint32_t(vela::vk::Pooling::name), what);
+#define VELA_MV(name, what) mode_row(f, "MV", #name, uint32_t(vela::vk::Mv::name), what);
 #include "vulkan/modes.def"
 #undef VELA_EPI
 #undef VELA_COLSTATS
 #undef VELA_COLAPPLY
 #undef VELA_BN
 #undef VELA_BN_APPLY
+#undef VELA_LN
+#undef VELA_POOL
+#undef VELA_MV
     std::fprintf(f, "#endif\n");
     return std::fclose(f) == 0 ? 0 : 1;
 }

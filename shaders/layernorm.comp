@@ -9,26 +9,27 @@
 // the 65,535 iterations after which a driver may end a loop). The
 // invocations' partials meet in shared memory, every element of which is
 // written before the barrier that precedes its first read.
-// MODE 0: forward. One chunk per column (chunks = 1): statistics, then y, in
+// LN_FWD: forward. One chunk per column (chunks = 1): statistics, then y, in
 //         one workgroup. Else each workgroup writes its chunk's (count, mean,
 //         M2) to part[3·(j·chunks + c)].
-// MODE 1: forward, the columns' chunks combined (one workgroup per column;
+// LN_FWD_COMBINE: forward, the columns' chunks combined (one workgroup per column;
 //         loops over chunks/WG partials): μ and r.
-// MODE 2: forward, y from μ and r: one invocation per element.
-// MODE 3: backward. chunks = 1: mean(g), mean(g·x̂), then dx and P, in one
+// LN_FWD_APPLY: forward, y from μ and r: one invocation per element.
+// LN_BWD: backward. chunks = 1: mean(g), mean(g·x̂), then dx and P, in one
 //         workgroup. Else each workgroup writes its chunk's (Σg, Σg·x̂) to part[2·(j·chunks + c)].
-// MODE 4: backward, the chunks combined into part2[2·j] = (mean(g), mean(g·x̂)).
-// MODE 5: backward, dx and P from part2: one invocation per element.
-// MODE 6: dγ(i) = Σⱼ P(i, j) into `gamma` and dβ(i) = Σⱼ dy(i, j) into `beta`:
+// LN_BWD_COMBINE: backward, the chunks combined into part2[2·j] = (mean(g), mean(g·x̂)).
+// LN_BWD_APPLY: backward, dx and P from part2: one invocation per element.
+// LN_ROW_SUMS: dγ(i) = Σⱼ P(i, j) into `gamma` and dβ(i) = Σⱼ dy(i, j) into `beta`:
 //         one invocation per row, columns of at most the host's per-loop limit.
 // Statistics combine as Chan et al.'s pairwise update (count, mean, M2) of
 // x − x(0, j), in float32: no 64-bit types (SwiftShader has none).
 #version 450
 #include "common.glsl"
+#include "modes.glsl"
 
 layout(constant_id = 0) const uint WG = 64;
-layout(constant_id = 1) const uint MODE = 0;
-// 1 (MODES 0 and 3 with chunks = 1, software drivers, columns of at most the
+layout(constant_id = 1) const uint MODE = LN_FWD;  // vk::Ln (src/vulkan/modes.def)
+// 1 (LN_FWD and LN_BWD with chunks = 1, software drivers, columns of at most the
 // host's per-loop limit): one invocation per column, WG columns per
 // workgroup, no shared memory and no barrier (on lavapipe a workgroup
 // barrier costs more than the short columns' reduction).
@@ -44,7 +45,7 @@ struct Strided {
 layout(push_constant) uniform LnPush {
     Strided x, y, dy;   // y is dx in the backward modes
     Addr gamma, beta, mean, rstd;  // dense vectors
-    Addr part;          // partials (MODES 0, 1, 3, 4) or per-column means (MODE 4 writes, 5 reads)
+    Addr part;          // partials (LN_FWD, _COMBINE, LN_BWD, _COMBINE) or per-column means (LN_BWD_COMBINE writes, LN_BWD_APPLY reads)
     Addr prod;          // P = dy·x̂, dense m×n (backward)
     uint rows, cols;
     uint chunk;         // rows per workgroup
@@ -99,7 +100,7 @@ void reduce_sum2(uint t) {
 void main() {
     uint t = LANE != 0u ? 0u : gl_LocalInvocationID.x;
     const uint STEP = LANE != 0u ? 1u : WG;  // between the rows one invocation visits
-    if (MODE == 6u) {  // row sums: adjacent invocations read adjacent rows
+    if (MODE == LN_ROW_SUMS) {  // row sums: adjacent invocations read adjacent rows
         uint i = global_index(WG);
         if (i >= p.rows) return;
         float a = 0.0, b = 0.0;
@@ -111,14 +112,14 @@ void main() {
         store_f32(p.beta, i, b);
         return;
     }
-    if (MODE == 2u || MODE == 5u) {  // elementwise
+    if (MODE == LN_FWD_APPLY || MODE == LN_BWD_APPLY) {  // elementwise
         uint g = global_index(WG);
         if (g >= p.rows * p.cols) return;
         uint j = g / p.rows, i = g - j * p.rows;
         float mu = load_f32(p.mean, j), r = load_f32(p.rstd, j);
         float xh = (ld(p.x, i, j) - mu) * r;
         float ga = load_f32(p.gamma, i);
-        if (MODE == 2u) {
+        if (MODE == LN_FWD_APPLY) {
             st(p.y, i, j, ga * xh + load_f32(p.beta, i));
         } else {
             float d = ld(p.dy, i, j);
@@ -132,10 +133,10 @@ void main() {
     // invocation of a workgroup leaves together or not at all. (LANE: one
     // invocation per column, which leaves alone: it meets no barrier.)
     uint w = LANE != 0u ? global_index(WG) : group_index();
-    if (MODE == 1u || MODE == 4u) {
+    if (MODE == LN_FWD_COMBINE || MODE == LN_BWD_COMBINE) {
         if (w >= p.cols) return;
         uint j = w;
-        if (MODE == 1u) {
+        if (MODE == LN_FWD_COMBINE) {
             float n = 0.0, mu = 0.0, m2 = 0.0;
             for (uint c = t; c < p.chunks; c += WG) {
                 uint e = 3u * (j * p.chunks + c);
@@ -168,7 +169,7 @@ void main() {
     if (w >= p.cols * p.chunks) return;
     uint j = w / p.chunks, c = w - j * p.chunks;
     uint begin = c * p.chunk, end = min(p.rows, begin + min(p.chunk, p.rows - begin));
-    if (MODE == 0u) {
+    if (MODE == LN_FWD) {
         // Welford over this invocation's rows, of x − x(0, j): a column far
         // from 0 (mean 1000, spread 1) keeps its mean's low bits.
         float k0 = ld(p.x, 0u, j);
@@ -201,7 +202,7 @@ void main() {
         }
         for (uint i = begin + t; i < end; i += STEP)
             st(p.y, i, j, load_f32(p.gamma, i) * ((ld(p.x, i, j) - mean) * r) + load_f32(p.beta, i));
-    } else {  // MODE 3
+    } else {  // LN_BWD
         float mu = load_f32(p.mean, j), r = load_f32(p.rstd, j);
         float a = 0.0, b = 0.0;
         for (uint i = begin + t; i < end; i += STEP) {

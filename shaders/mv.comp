@@ -1,9 +1,9 @@
 #version 450
 // y ← α·op(a)·x + β·y for an m×n op(a); y is not read when β = 0.
-// MODE 0: one invocation per row of op(a), no shared memory and no barrier
+// MV_ROWS: one invocation per row of op(a), no shared memory and no barrier
 //   (the choice on CPU implementations, and on GPUs when a row's elements
 //   are strided, so neighbouring invocations read neighbouring addresses).
-// MODE 1: one workgroup per row with a tree reduction in shared memory (for
+// MV_TREE: one workgroup per row with a tree reduction in shared memory (for
 //   a transposed a on a GPU, whose rows are contiguous). No float atomics.
 // Workgroups beyond the x limit continue along y: id = x + y·countx.
 // Loops run over n: the host splits a long row into passes of at most
@@ -11,9 +11,9 @@
 // more than kMvChunk / 4 iterations (drivers may end a loop after 65,535).
 #include "gemm.glsl"
 
-layout(constant_id = 0) const uint WG = 64;  // a power of two for MODE 1
+layout(constant_id = 0) const uint WG = 64;  // a power of two for MV_TREE
 layout(constant_id = 1) const uint TA = 0;
-layout(constant_id = 2) const uint MODE = 0;
+layout(constant_id = 2) const uint MODE = MV_ROWS;  // vk::Mv (src/vulkan/modes.def)
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform MvPush {
@@ -23,7 +23,7 @@ layout(push_constant) uniform MvPush {
     float alpha, beta;
 } p;
 
-shared float red[MODE == 1 ? WG : 1];
+shared float red[MODE == MV_TREE ? WG : 1];
 
 float load_a(uint i, uint j) {
     return gemm_load(p.a, TA != 0 ? j + i * p.lda : i + j * p.lda);
@@ -38,7 +38,7 @@ void finish(uint i, float acc) {
 
 void main() {
     uint group = gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x;
-    if (MODE == 0) {
+    if (MODE == MV_ROWS) {
         uint i = group * WG + gl_LocalInvocationID.x;
         if (i >= p.m) return;
         // Four independent sums hide the add latency.

@@ -1,17 +1,18 @@
 // Pooling forward, one invocation per output (c·P + oy·ow + ox, n), over this
 // pass's block of its window clipped to the image (conv.glsl); later passes
-// carry on from what the earlier ones left in y (and idx). MODE 0 (max): y ←
+// carry on from what the earlier ones left in y (and idx). POOL_MAX: y ←
 // the largest value (NaN loses to any number; the smallest row on ties, so
 // the result does not depend on the blocks), idx ← its 1-based row in x's
 // column; a window of only NaN gives NaN at its first pixel (0 and −inf for
-// a window without a pixel). MODE 1 (average): y ← Σ / (kh·kw).
+// a window without a pixel). POOL_AVERAGE: y ← Σ / (kh·kw).
 #version 450
 #include "common.glsl"
+#include "modes.glsl"
 #include "udiv.glsl"
 #include "conv.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
-layout(constant_id = 1) const uint MODE = 0;
+layout(constant_id = 1) const uint MODE = POOL_MAX;  // vk::Pooling (src/vulkan/modes.def)
 layout(local_size_x_id = 0) in;
 
 void main() {
@@ -27,7 +28,7 @@ void main() {
     window(ox, p.kw, p.sw, p.pw, p.w, p.x0, p.bx, xlo, xhi);
     uint base = c * p.h * p.w;
     uint yo = view_index2(p.c, o, n);
-    if (MODE == 0u) {
+    if (MODE == POOL_MAX) {
         uint io = view_index2(p.b, o, n);
         float bv = uintBitsToFloat(0xff800000u);  // −inf
         uint best = 0xffffffffu;                  // none yet; as a 1-based row: 0

@@ -1,15 +1,16 @@
 // Pooling backward, one invocation per pixel (c·h·w + iy·w + ix, n), which
 // gathers from the outputs whose windows hold it (no atomics), this pass's
 // block of them (conv.glsl); later passes add to what the earlier ones wrote.
-// MODE 0 (max): dx ← Σ dy(o) over those o whose idx(o) names this pixel.
-// MODE 1 (average): dx ← Σ dy(o) / (kh·kw).
+// POOL_MAX: dx ← Σ dy(o) over those o whose idx(o) names this pixel.
+// POOL_AVERAGE: dx ← Σ dy(o) / (kh·kw).
 #version 450
 #include "common.glsl"
+#include "modes.glsl"
 #include "udiv.glsl"
 #include "conv.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
-layout(constant_id = 1) const uint MODE = 0;
+layout(constant_id = 1) const uint MODE = POOL_MAX;  // vk::Pooling (src/vulkan/modes.def)
 layout(local_size_x_id = 0) in;
 
 void main() {
@@ -31,14 +32,14 @@ void main() {
         for (uint ox = xlo; ox < xhi; ++ox) {
             uint o = c * P + oy * ow + ox;
             float d = load_f32(p.a.addr, view_index2(p.a, o, n));
-            if (MODE == 0u) {
+            if (MODE == POOL_MAX) {
                 if (load_f32(p.b.addr, view_index2(p.b, o, n)) == me) s += d;
             } else {
                 s += d;
             }
         }
     }
-    if (MODE != 0u) s *= 1.0 / float(p.kh * p.kw);
+    if (MODE == POOL_AVERAGE) s *= 1.0 / float(p.kh * p.kw);
     uint at = view_index2(p.c, e, n);
     store_f32(p.c.addr, at, first_pass() ? s : load_f32(p.c.addr, at) + s);
 }

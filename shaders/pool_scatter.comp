@@ -8,11 +8,12 @@
 // (a fill before, where there are any). At most by + by·bx loop steps.
 #version 450
 #include "common.glsl"
+#include "modes.glsl"
 #include "udiv.glsl"
 #include "conv.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
-layout(constant_id = 1) const uint MODE = 0;
+layout(constant_id = 1) const uint MODE = POOL_MAX;  // vk::Pooling (src/vulkan/modes.def)
 layout(local_size_x_id = 0) in;
 
 void main() {

@@ -71,8 +71,9 @@ static_assert(sizeof(ElementPush) == 96);
 enum class Level1 : uint32_t { fill, scal, copy, swap, axpby, count_ };
 
 // The mode numbers of the GEMM epilogue, the column passes and batchnorm's
-// passes (specialization constants): the rows of src/vulkan/modes.def, whose
-// GLSL constants (EPI_*, COLSTATS_*, COLAPPLY_*, BN_*, BN_APPLY_*)
+// passes, layer norm's, pooling's and mv's (specialization constants): the
+// rows of src/vulkan/modes.def, whose GLSL constants (EPI_*, COLSTATS_*,
+// COLAPPLY_*, BN_*, BN_APPLY_*, LN_*, POOL_*, MV_*)
 // cmake/opgen.cpp generates from these enums.
 enum class Epi : uint32_t {
 #define VELA_EPI(name, what) name,
@@ -102,6 +103,24 @@ enum class BnApply : uint32_t {
 #define VELA_BN_APPLY(name, what) name,
 #include "vulkan/modes.def"
 #undef VELA_BN_APPLY
+    count_
+};
+enum class Ln : uint32_t {
+#define VELA_LN(name, what) name,
+#include "vulkan/modes.def"
+#undef VELA_LN
+    count_
+};
+enum class Pooling : uint32_t {
+#define VELA_POOL(name, what) name,
+#include "vulkan/modes.def"
+#undef VELA_POOL
+    count_
+};
+enum class Mv : uint32_t {
+#define VELA_MV(name, what) name,
+#include "vulkan/modes.def"
+#undef VELA_MV
     count_
 };
 

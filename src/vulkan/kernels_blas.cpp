@@ -366,7 +366,7 @@ void VulkanDevice::mv(float alpha, const Matrix& a, const Matrix& x, float beta,
     // CPU implementation, where barriers are costly) one invocation per row.
     bool reduce = forced == GemmVariant::automatic ? !caps.software && a.trans : forced == GemmVariant::tiled;
     const uint32_t wg = r.small_wg();
-    const MvSpec spec{.wg = wg, .ta = a.trans, .mode = reduce};
+    const MvSpec spec{.wg = wg, .ta = a.trans, .mode = uint32_t(reduce ? Mv::tree : Mv::rows)};  // modes.def
     uint32_t groups[3];
     grid_1d(caps, reduce ? uint64_t(p.m) : ceil_div(p.m, wg), groups);
     // Columns of op(a) in passes of kMvChunk, the later ones adding to y (β = 1).

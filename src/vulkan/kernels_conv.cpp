@@ -44,7 +44,8 @@ ConvPush conv_push(const ConvGeom& g, int64_t n) {
     return p;
 }
 
-constexpr uint32_t kMax = 0, kAverage = 1;
+// pool.comp's and pool_backward.comp's MODE: vk::Pooling (src/vulkan/modes.def).
+constexpr uint32_t kMax = uint32_t(Pooling::max), kAverage = uint32_t(Pooling::average);
 
 void go(VulkanDevice& dev, const char* shader, const char* label, const void* push, uint32_t push_size,
         uint64_t invocations, uint32_t mode, Operands reads, Operands writes) {

@@ -39,7 +39,9 @@ static_assert(sizeof(LnPush) ==
 constexpr uint64_t kIter = 4096;
 uint64_t iter_limit = 0;  // tests: a smaller limit, to reach the chunked path with small matrices
 
-enum Mode : uint32_t { fwd = 0, fwd_combine = 1, fwd_apply = 2, bwd = 3, bwd_combine = 4, bwd_apply = 5, row_sums = 6 };
+// layernorm.comp's passes: vk::Ln, the LN_* rows of src/vulkan/modes.def.
+using Mode = Ln;
+using enum Ln;
 
 // The workgroup: a power of two, at most 64 and within the device's limits.
 uint32_t ln_wg(const Caps& c) {
@@ -82,7 +84,7 @@ struct LnSpec {  // shaders/layernorm.comp's specialization constants
 // `items` workgroups (lane: invocations) of the mode.
 void run(VulkanDevice& d, Mode mode, bool lane, const LnPush& p, uint64_t items, uint32_t wg, Operands reads,
          Operands writes, const char* label) {
-    const LnSpec spec{.wg = wg, .mode = mode, .lane = uint32_t(lane)};
+    const LnSpec spec{.wg = wg, .mode = uint32_t(mode), .lane = uint32_t(lane)};
     Dispatch disp{.shader = "layernorm",
                   .push = &p,
                   .push_size = sizeof p,

@@ -103,6 +103,23 @@ __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
     return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
+// One vector of 8 output positions: the two channels' dz (a0, a1) times the
+// image under window columns kx0 .. kx0 + nk − 1 (x: the image row at kx0).
+template <bool Masked>
+__attribute__((target("avx2,fma"))) inline void wgrad_step(const float* d0, const float* d1, const float* x, __m256i m,
+                                                          int64_t nk, bool with_db, __m256 (&acc)[2][5],
+                                                          __m256 (&db)[2]) {
+    const __m256 a0 = Masked ? _mm256_maskload_ps(d0, m) : _mm256_loadu_ps(d0);
+    const __m256 a1 = Masked ? _mm256_maskload_ps(d1, m) : _mm256_loadu_ps(d1);
+    if (with_db) db[0] = _mm256_add_ps(db[0], a0), db[1] = _mm256_add_ps(db[1], a1);
+    _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
+        if (k >= nk) break;
+        const __m256 xv = Masked ? _mm256_maskload_ps(x + k, m) : _mm256_loadu_ps(x + k);
+        acc[0][k] = _mm256_fmadd_ps(a0, xv, acc[0][k]);
+        acc[1][k] = _mm256_fmadd_ps(a1, xv, acc[1][k]);
+    }
+}
+
 // conv_wgrad's fast path for channels o0, o0 + 1 (nb of them) over samples
 // [n0, n1): part(j, r) ← Σ dz(o0 + j, position) · window_r, dbp(j) ← Σ dz.
 __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Plane& X, const Plane& D, int64_t o0,
@@ -123,20 +140,13 @@ __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Pl
                 const float* d1 = nb > 1 ? d0 + P : d0;
                 for (int64_t oy = 0; oy < oh; oy++) {
                     const float* row = img + (oy + ky) * g.w + kx0;
-                    for (int64_t ox = 0; ox < ow; ox += 8) {
-                        const bool full = ox + 8 <= ow;
-                        const __m256i m = lanes(ow - ox);
-                        const int64_t at = oy * ow + ox;
-                        const __m256 a0 = full ? _mm256_loadu_ps(d0 + at) : _mm256_maskload_ps(d0 + at, m);
-                        const __m256 a1 = full ? _mm256_loadu_ps(d1 + at) : _mm256_maskload_ps(d1 + at, m);
-                        if (with_db) db[0] = _mm256_add_ps(db[0], a0), db[1] = _mm256_add_ps(db[1], a1);
-                        _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
-                            if (k >= nk) break;
-                            const __m256 xv = full ? _mm256_loadu_ps(row + ox + k) : _mm256_maskload_ps(row + ox + k, m);
-                            acc[0][k] = _mm256_fmadd_ps(a0, xv, acc[0][k]);
-                            acc[1][k] = _mm256_fmadd_ps(a1, xv, acc[1][k]);
-                        }
-                    }
+                    const float* e0 = d0 + oy * ow;
+                    const float* e1 = d1 + oy * ow;
+                    int64_t ox = 0;
+                    const __m256i all = lanes(8);
+                    for (; ox + 8 <= ow; ox += 8)
+                        wgrad_step<false>(e0 + ox, e1 + ox, row + ox, all, nk, with_db, acc, db);
+                    if (ox < ow) wgrad_step<true>(e0 + ox, e1 + ox, row + ox, lanes(ow - ox), nk, with_db, acc, db);
                 }
             }
             _Pragma("GCC unroll 8") for (int j = 0; j < 2; j++) {

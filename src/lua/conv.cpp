@@ -2,7 +2,6 @@
 // avgpool and their backward steps, to_images / from_images. The geometry is
 // a table {c =, h =, w =, k =, stride =, pad =} (core/conv.hpp), k, stride and
 // pad each a number or {height, width}; the layers of lua/vela/conv.lua call these.
-#include <array>
 #include <cstring>
 
 #include "core/ops.hpp"
@@ -146,15 +145,7 @@ int l_conv(lua_State* L) {
     Matrix* b = lua_isnil(L, 3) ? nullptr : &check_matrix(L, 3);
     Matrix& y = check_matrix(L, 4);
     ConvGeom g = check_geom(L, 5, "conv", false);
-    Act act = Act::identity;
-    if (!lua_isnoneornil(L, 6)) {
-        static const auto names = [] {
-            std::array<const char*, size_t(Act::count_) + 1> n{};
-            for (size_t i = 0; i < size_t(Act::count_); i++) n[i] = act_name(Act(i));
-            return n;
-        }();
-        act = Act(luaL_checkoption(L, 6, nullptr, names.data()));
-    }
+    Act act = check_act(L, 6);
     guarded(L, [&] { conv(g, x, w, b ? *b : Matrix{}, act, y); });
     lua_pushvalue(L, 4);
     return 1;

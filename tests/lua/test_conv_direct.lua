@@ -12,17 +12,7 @@ local nn = require "vela.nn"
 local ids = t.devices()
 local host = t.host
 
-local function values(rows, cols, seed)
-  local m, s = {}, seed
-  for i = 1, rows do
-    m[i] = {}
-    for j = 1, cols do
-      s = (s * 1103515245 + 12345) % 2147483648
-      m[i][j] = string.unpack("<f", string.pack("<f", s / 2147483648 * 4 - 2))
-    end
-  end
-  return m
-end
+local values = t.values  -- deterministic float32 values in [-2, 2)
 
 -- The geometry's numbers, 0-based pixel of a host image, 0 in the padding.
 local function geo(g)

@@ -192,6 +192,10 @@ function Conv2d:_buffers()
   self.wide = buffers(self.dev, {cols = self.channels_in * self.kh * self.kw})
   self.part_max = math.max(1, (1 << 19) // (self.channels_in * self.kh * self.kw * self.positions))
   self.row_cols = dev_name(self.dev) == "cpu" and self.image.w >= 2 * self.kw
+  -- One input channel on the cpu: vela.conv / vela.conv_wgrad, direct loops
+  -- without windows (im2col's K = kh·kw is too short for a fast GEMM).
+  self.direct = dev_name(self.dev) == "cpu" and self.channels_in == 1 and self.sh == 1 and self.sw == 1
+    and self.ph == 0 and self.pw == 0
   self.cols_parts, self.cols_views = {}, {}
   local shapes = {z = self.outputs, delta = self.outputs, dx = self.inputs}
   if from_z[self.activation] then shapes.a = self.outputs end
@@ -303,10 +307,20 @@ function Conv2d:forward(x, index)
   local b = self.buf:get(n)
   if not rawequal(x, self.x) then self._cols = setmetatable({}, {__mode = "k"}) end
   self.x, self.n = x, n
+  local act, a = self.activation, b.a or b.z
+  if self.direct then  -- z = conv(x) + b, a = act(z): one kernel, or two where act′ needs z
+    self.kept, self.a = false, a
+    if b.a then
+      vela.conv(x, self.w, self.b, b.z, self.g)
+      vela[act](b.z, a)
+    else
+      vela.conv(x, self.w, self.b, b.z, self.g, act)
+    end
+    return a
+  end
   local m = self:_part_size(n)
   local kept = self.training ~= false or m == n  -- one part: its windows cost no more than a part's
   self.kept = kept
-  local act, a = self.activation, b.a or b.z
   for j = 1, n, m do  -- the batch in parts of m samples (one part but on the cpu)
     local k = math.min(m, n - j + 1)
     local v = self:_part(k)
@@ -335,6 +349,11 @@ function Conv2d:backward(da, need_dx)
   local b = check_grad(self, da, self.outputs, "conv2d")
   local n = self.n
   local act, a = self.activation, b.a or b.z
+  if self.direct and need_dx == false then  -- dW, db from δ over the whole batch, no windows
+    local delta = act == "identity" and da or layer.delta(act, da, b.z, a, b.delta)
+    vela.conv_wgrad(self.x, delta, self.dw, self.db, self.g)
+    return
+  end
   local m = self:_part_size(n)
   for j = 1, n, m do
     local k = math.min(m, n - j + 1)

@@ -167,4 +167,50 @@ void from_images(const Matrix& y, const Matrix& u) {
     y.device().from_images(y, u);
 }
 
+// w: out × C·kh·kw, the filters in im2col's row order; the output channels are w's rows.
+void conv VELA_SIG_conv {
+    const char* fn = "conv";
+    const bool has_b = b.buf != nullptr;
+    live_f32(fn, "x", x), live_f32(fn, "w", w), live_f32(fn, "y", y);
+    same_device(fn, "x", x, "w", w), same_device(fn, "x", x, "y", y);
+    if (has_b) live_f32(fn, "b", b), same_device(fn, "x", x, "b", b);
+    if (act >= Act::count_) fail("conv: unknown activation %d", int(act));
+    check_geom(fn, g, false);
+    need_images(fn, "x", x, g);
+    if (w.cols != g.patch())
+        fail("conv: w is %s but must have %lld columns (C·kh·kw = %lld·%lld·%lld), one filter per row", describe(w).c_str(),
+             (long long)g.patch(), (long long)g.c, (long long)g.kh, (long long)g.kw);
+    if (w.rows < 1 || w.rows > kMaxDim) fail("conv: w is %s (1 to %lld filters)", describe(w).c_str(), (long long)kMaxDim);
+    if (w.rows * g.positions() > kMaxElements) fail("conv: %lld channels of %lld positions is too large", (long long)w.rows, (long long)g.positions());
+    need_shape(fn, "y", y, w.rows * g.positions(), x.cols,
+               format("out·oh·ow × samples: %lld channels of %lld×%lld outputs", (long long)w.rows, (long long)g.oh(),
+                      (long long)g.ow()).c_str());
+    if (has_b) need_vector(fn, "b", b, w.rows, "one bias per output channel (row of w)");
+    no_overlap(fn, "y", y, "x", x), no_overlap(fn, "y", y, "w", w);
+    if (has_b) no_overlap(fn, "y", y, "b", b);
+    x.device().conv(g, x, w, b, act, y);
+}
+
+void conv_wgrad VELA_SIG_conv_wgrad {
+    const char* fn = "conv_wgrad";
+    const bool has_b = db.buf != nullptr;
+    live_f32(fn, "x", x), live_f32(fn, "dz", dz), live_f32(fn, "dw", dw);
+    same_device(fn, "x", x, "dz", dz), same_device(fn, "x", x, "dw", dw);
+    if (has_b) live_f32(fn, "db", db), same_device(fn, "x", x, "db", db);
+    check_geom(fn, g, false);
+    need_images(fn, "x", x, g);
+    if (dw.cols != g.patch())
+        fail("conv_wgrad: dw is %s but must have %lld columns (C·kh·kw = %lld·%lld·%lld), one filter per row",
+             describe(dw).c_str(), (long long)g.patch(), (long long)g.c, (long long)g.kh, (long long)g.kw);
+    if (dw.rows < 1 || dw.rows > kMaxDim) fail("conv_wgrad: dw is %s (1 to %lld filters)", describe(dw).c_str(), (long long)kMaxDim);
+    if (dw.rows * g.positions() > kMaxElements) fail("conv_wgrad: %lld channels of %lld positions is too large", (long long)dw.rows, (long long)g.positions());
+    need_shape(fn, "dz", dz, dw.rows * g.positions(), x.cols,
+               format("out·oh·ow × samples: %lld channels of %lld×%lld outputs", (long long)dw.rows, (long long)g.oh(),
+                      (long long)g.ow()).c_str());
+    if (has_b) need_vector(fn, "db", db, dw.rows, "one bias gradient per output channel (row of dw)");
+    no_overlap(fn, "dw", dw, "x", x), no_overlap(fn, "dw", dw, "dz", dz);
+    if (has_b) no_overlap(fn, "db", db, "x", x), no_overlap(fn, "db", db, "dz", dz), no_overlap(fn, "db", db, "dw", dw);
+    x.device().conv_wgrad(g, x, dz, dw, db);
+}
+
 }  // namespace vela

@@ -137,6 +137,33 @@ int l_to_images(lua_State* L) {
     return 1;
 }
 
+// conv(x, w, b, y, g [, act]): y ← act(the convolution of x by w + b).
+int l_conv(lua_State* L) {
+    check_nargs(L, 6);
+    Matrix& x = check_matrix(L, 1);
+    Matrix& w = check_matrix(L, 2);
+    Matrix* b = lua_isnil(L, 3) ? nullptr : &check_matrix(L, 3);
+    Matrix& y = check_matrix(L, 4);
+    ConvGeom g = check_geom(L, 5, "conv", false);
+    Act act = check_act(L, 6);
+    guarded(L, [&] { conv(g, x, w, b ? *b : Matrix{}, act, y); });
+    lua_pushvalue(L, 4);
+    return 1;
+}
+
+// conv_wgrad(x, dz, dw, db, g): dw, db ← the filter and bias gradients.
+int l_conv_wgrad(lua_State* L) {
+    check_nargs(L, 5);
+    Matrix& x = check_matrix(L, 1);
+    Matrix& dz = check_matrix(L, 2);
+    Matrix& dw = check_matrix(L, 3);
+    Matrix* db = lua_isnil(L, 4) ? nullptr : &check_matrix(L, 4);
+    ConvGeom g = check_geom(L, 5, "conv_wgrad", false);
+    guarded(L, [&] { conv_wgrad(g, x, dz, dw, db ? *db : Matrix{}); });
+    lua_pushvalue(L, 3);
+    return 1;
+}
+
 const luaL_Reg conv_kernels[] = {
     {"im2col", l_im2col},
     {"col2im", l_col2im},
@@ -146,6 +173,8 @@ const luaL_Reg conv_kernels[] = {
     {"avgpool_backward", l_avgpool_backward},
     {"to_images", l_to_images},
     {"from_images", matrix_kernel<from_images, 2>},  // from_images(y, u) -> u
+    {"conv", l_conv},
+    {"conv_wgrad", l_conv_wgrad},
     {nullptr, nullptr}};
 
 void document() {
@@ -187,6 +216,18 @@ void document() {
       "(a bias per channel). e.g. to_images(u, y, b) after mm(cols:t(), w:t(), u).");
     d("from_images", "from_images(y, u) -> u",
       "The inverse move of to_images (no bias): u((j−1)·P + p, c) ← y(c·P + p, j); y (C·P)×n, u (P·n)×C.");
+    d("conv", "conv(x, w, b, y, g [, act]) -> y",
+      std::string("A whole convolution without im2col's windows: y(o·P + p, j) ← act(Σ_r w(o, r)·window_r(p, j) + "
+                  "b(o)), x (c·h·w)×n images (?layout), w out×(c·k·k) filters in im2col's row order, b an out-vector "
+                  "or nil, y (out·oh·ow)×n, act an activation name (default identity). ") +
+          geom + ". The same as im2col, mm(cols:t(), w:t(), u), to_images(u, y, b) and act; on the cpu direct "
+                 "(fastest for one input channel: nn.conv2d takes it for such a layer there), elsewhere those steps. "
+                 "e.g. conv(x, w, b, y, {c = 1, h = 28, w = 28, k = 5}, \"relu\"). torch.nn.functional.conv2d.");
+    d("conv_wgrad", "conv_wgrad(x, dz, dw, db, g) -> dw",
+      std::string("The filter and bias gradients of conv: dw(o, r) ← Σ_j Σ_p dz(o·P + p, j)·window_r(p, j), "
+                  "db(o) ← Σ_j Σ_p dz(o·P + p, j) (db nil for none); x (c·h·w)×n, dz (out·oh·ow)×n (the gradient "
+                  "before the activation), dw out×(c·k·k), any view (its transpose too). ") +
+          geom + ". e.g. conv_wgrad(x, dz, dw, db, {c = 1, h = 28, w = 28, k = 5}).");
 }
 
 }  // namespace

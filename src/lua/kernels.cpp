@@ -258,6 +258,17 @@ static int k_add_bias(lua_State* L) {
     return 1;
 }
 
+// The activation name at arg (identity when absent): dense's and conv's.
+Act check_act(lua_State* L, int arg) {
+    if (lua_isnoneornil(L, arg)) return Act::identity;
+    static const auto names = [] {
+        std::array<const char*, size_t(Act::count_) + 1> n{};
+        for (size_t i = 0; i < size_t(Act::count_); i++) n[i] = act_name(Act(i));
+        return n;
+    }();
+    return Act(luaL_checkoption(L, arg, nullptr, names.data()));
+}
+
 // dense(w, x, b, y [, act]): y ← act(w·x + b·1ᵀ).
 static int k_dense(lua_State* L) {
     check_nargs(L, 5);
@@ -265,15 +276,7 @@ static int k_dense(lua_State* L) {
     Matrix& x = check_matrix(L, 2);
     Matrix& b = check_matrix(L, 3);
     Matrix& y = check_matrix(L, 4);
-    Act act = Act::identity;
-    if (!lua_isnoneornil(L, 5)) {
-        static const auto names = [] {
-            std::array<const char*, size_t(Act::count_) + 1> n{};
-            for (size_t i = 0; i < size_t(Act::count_); i++) n[i] = act_name(Act(i));
-            return n;
-        }();
-        act = Act(luaL_checkoption(L, 5, nullptr, names.data()));
-    }
+    Act act = check_act(L, 5);
     guarded(L, [&] { dense(w, x, b, act, y); });
     lua_pushvalue(L, 4);
     return 1;

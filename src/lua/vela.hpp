@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <lua.hpp>
 
+#include "core/device.hpp"
 #include "core/matrix.hpp"
 
 extern "C" int luaopen_vela(lua_State* L);
@@ -33,6 +34,7 @@ void open_user_kernels(lua_State* L);  // user_kernels.cpp: map, kernel, kernel_
 void open_regularize(lua_State* L);  // regularize.cpp: dropout, batchnorm_stats, batchnorm, batchnorm_backward, random_shift
 void open_optim_kernels(lua_State* L);  // optim_kernels.cpp: sgd_step, adam_step, adamw_step, rmsprop_step, adagrad_step
 void open_conv(lua_State* L);     // conv.cpp: im2col, col2im, maxpool, avgpool and their backward steps
+Act check_act(lua_State* L, int arg);  // kernels.cpp: an activation name (identity when absent), for dense and conv
 void open_sequence(lua_State* L);  // sequence.cpp: layernorm, embedding_backward, softmax_causal and backward steps
 
 // Matrix userdata ("vela.Matrix").

@@ -160,4 +160,43 @@ void VulkanDevice::from_images(const Matrix& y, const Matrix& u) {
     go(*this, "images", "from_images", &p, sizeof p, uint64_t(y.size()), 1, {&y}, {&u});
 }
 
+// conv and conv_wgrad: no shader of their own; the steps nn.conv2d takes on
+// this device (im2col, one GEMM, the layout move), on buffers made per call.
+namespace {
+Matrix temp(VulkanDevice& dev, int64_t rows, int64_t cols) {
+    Matrix m;
+    m.buf = dev.alloc(DType::f32, size_t(rows * cols));
+    m.rows = rows, m.cols = cols, m.ld = std::max<int64_t>(1, rows);
+    return m;
+}
+}  // namespace
+
+void VulkanDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const Matrix& b, Act act, const Matrix& y) {
+    const int64_t pn = g.positions() * x.cols;
+    if (pn == 0) return;
+    Matrix cols = temp(*this, g.patch(), pn), u = temp(*this, pn, w.rows);
+    im2col(g, x, cols);
+    mm(1.0f, cols.t(), w.t(), 0.0f, u);
+    to_images(u, b, y);
+    if (act != Act::identity) unary(act_unary(act), y, y, nullptr);
+}
+
+void VulkanDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& dz, const Matrix& dw, const Matrix& db) {
+    const int64_t pn = g.positions() * x.cols;
+    if (pn == 0) {  // no samples: the sums are empty
+        fill(dw, 0.0f);
+        if (db.buf) fill(db, 0.0f);
+        return;
+    }
+    Matrix cols = temp(*this, g.patch(), pn), u = temp(*this, pn, dw.rows);
+    from_images(dz, u);
+    im2col(g, x, cols);
+    mm(1.0f, u.t(), cols.t(), 0.0f, dw);
+    if (db.buf) {
+        Matrix ones = temp(*this, pn, 1);
+        fill(ones, 1.0f);
+        mv(1.0f, u.t(), ones, 0.0f, db);
+    }
+}
+
 }  // namespace vela::vk

@@ -49,6 +49,20 @@ end
 -- A matrix's rows as a Lua table, read on the host.
 function t.host(m) return m:to("cpu"):totable() end
 
+-- Deterministic values in [-2, 2) independent of vela's generators, rounded
+-- to float32 (what a matrix holds): a rows × cols host table.
+function t.values(rows, cols, seed)
+  local m, s = {}, seed
+  for i = 1, rows do
+    m[i] = {}
+    for j = 1, cols do
+      s = (s * 1103515245 + 12345) % 2147483648
+      m[i][j] = string.unpack("<f", string.pack("<f", s / 2147483648 * 4 - 2))
+    end
+  end
+  return m
+end
+
 -- `steps` SGD steps (lr 0.1, momentum 0.9) of net on one batch (x, labels)
 -- under softmax cross-entropy: the loss of each step, and the optimizer.
 function t.sgd_losses(net, x, labels, steps)

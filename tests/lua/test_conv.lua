@@ -12,19 +12,7 @@ local ids = t.devices()
 
 local host = t.host
 
--- Deterministic values in [-2, 2) independent of vela's generators, rounded
--- to float32 (what a matrix holds).
-local function values(rows, cols, seed)
-  local m, s = {}, seed
-  for i = 1, rows do
-    m[i] = {}
-    for j = 1, cols do
-      s = (s * 1103515245 + 12345) % 2147483648
-      m[i][j] = string.unpack("<f", string.pack("<f", s / 2147483648 * 4 - 2))
-    end
-  end
-  return m
-end
+local values = t.values  -- deterministic float32 values in [-2, 2)
 
 local function close(got, want, tol, what)
   for i = 1, #want do

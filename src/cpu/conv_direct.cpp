@@ -1,0 +1,299 @@
+// The direct convolution on the CPU (core/kernels.def's conv and conv_wgrad):
+// no im2col windows, no GEMM. nn.conv2d takes it for a one-channel input
+// (the first layer of an image net: im2col's K = kh·kw is then too short for
+// OpenBLAS to run near the FMA peak, 47 GFLOP per cpu-second at the first
+// conv of scripts/bench/cnn.lua against 99) — docs/cpu.md, "The first conv".
+//
+// Fast path (one input channel, stride 1, no padding, every image and output
+// column dense, AVX2 + FMA): conv holds 4 output channels × 24 output columns
+// of one output row in 12 accumulators and adds each window offset (ky, kx)
+// with one broadcast weight per channel, then the bias and relu in the same
+// registers; conv_wgrad holds 2 channels × 5 window columns, summing dz ×
+// the shifted image over the positions. Anything else takes the scalar
+// loops below (any geometry). Each output is summed in a fixed order: the
+// window offsets in im2col's row order for conv; for conv_wgrad fixed chunks
+// of kChunk samples, each chunk's sum alone, then the chunks in order, so the
+// result does not depend on the thread count.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cpu/conv_walk.hpp"
+#include "cpu/cpu_kernels.hpp"
+#include "cpu/isa.hpp"
+
+namespace vela::cpu {
+
+using convwalk::Plane;
+using convwalk::plane;
+
+namespace {
+
+constexpr int64_t kChunk = 8;     // samples per partial sum of conv_wgrad
+constexpr int64_t kFwdBlock = 4;  // output channels per task of the fast conv
+constexpr int64_t kCols = 24;     // output columns per register tile (3 vectors of 8)
+
+bool fast_geometry(const ConvGeom& g, const Plane& X, const Plane& Y) {
+    return g.c == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && X.rs == 1 && Y.rs == 1 &&
+           g.kh * g.kw <= 1024 && isa() != Isa::base;
+}
+
+// Lane masks for the first `left` lanes of 8 (all when left ≥ 8).
+__attribute__((target("avx2,fma"))) inline __m256i lanes(int64_t left) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::min<int64_t>(left, 8))), idx);
+}
+
+// One output row oy of 4 channels (wp: the block's weights, 4 per window
+// offset), columns [ox0, ox0 + 24) clipped to ow; out: channel j's plane at
+// out + j·P. Masked: the tile passes ow.
+template <bool Masked>
+__attribute__((target("avx2,fma"))) inline void fwd_tile(const float* img, int64_t w, int64_t kh, int64_t kw,
+                                                         const float* wp, int64_t oy, int64_t ox0, int64_t ow,
+                                                         int64_t nb, const float* bias, bool relu, float* out,
+                                                         int64_t P) {
+    __m256 acc[4][3];
+    _Pragma("GCC unroll 8") for (int j = 0; j < 4; j++)
+        _Pragma("GCC unroll 8") for (int v = 0; v < 3; v++) acc[j][v] = _mm256_setzero_ps();
+    __m256i m[3];
+    if (Masked)
+        _Pragma("GCC unroll 8") for (int v = 0; v < 3; v++) m[v] = lanes(ow - ox0 - 8 * v);
+    for (int64_t ky = 0; ky < kh; ky++) {
+        const float* row = img + (oy + ky) * w + ox0;
+        const float* wk = wp + ky * kw * 4;
+        for (int64_t kx = 0; kx < kw; kx++, wk += 4) {
+            __m256 xv[3];
+            _Pragma("GCC unroll 8") for (int v = 0; v < 3; v++)
+                xv[v] = Masked ? _mm256_maskload_ps(row + kx + 8 * v, m[v]) : _mm256_loadu_ps(row + kx + 8 * v);
+            _Pragma("GCC unroll 8") for (int j = 0; j < 4; j++) {
+                const __m256 wv = _mm256_broadcast_ss(wk + j);
+                _Pragma("GCC unroll 8") for (int v = 0; v < 3; v++) acc[j][v] = _mm256_fmadd_ps(wv, xv[v], acc[j][v]);
+            }
+        }
+    }
+    const __m256 zero = _mm256_setzero_ps();
+    _Pragma("GCC unroll 8") for (int j = 0; j < 4; j++) {
+        if (j >= nb) break;  // constant indices only, so the accumulators stay in registers
+        const __m256 bv = _mm256_set1_ps(bias[j]);
+        float* o = out + j * P + oy * ow + ox0;
+        _Pragma("GCC unroll 8") for (int v = 0; v < 3; v++) {
+            __m256 r = _mm256_add_ps(acc[j][v], bv);
+            if (relu) r = _mm256_max_ps(r, zero);
+            if (Masked) _mm256_maskstore_ps(o + 8 * v, m[v], r);
+            else _mm256_storeu_ps(o + 8 * v, r);
+        }
+    }
+}
+
+// All output rows of one sample for channels [o0, o0 + nb).
+__attribute__((target("avx2,fma"))) void fwd_sample(const ConvGeom& g, const float* img, const float* wp, int64_t nb,
+                                                   const float* bias, bool relu, float* out) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow;
+    for (int64_t oy = 0; oy < oh; oy++)
+        for (int64_t ox0 = 0; ox0 < ow; ox0 += kCols) {
+            if (ox0 + kCols <= ow) fwd_tile<false>(img, g.w, g.kh, g.kw, wp, oy, ox0, ow, nb, bias, relu, out, P);
+            else fwd_tile<true>(img, g.w, g.kh, g.kw, wp, oy, ox0, ow, nb, bias, relu, out, P);
+        }
+}
+
+__attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
+    alignas(32) float t[8];
+    _mm256_store_ps(t, v);
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
+// One vector of 8 output positions: the two channels' dz (a0, a1) times the
+// image under window columns kx0 .. kx0 + nk − 1 (x: the image row at kx0).
+template <bool Masked>
+__attribute__((target("avx2,fma"))) inline void wgrad_step(const float* d0, const float* d1, const float* x, __m256i m,
+                                                          int64_t nk, bool with_db, __m256 (&acc)[2][5],
+                                                          __m256 (&db)[2]) {
+    const __m256 a0 = Masked ? _mm256_maskload_ps(d0, m) : _mm256_loadu_ps(d0);
+    const __m256 a1 = Masked ? _mm256_maskload_ps(d1, m) : _mm256_loadu_ps(d1);
+    if (with_db) db[0] = _mm256_add_ps(db[0], a0), db[1] = _mm256_add_ps(db[1], a1);
+    _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
+        if (k >= nk) break;
+        const __m256 xv = Masked ? _mm256_maskload_ps(x + k, m) : _mm256_loadu_ps(x + k);
+        acc[0][k] = _mm256_fmadd_ps(a0, xv, acc[0][k]);
+        acc[1][k] = _mm256_fmadd_ps(a1, xv, acc[1][k]);
+    }
+}
+
+// conv_wgrad's fast path for channels o0, o0 + 1 (nb of them) over samples
+// [n0, n1): part(j, r) ← Σ dz(o0 + j, position) · window_r, dbp(j) ← Σ dz.
+__attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Plane& X, const Plane& D, int64_t o0,
+                                                    int64_t nb, int64_t n0, int64_t n1, float* part, float* dbp) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, R = g.kh * g.kw;
+    for (int64_t ky = 0; ky < g.kh; ky++)
+        for (int64_t kx0 = 0; kx0 < g.kw; kx0 += 5) {
+            const int64_t nk = std::min<int64_t>(5, g.kw - kx0);
+            __m256 acc[2][5], db[2];
+            _Pragma("GCC unroll 8") for (int j = 0; j < 2; j++) {
+                db[j] = _mm256_setzero_ps();
+                _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) acc[j][k] = _mm256_setzero_ps();
+            }
+            const bool with_db = ky == 0 && kx0 == 0;
+            for (int64_t n = n0; n < n1; n++) {
+                const float* img = &X.at(0, n);
+                const float* d0 = &D.at(o0 * P, n);
+                const float* d1 = nb > 1 ? d0 + P : d0;
+                for (int64_t oy = 0; oy < oh; oy++) {
+                    const float* row = img + (oy + ky) * g.w + kx0;
+                    const float* e0 = d0 + oy * ow;
+                    const float* e1 = d1 + oy * ow;
+                    int64_t ox = 0;
+                    const __m256i all = lanes(8);
+                    for (; ox + 8 <= ow; ox += 8)
+                        wgrad_step<false>(e0 + ox, e1 + ox, row + ox, all, nk, with_db, acc, db);
+                    if (ox < ow) wgrad_step<true>(e0 + ox, e1 + ox, row + ox, lanes(ow - ox), nk, with_db, acc, db);
+                }
+            }
+            _Pragma("GCC unroll 8") for (int j = 0; j < 2; j++) {
+                if (j >= nb) break;  // constant indices only, so the accumulators stay in registers
+                _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++)
+                    if (k < nk) part[j * R + ky * g.kw + kx0 + k] = hsum(acc[j][k]);
+                if (with_db) dbp[j] = hsum(db[j]);
+            }
+        }
+}
+
+}  // namespace
+
+void CpuDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const Matrix& b, Act act, const Matrix& y) {
+    Timed t(this, Kernel::conv);
+    const int64_t out = w.rows, R = g.patch(), P = g.positions(), N = x.cols, oh = g.oh(), ow = g.ow();
+    const Plane X = plane(x), W = plane(w), Y = plane(y);
+    std::vector<float> bias(size_t(out) + kFwdBlock, 0.0f);
+    if (b.buf) {
+        const float* bp = fptr(b);
+        for (int64_t o = 0; o < out; o++) bias[size_t(o)] = bp[o * b.inc()];
+    }
+    const bool fused_relu = act == Act::relu;
+    const Unary after = act == Act::identity || fused_relu ? Unary::count_ : act_unary(act);
+    auto finish = [&](int64_t o, int64_t n) {  // an activation other than relu, on one output plane
+        if (after == Unary::count_) return;
+        float* p = &Y.at(o * P, n);
+        if (Y.rs == 1) return unary_run_at(isa(), after, p, p, P, nullptr);
+        for (int64_t q = 0; q < P; q++) unary_run_at(isa(), after, p + q * Y.rs, p + q * Y.rs, 1, nullptr);
+    };
+    if (fast_geometry(g, X, Y)) {
+        // The weights by block of 4 channels, 4 per window offset (zeros past out).
+        const int64_t blocks = (out + kFwdBlock - 1) / kFwdBlock;
+        std::vector<float> wp(size_t(blocks * R * kFwdBlock), 0.0f);
+        for (int64_t o = 0; o < out; o++)
+            for (int64_t r = 0; r < R; r++)
+                wp[size_t(((o / kFwdBlock) * R + r) * kFwdBlock + o % kFwdBlock)] = W.at(o, r);
+        const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, P * R * kFwdBlock / 8));
+        parallel_for(N * blocks, grain, [&](int64_t b0, int64_t e) {
+            for (int64_t q = b0; q < e; q++) {
+                const int64_t n = q / blocks, k = q % blocks, o0 = k * kFwdBlock;
+                const int64_t nb = std::min(kFwdBlock, out - o0);
+                fwd_sample(g, &X.at(0, n), &wp[size_t(k * R * kFwdBlock)], nb, &bias[size_t(o0)], fused_relu,
+                           &Y.at(o0 * P, n));
+                for (int64_t o = o0; o < o0 + nb; o++) finish(o, n);
+            }
+        });
+        return;
+    }
+    // Any geometry: each output plane summed over the window offsets in turn,
+    // a row of output columns at a time (loops the compiler vectorises).
+    const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, P * R));
+    parallel_for(N * out, grain, [&](int64_t b0, int64_t e) {
+        std::vector<float> acc(static_cast<size_t>(P));
+        for (int64_t q = b0; q < e; q++) {
+            const int64_t n = q / out, o = q % out;
+            const float* img = &X.at(0, n);
+            std::fill(acc.begin(), acc.end(), 0.0f);
+            for (int64_t r = 0; r < R; r++) {
+                const float wr = W.at(o, r);
+                const int64_t c = r / (g.kh * g.kw), ky = r / g.kw % g.kh, kx = r % g.kw;
+                for (int64_t oy = 0; oy < oh; oy++) {
+                    const int64_t iy = oy * g.sh - g.ph + ky;
+                    if (iy < 0 || iy >= g.h) continue;
+                    const float* row = img + (c * g.h + iy) * g.w * X.rs;
+                    float* a = &acc[size_t(oy * ow)];
+                    if (g.sw == 1 && g.pw == 0 && X.rs == 1) {
+                        const float* s = row + kx;
+                        for (int64_t ox = 0; ox < ow; ox++) a[ox] += wr * s[ox];
+                        continue;
+                    }
+                    for (int64_t ox = 0; ox < ow; ox++) {
+                        const int64_t ix = ox * g.sw - g.pw + kx;
+                        if (ix >= 0 && ix < g.w) a[ox] += wr * row[ix * X.rs];
+                    }
+                }
+            }
+            for (int64_t p = 0; p < P; p++) {
+                float v = acc[size_t(p)] + bias[size_t(o)];
+                if (fused_relu) v = std::max(v, 0.0f);
+                Y.at(o * P + p, n) = v;
+            }
+            finish(o, n);
+        }
+    });
+}
+
+void CpuDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& dz, const Matrix& dw, const Matrix& db) {
+    Timed t(this, Kernel::conv_wgrad);
+    const int64_t out = dw.rows, R = g.patch(), P = g.positions(), N = x.cols, oh = g.oh(), ow = g.ow();
+    const Plane X = plane(x), D = plane(dz), DW = plane(dw);
+    const int64_t chunks = std::max<int64_t>(1, (N + kChunk - 1) / kChunk);
+    // part(q, o, r) and dbp(q, o): chunk q's own sums.
+    std::vector<float> part(size_t(chunks * out * R), 0.0f), dbp(size_t(chunks * out), 0.0f);
+    if (N > 0 && fast_geometry(g, X, D)) {
+        const int64_t pairs = (out + 1) / 2;
+        const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, kChunk * P * R / 4));
+        parallel_for(chunks * pairs, grain, [&](int64_t b0, int64_t e) {
+            for (int64_t q = b0; q < e; q++) {
+                const int64_t c = q / pairs, o0 = (q % pairs) * 2, nb = std::min<int64_t>(2, out - o0);
+                const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk);
+                wgrad_block(g, X, D, o0, nb, n0, n1, &part[size_t((c * out + o0) * R)], &dbp[size_t(c * out + o0)]);
+            }
+        });
+    } else if (N > 0) {
+        const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, kChunk * P * R));
+        parallel_for(chunks * out, grain, [&](int64_t b0, int64_t e) {
+            for (int64_t q = b0; q < e; q++) {
+                const int64_t c = q / out, o = q % out;
+                const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk);
+                float* pr = &part[size_t((c * out + o) * R)];
+                float sb = 0.0f;
+                for (int64_t n = n0; n < n1; n++) {
+                    const float* img = &X.at(0, n);
+                    const float* d = &D.at(o * P, n);
+                    for (int64_t p = 0; p < P; p++) sb += d[p * D.rs];
+                    for (int64_t r = 0; r < R; r++) {
+                        const int64_t ch = r / (g.kh * g.kw), ky = r / g.kw % g.kh, kx = r % g.kw;
+                        float s = 0.0f;
+                        for (int64_t oy = 0; oy < oh; oy++) {
+                            const int64_t iy = oy * g.sh - g.ph + ky;
+                            if (iy < 0 || iy >= g.h) continue;
+                            const float* row = img + (ch * g.h + iy) * g.w * X.rs;
+                            for (int64_t ox = 0; ox < ow; ox++) {
+                                const int64_t ix = ox * g.sw - g.pw + kx;
+                                if (ix >= 0 && ix < g.w) s += d[(oy * ow + ox) * D.rs] * row[ix * X.rs];
+                            }
+                        }
+                        pr[r] += s;
+                    }
+                }
+                dbp[size_t(c * out + o)] = sb;
+            }
+        });
+    }
+    for (int64_t o = 0; o < out; o++) {
+        for (int64_t r = 0; r < R; r++) {
+            float s = 0.0f;
+            for (int64_t c = 0; c < chunks; c++) s += part[size_t((c * out + o) * R + r)];
+            DW.at(o, r) = s;
+        }
+        if (db.buf) {
+            float s = 0.0f;
+            for (int64_t c = 0; c < chunks; c++) s += dbp[size_t(c * out + o)];
+            fptr(db)[o * db.inc()] = s;
+        }
+    }
+}
+
+}  // namespace vela::cpu

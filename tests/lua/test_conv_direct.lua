@@ -1,0 +1,165 @@
+-- conv and conv_wgrad (the whole convolution without im2col's windows; on the
+-- cpu direct loops, AVX2 for one input channel) on every device against
+-- float64 loops written here: the cpu's fast path (one channel, stride 1, no
+-- padding) with output rows of 24 columns (full register tiles), 9 and 30
+-- (masked tails), every activation form (fused relu, identity, one applied
+-- after), no bias; the general path (channels, strides, padding); dw as a
+-- transposed view; the errors. Run with VELA_CPU_ISA=base too for the scalar
+-- path (the test says which path ran).
+local t = dofile("tests/lua/t.lua")
+local nn = require "vela.nn"
+
+local ids = t.devices()
+local host = t.host
+
+local values = t.values  -- deterministic float32 values in [-2, 2)
+
+-- The geometry's numbers, 0-based pixel of a host image, 0 in the padding.
+local function geo(g)
+  local kh, kw = type(g.k) == "table" and g.k[1] or g.k, type(g.k) == "table" and g.k[2] or g.k
+  local s, p = g.stride or 1, g.pad or 0
+  local sh, sw = type(s) == "table" and s[1] or s, type(s) == "table" and s[2] or s
+  local ph, pw = type(p) == "table" and p[1] or p, type(p) == "table" and p[2] or p
+  local c = g.c or 1
+  return c, kh, kw, sh, sw, ph, pw, (g.h + 2 * ph - kh) // sh + 1, (g.w + 2 * pw - kw) // sw + 1
+end
+
+local function window(X, g, j, r, oy, ox)
+  local c, kh, kw, sh, sw, ph, pw = geo(g)
+  local ch, ky, kx = r // (kh * kw), r // kw % kh, r % kw
+  local y, x = oy * sh - ph + ky, ox * sw - pw + kx
+  if y < 0 or y >= g.h or x < 0 or x >= g.w then return 0 end
+  return X[(ch * g.h + y) * g.w + x + 1][j]
+end
+
+local acts = {identity = function(v) return v end, relu = function(v) return math.max(v, 0) end,
+              tanh = math.tanh}
+
+-- float64: y(o·P + p, j) = act(Σ_r W(o, r)·window + b(o)).
+local function want_conv(X, W, B, g, n, act)
+  local c, kh, kw, _, _, _, _, oh, ow = geo(g)
+  local R, out = c * kh * kw, #W
+  local Y = {}
+  for o = 0, out - 1 do
+    for oy = 0, oh - 1 do
+      for ox = 0, ow - 1 do
+        local row = {}
+        for j = 1, n do
+          local s = B and B[o + 1][1] or 0
+          for r = 0, R - 1 do s = s + W[o + 1][r + 1] * window(X, g, j, r, oy, ox) end
+          row[j] = acts[act](s)
+        end
+        Y[(o * oh + oy) * ow + ox + 1] = row
+      end
+    end
+  end
+  return Y
+end
+
+local function want_wgrad(X, D, g, n, out)
+  local c, kh, kw, _, _, _, _, oh, ow = geo(g)
+  local R, P = c * kh * kw, oh * ow
+  local dW, dB = {}, {}
+  for o = 0, out - 1 do
+    dW[o + 1], dB[o + 1] = {}, {0}
+    for r = 0, R - 1 do dW[o + 1][r + 1] = 0 end
+    for j = 1, n do
+      for p = 0, P - 1 do
+        local d = D[o * P + p + 1][j]
+        dB[o + 1][1] = dB[o + 1][1] + d
+        for r = 0, R - 1 do dW[o + 1][r + 1] = dW[o + 1][r + 1] + d * window(X, g, j, r, p // ow, p % ow) end
+      end
+    end
+  end
+  return dW, dB
+end
+
+-- Relative to the sum of the terms' sizes (float32 accumulation of R or n·P terms).
+local function close(got, want, scale, tol, what)
+  for i = 1, #want do
+    for j = 1, #want[i] do
+      local gv, wv = got[i][j], want[i][j]
+      assert(math.abs(gv - wv) <= tol * scale, ("%s: (%d, %d) is %.9g, want %.9g"):format(what, i, j, gv, wv))
+    end
+  end
+end
+
+local cases = {
+  {name = "one channel, 28×28, 5×5 (full tiles)", g = {c = 1, h = 28, w = 28, k = 5}, out = 6, n = 3},
+  {name = "one channel, 13×11, 5×3 (masked tails)", g = {c = 1, h = 13, w = 11, k = {5, 3}}, out = 5, n = 9},
+  {name = "one channel, 7×36, 3×7 (a full tile and a tail)", g = {c = 1, h = 7, w = 36, k = {3, 7}}, out = 3, n = 2},
+  {name = "two channels, stride 2, pad 1 (the general path)", g = {c = 2, h = 7, w = 6, k = 3, stride = {2, 1}, pad = 1},
+   out = 3, n = 4},
+}
+
+for _, id in ipairs(ids) do
+  device(id)
+  for _, cs in ipairs(cases) do
+    local g, out, n = cs.g, cs.out, cs.n
+    local c, kh, kw, _, _, _, _, oh, ow = geo(g)
+    local R, P = c * kh * kw, oh * ow
+    local X, W, B = values(c * g.h * g.w, n, 3), values(out, R, 5), values(out, 1, 7)
+    for _, act in ipairs{"relu", "identity", "tanh"} do
+      t.test(("%s: conv, %s, %s, against float64 loops"):format(id, cs.name, act), function()
+        local y = zeros(out * P, n)
+        local r = conv(from(X), from(W), from(B), y, g, act)
+        assert(rawequal(r, y), "conv returns y")
+        -- each output sums R products of values below 2 in size
+        close(host(y), want_conv(X, W, B, g, n, act), 4 * R, 1e-6, "conv")
+      end)
+    end
+    t.test(("%s: conv without a bias, %s"):format(id, cs.name), function()
+      local y = zeros(out * P, n)
+      conv(from(X), from(W), nil, y, g)
+      close(host(y), want_conv(X, W, nil, g, n, "identity"), 4 * R, 1e-6, "conv, no bias")
+    end)
+    t.test(("%s: conv_wgrad, %s, dw as a transposed view, against float64 loops"):format(id, cs.name), function()
+      local D = values(out * P, n, 11)
+      local dW, dB = want_wgrad(X, D, g, n, out)
+      local dwt, db = zeros(R, out), zeros(out, 1)
+      fill(dwt, 5); fill(db, 5)  -- overwritten, not added to
+      conv_wgrad(from(X), from(D), dwt:t(), db, g)
+      close(host(dwt:t()), dW, 4 * n * P, 1e-6, "dw")
+      close(host(db), dB, 2 * n * P, 1e-6, "db")
+      local dw = zeros(out, R)
+      conv_wgrad(from(X), from(D), dw, nil, g)
+      close(host(dw), dW, 4 * n * P, 1e-6, "dw, no db")
+    end)
+  end
+
+  t.test(id .. ": conv_wgrad over 0 samples gives zeros; conv's errors name the argument", function()
+    local g = {c = 1, h = 6, w = 6, k = 3}
+    local dw, db = zeros(2, 9), zeros(2, 1)
+    fill(dw, 3); fill(db, 3)
+    conv_wgrad(zeros(36, 0), zeros(32, 0), dw, db, g)
+    for _, v in ipairs(host(dw)[1]) do assert(v == 0) end
+    assert(host(db)[1][1] == 0)
+    local x, w, y = zeros(36, 2), zeros(2, 9), zeros(32, 2)
+    t.raises(function() conv(x, zeros(2, 8), nil, y, g) end, "conv: w is")
+    t.raises(function() conv(x, w, nil, zeros(31, 2), g) end, "conv: y is")
+    t.raises(function() conv(x, w, zeros(3, 1), y, g) end, "conv: b is")
+    t.raises(function() conv(x, w, nil, y, g, "nope") end, "nope")
+    t.raises(function() conv(zeros(35, 2), w, nil, y, g) end, "conv: x is")
+    t.raises(function() conv(x, zeros(1, 1), nil, x, {c = 1, h = 6, w = 6, k = 1}) end, "aliases")
+    t.raises(function() conv_wgrad(x, y, zeros(2, 8), nil, g) end, "conv_wgrad: dw is")
+    t.raises(function() conv_wgrad(x, zeros(32, 3), w, nil, g) end, "conv_wgrad: dz is")
+    t.raises(function() conv_wgrad(x, y, w, zeros(3, 1), g) end, "conv_wgrad: db is")
+  end)
+
+  -- nn.conv2d takes conv / conv_wgrad for a one-channel layer on the cpu: its
+  -- gradients through nn.gradcheck (float64 central differences), as test_conv.lua's.
+  t.test(id .. ": nn.conv2d with one input channel (the direct path on the cpu) passes nn.gradcheck", function()
+    local net = nn.sequential{
+      nn.conv2d(1, 3, 3, {activation = "relu", input = {h = 9, w = 10}, seed = 1}),
+      nn.maxpool2d(2),
+      nn.flatten(),
+      nn.linear(3 * 3 * 4, 2, nil, {seed = 2}),
+    }
+    local r = nn.gradcheck(net, from(values(90, 3, 13)), {entries = 24})
+    assert(r.ok, tostring(r))
+    assert(r.worst <= 1e-3, tostring(r.worst))
+  end)
+end
+
+print(("(cpu path: %s)"):format(os.getenv("VELA_CPU_ISA") == "base" and "scalar loops" or "the CPU's best"))
+t.done()

@@ -32,7 +32,7 @@ using opmath::tanh_f;
 // holds them to opmath's bits.
 
 [[gnu::always_inline]] inline float exp_f(float x) {
-    float xc = 89.0f < x ? 89.0f : x;  // not x > 89 ? 89 : x, which GCC turns into selects after the polynomial
+    float xc = 89.0f < x ? 89.0f : x;  // a NaN stays
     xc = -104.0f > xc ? -104.0f : xc;
     return opmath::exp_clamped_f(xc);
 }

@@ -28,7 +28,7 @@ VELA_INLINE int exp_k_f(float xc) {
 // are bound by that latency (the out-of-order window holds too few of Horner's
 // iterations): 1.2x faster on the EPYC, worst 0.92 ulp as Horner's (docs/cpu.md).
 VELA_INLINE float exp_r_f(float xc, int ki) {
-    float k = float(ki);
+    VELA_PRECISE float k = as_float(ki + 0x4B400000) - 12582912.0f;  // float(ki) exactly: t − 1.5·2^23, shorter than a conversion
     VELA_PRECISE float r = xc - k * 0.693359375f;  // precise: a compiler must not fold the two ln2 parts
     r = r - k * -2.12194440e-4f;
     float r2 = r * r;

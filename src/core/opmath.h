@@ -26,7 +26,7 @@ VELA_INLINE int exp_k_f(float xc) {
 // The polynomial by Estrin's scheme, not Horner's: its longest chain of
 // dependent operations is 4 multiply-adds after r², not 7, and the cpu's loops
 // are bound by that latency (the out-of-order window holds too few of Horner's
-// iterations): 1.2x faster on the EPYC, worst 0.92 ulp as Horner's (docs/cpu.md).
+// iterations): 1.13x faster on the EPYC, worst 0.92 ulp as Horner's (docs/cpu.md).
 VELA_INLINE float exp_r_f(float xc, int ki) {
     VELA_PRECISE float k = as_float(ki + 0x4B400000) - 12582912.0f;  // float(ki) exactly: t − 1.5·2^23, shorter than a conversion
     VELA_PRECISE float r = xc - k * 0.693359375f;  // precise: a compiler must not fold the two ln2 parts

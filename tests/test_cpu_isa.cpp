@@ -35,7 +35,7 @@ double ulps_at(float got, double want, double scale) {
 
 // The bound of each op in ulps of its error scale, over every path: one
 // rounding (or none) 0.5; two or more roundings, by their count; opmath's float
-// transcendentals 3 (worst seen: exp 0.92, tanh 1.21, sigmoid 2.59, log 0.56);
+// transcendentals 3 (worst seen: exp 0.92, tanh 1.21, sigmoid 2.05, log 0.56);
 // elu, gelu, softplus and their derivatives 2 (the op table's contract; worst
 // seen 0.74).
 double bound(Unary op) {

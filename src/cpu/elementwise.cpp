@@ -4,12 +4,16 @@
 // with a stride-1 version the compiler vectorises.
 // No errno and no FP traps are ever observed here; without them GCC vectorises
 // sqrt and if-converts the selects in vmath.hpp (4-5x faster tanh and exp).
+// Without jump threading GCC keeps one copy of an expression after a select:
+// with it, gelu's loop computed e^a twice, for a and for −a, before picking one
+// (209 instructions per 8 floats on AVX2 instead of 111: 1.75x slower), and
+// exp's clamps became selects after the polynomial (docs/results.md).
 // vela_core is built with -ffp-contract=off (opmath's exact float pairs need
 // every product rounded), so the x86-64-v3/v4 loops round exactly as the
 // baseline and the strided loops do (tests/test_cpu.cpp); dense's epilogue
 // (fused.cpp) calls these same loops (unary_run), so dense stays bit-identical
 // to mm + add_bias + act (tests/test_ops.cpp).
-#pragma GCC optimize("no-math-errno", "no-trapping-math")
+#pragma GCC optimize("no-math-errno", "no-trapping-math", "no-thread-jumps")
 #include <algorithm>
 #include <cmath>
 

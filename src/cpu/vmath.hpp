@@ -24,26 +24,26 @@ using opmath::tanh_f;
 
 // exp and sigmoid: opmath's exp_f and sigmoid_f bit for bit (the same
 // operations in the same order) without the steps a CPU does not need, so the
-// loops vectorise to fewer instructions: exp_f's sanitising of a NaN argument
-// to 0 (a NaN flows through the bit tricks to a NaN, then the result is the
-// argument, as opmath's), and in sigmoid, whose exponent −|x| is never
-// positive, the upper clamp. The shaders keep opmath's (GLSL's int conversion
-// of a NaN is undefined). Both call opmath's exp_clamped_f, exp_f's body
-// after its clamps; tests/test_cpu_isa.cpp holds them to opmath's bits.
+// loops vectorise to fewer instructions: the final select of a NaN argument (a
+// NaN stays a NaN through the clamps, which keep it, and the arithmetic; the
+// shaders keep opmath's select: GLSL's int conversion of a NaN is undefined),
+// exp_f's sanitising of it to 0, and in sigmoid −|x| as one sign-bit OR (−0 for
+// −0, where opmath's is +0: e^−0 = e^+0 in exp_r_f). tests/test_cpu_isa.cpp
+// holds them to opmath's bits.
 
 [[gnu::always_inline]] inline float exp_f(float x) {
-    float xc = x > 89.0f ? 89.0f : x;
-    xc = xc < -104.0f ? -104.0f : xc;
-    const float v = opmath::exp_clamped_f(xc);
-    return x != x ? x : v;
+    float xc = 89.0f < x ? 89.0f : x;  // a NaN stays
+    xc = -104.0f > xc ? -104.0f : xc;
+    return opmath::exp_clamped_f(xc);
 }
 
 [[gnu::always_inline]] inline float sigmoid_f(float x) {
-    const float a = x < 0.0f ? x : -x;  // −|x|: e^a ≤ 1, no overflow, exact tails on both sides
-    const float e = opmath::exp_clamped_f(a < -104.0f ? -104.0f : a);
-    const float s = 1.0f / (1.0f + e);
-    const float v = x >= 0.0f ? s : e * s;
-    return x != x ? x : v;
+    float a = std::bit_cast<float>(std::bit_cast<uint32_t>(x) | 0x80000000u);  // −|x|
+    a = -104.0f > a ? -104.0f : a;
+    const int ki = opmath::exp_k_f(a);
+    const float p = opmath::exp_r_f(a, ki) * 2.32830644e-10f;  // p·2^−32 (opmath's sigmoid_f)
+    const float q = std::bit_cast<float>((95 - ki) << 23);    // 2^(−k−32)
+    return (x < 0.0f ? p : q) / (q + p);
 }
 
 namespace gelu_detail {

@@ -7,7 +7,18 @@
 // where c's element offsets are also formed in 64 bits. The epilogue forms
 // c's address once for the read and the store: a 32-bit index widened at
 // each store, or the address formed twice, made lavapipe's mm slower.
-#ifdef GEMM_INT64
+#ifdef GEMM_TEXEL
+// mm_regblock_tex: c is a storage texel buffer of its block (binding 4;
+// imageLoad and imageStore are gathers and scatters for the subgroup on
+// lavapipe, a buffer reference a loop over the lanes), p.c a float index in
+// it; the bias stays an address.
+layout(set = 0, binding = 4, r32f) uniform imageBuffer tc;
+#define GEMM_ADDR uint64_t
+#define GEMM_INDEX uint64_t
+uint64_t gemm_ref(uint64_t a, uint64_t e) { return a + e; }  // element e's index
+float gemm_ld(uint64_t r) { return imageLoad(tc, int(r)).x; }
+void gemm_st(uint64_t r, float v) { imageStore(tc, int(r), vec4(v)); }
+#elif defined(GEMM_INT64)
 #define GEMM_ADDR uint64_t
 #define GEMM_INDEX uint64_t
 uint64_t gemm_ref(uint64_t a, uint64_t e) { return a + e * 4ul; }  // element e's address
@@ -68,5 +79,9 @@ void gemm_epilogue(uint epi, uint act, uint i, uint j, float acc) {
 // the JIT's code small.
 void gemm_activate(uint act, uint i, uint j) {
     uint e = i * p.crs + j * p.ccs;
+#ifdef GEMM_TEXEL
+    gemm_st(gemm_ref(p.c, e), act_f(act, gemm_ld(gemm_ref(p.c, e))));
+#else
     gemm_store(p.c, e, act_f(act, gemm_load(p.c, e)));  // dense only: never batched
+#endif
 }

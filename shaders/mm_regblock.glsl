@@ -38,7 +38,21 @@
 // four per-lane pointers, a fifth of mm's time). The host keeps every such
 // index of a dispatch below 2^29 (byte offsets below 2^31, as SwiftShader
 // adds them in signed 32-bit arithmetic) by splitting k (record_gemm).
-#ifdef GEMM_INT64
+#ifdef GEMM_TEXEL
+// mm_regblock_tex.comp: op(a) and op(b) through uniform texel buffers of
+// their memory blocks (push descriptors: binding 0/1 a's block as R32 and
+// R32G32B32A32, 2/3 b's), positions are float indices into them (the host
+// passes p.a and p.b as such indices), stepped in 32 bits (a block holds at
+// most maxTexelBufferElements floats).
+layout(set = 0, binding = 0) uniform samplerBuffer ta1;
+layout(set = 0, binding = 1) uniform samplerBuffer ta4;
+layout(set = 0, binding = 2) uniform samplerBuffer tb1;
+layout(set = 0, binding = 3) uniform samplerBuffer tb4;
+#define PTR uint
+#define STEP uint
+#define STEP_OF(e) uint(e)
+#define PTR_AT(base, i, s) ((base) + uint(i) * (s))
+#elif defined(GEMM_INT64)
 #define PTR uint64_t
 #define STEP uint64_t
 #define STEP_OF(e) (uint64_t(e) * 4ul)  // the step of e elements
@@ -67,6 +81,10 @@ layout(constant_id = 7) const uint ACT = ACT_IDENTITY;
 // 1: op(b) untransposed: lane l loads op(b)(k0 + 2l, j) and (k0 + 2l + 1, j),
 //    so one load serves 2·SG values of k;
 // 2: op(b) transposed, n and NR even: op(b)(k0 + l, j) and (k0 + l, j + 1).
+// mm_regblock_tex (16-byte texels, the host proved b's index and ld
+// multiples of 4): 3: op(b) untransposed, lane l loads op(b)(k0 + 4l .. 4l + 3, j)
+// and one load serves 4·SG values of k; 4: transposed, n and NR multiples of
+// 4: op(b)(k0 + l, j .. j + 3).
 layout(constant_id = 8) const uint BPAIR = 0;
 layout(local_size_x_id = 0) in;
 
@@ -81,7 +99,15 @@ uint lane_row(uint i0, uint l, uint r) {
     return ROWPAIR ? i0 + G * l + SG * (r & ~(G - 1)) + (r & (G - 1)) : i0 + l + SG * r;
 }
 
-#ifdef GEMM_INT64
+#ifdef GEMM_TEXEL
+// G = 4 only from 16-byte texels (the host never asks for pairs here).
+vec4 load_group(uint r, PTR q) {
+    if (G == 4) return texelFetch(ta4, int(q >> 2));
+    return vec4(texelFetch(ta1, int(q)).x, G == 2 ? texelFetch(ta1, int(q + 1)).x : 0.0, 0.0, 0.0);
+}
+float load_a(uint r, PTR q) { return texelFetch(ta1, int(q)).x; }
+float load_b(uint j, PTR q) { return texelFetch(tb1, int(q)).x; }
+#elif defined(GEMM_INT64)
 // G values of op(a) at q: rows q, q+1, ... (untransposed) or k, k+1, ... (transposed).
 vec4 load_group(uint r, PTR q) {
     if (G == 4) return GemmV4(q).v;
@@ -108,12 +134,23 @@ float load_b(uint j, uint q) { return rb[j].v[q]; }
 
 void main() {
     uint l = gl_LocalInvocationID.x;
+#ifdef GEMM_TEXEL
+    // Column blocks along x, which the driver runs first: consecutive
+    // workgroups share one panel of op(a) (docs/gemm.md, "mm_regblock_tex").
+    uint i0 = gl_WorkGroupID.y * SG * MR;
+    uint j0 = gl_WorkGroupID.x * NR;
+#else
     uint i0 = gl_WorkGroupID.x * SG * MR;
     uint j0 = gl_WorkGroupID.y * NR;
+#endif
     // Steps between consecutive k of op(a) and of op(b).
     STEP sa = STEP_OF(TA != 0 ? 1u : p.lda);
     STEP sb = STEP_OF(TB != 0 ? p.ldb : 1u);
+#ifdef GEMM_TEXEL
+    uint a0 = uint(p.a), b0 = uint(p.b);  // never batched
+#else
     GEMM_ADDR a0 = gemm_block(EPI, p.a, p.sa), b0 = gemm_block(EPI, p.b, p.sb);  // this block's op(a)(0, 0), op(b)(0, 0)
+#endif
 
     // Rows and columns past the edge are clamped, so every load is in
     // bounds and the inner loop has no test; the epilogue stores only the
@@ -121,7 +158,7 @@ void main() {
     PTR pa[MR];  // each lane row's next op(a) value
     [[unroll]] for (uint r = 0; r < MR; r++) {
         uint i = ROWPAIR ? min(lane_row(i0, l, r & ~(G - 1)), p.m - G) : min(lane_row(i0, l, r), p.m - 1);
-#ifdef GEMM_INT64
+#if defined(GEMM_INT64) || defined(GEMM_TEXEL)
         pa[r] = PTR_AT(a0, i, TA != 0 ? p.lda : 1u);
 #else
         uvec2 row = gemm_addr(a0, i * (TA != 0 ? p.lda : 1u));
@@ -133,9 +170,11 @@ void main() {
     }
     PTR qb[NR];  // op(b)(0, j)
     [[unroll]] for (uint j = 0; j < NR; j++) {
-        // Column pairs start at an even column: n - 2 is the last (n is even).
-        uint jc = min(j0 + j, BPAIR == 2 && j % 2 == 0 ? p.n - 2 : p.n - 1);
-#ifdef GEMM_INT64
+        // Column pairs (quads) start at an even column (a multiple of 4):
+        // n - 2 (n - 4) is the last.
+        const uint GB = BPAIR == 4 ? 4 : BPAIR == 2 ? 2 : 1;
+        uint jc = min(j0 + j, GB > 1 && j % GB == 0 ? p.n - GB : p.n - 1);
+#if defined(GEMM_INT64) || defined(GEMM_TEXEL)
         qb[j] = PTR_AT(b0, jc, TB != 0 ? 1u : p.ldb);
 #else
         rb[j] = GemmRow(gemm_addr(b0, jc * (TB != 0 ? 1u : p.ldb)));
@@ -146,11 +185,26 @@ void main() {
     [[unroll]] for (uint t = 0; t < MR * NR; t++) acc[t] = 0.0;
 
     // Values of k per pass of the main loop: SG, or 2·SG with pairs of b.
-    const uint KS = BPAIR == 1 ? 2 * SG : SG;
+    const uint KS = BPAIR == 3 ? 4 * SG : BPAIR == 1 ? 2 * SG : SG;
     uint k0 = 0;
     for (; k0 + KS <= p.k; k0 += KS) {
         float bl[NR], bh[NR];
-#ifdef GEMM_INT64
+#ifdef GEMM_TEXEL
+        vec4 bq[NR];
+        if (BPAIR == 3) {
+            uint boff = k0 + 4 * l;
+            [[unroll]] for (uint j = 0; j < NR; j++) bq[j] = texelFetch(tb4, int((qb[j] + boff) >> 2));
+        } else if (BPAIR == 4) {
+            uint boff = (k0 + l) * sb;
+            [[unroll]] for (uint j = 0; j < NR; j += 4) {
+                vec4 t = texelFetch(tb4, int((qb[j] + boff) >> 2));
+                bl[j] = t.x;
+                bl[j + 1] = t.y;
+                bl[j + 2] = t.z;
+                bl[j + 3] = t.w;
+            }
+        } else
+#elif defined(GEMM_INT64)
         if (BPAIR == 1) {
             STEP boff = STEP(k0 + 2 * l) * sb;
             [[unroll]] for (uint j = 0; j < NR; j++) {
@@ -195,7 +249,11 @@ void main() {
                 }
             }
             [[unroll]] for (uint j = 0; j < NR; j++) {
+#ifdef GEMM_TEXEL
+                float bv = BPAIR == 3 ? GEMM_BCAST(bq[j][kk & 3], kk >> 2) : GEMM_BCAST(bl[j], kk);
+#else
                 float bv = BPAIR == 1 ? GEMM_BCAST((kk & 1) != 0 ? bh[j] : bl[j], kk >> 1) : GEMM_BCAST(bl[j], kk);
+#endif
                 [[unroll]] for (uint r = 0; r < MR; r++) acc[r * NR + j] = fma(av[r], bv, acc[r * NR + j]);
             }
         }

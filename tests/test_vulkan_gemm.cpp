@@ -474,3 +474,55 @@ TEST_CASE("vulkan mm: GFLOP/s", "[.bench][vulkan][gemm]") {
                     flop / best * 1e-9, flop / (best_cpu / cores) * 1e-9, cores);
     }
 }
+
+// mm_regblock_tex (lavapipe: VK_KHR_push_descriptor and texel views of the
+// memory blocks) against float64, and with it off the 64-bit kernel on the
+// same device: 16-byte texels of a (pad 0 and 4: a's index and ld multiples
+// of 4; pad 1 and 2 load one float), of b along k (k ≥ 32: 64 + the 6 left
+// over) and along columns (bᵀ with n = 52; n = 50 one column at a time), a k
+// short of a texel pass (k = 9), a long k (1100: one pass here, 512-long
+// passes with texels off) into a transposed c (texel stores with a row
+// step), and dense with its bias. On a device without texel views
+// (SwiftShader) nothing runs on it and the present kernels are what is tested.
+TEST_CASE("vulkan mm: operands through texel views, and the fallback with them off", "[vulkan][gemm]") {
+    REQUIRE_VULKAN(dev);
+    const bool texel_device = static_cast<vk::VulkanDevice&>(*dev).caps().texel_views;
+    const bool on = GENERATE(true, false);
+    struct Texel {
+        explicit Texel(bool on) { vk::set_gemm_texel(on); }
+        ~Texel() { vk::set_gemm_texel(true); }
+    } texel(on);
+    Variant force(vk::GemmVariant::regblock);
+    const uint64_t before = vk::gemm_texel_count();
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int64_t pad : {0, 1, 2, 4})
+                for (int64_t n : {52, 50})
+                    for (int64_t k : {70, 9}) {
+                        INFO("texel " << on << " ta " << ta << " tb " << tb << " pad " << pad << " n " << n << " k " << k);
+                        check_mm(*dev, 68, n, k, ta, tb, false, 0.75f, -1.0f, pad);
+                    }
+    for (int tb = 0; tb < 2; tb++) {
+        INFO("texel " << on << " k 1100 tb " << tb);
+        check_mm(*dev, 36, 28, 1100, false, tb, true, 1.0f, 0.5f, 0);
+    }
+    // dense: y ← relu(w·x + b) for a 20×64 w, 64×12 x (texels of both).
+    std::vector<float> hw = random_values(20 * 64), hx = random_values(64 * 12), hb = random_values(20);
+    Matrix w = from_host(*dev, 20, 64, hw.data()), x = from_host(*dev, 64, 12, hx.data());
+    Matrix bias = from_host(*dev, 20, 1, hb.data()), y = zeros(*dev, 20, 12);
+    dense(w, x, bias, Act::relu, y);
+    std::vector<float> got = to_host(y);
+    Err err;
+    for (int64_t i = 0; i < 20; i++)
+        for (int64_t j = 0; j < 12; j++) {
+            double s = hb[size_t(i)], scale = std::fabs(hb[size_t(i)]);
+            for (int64_t l = 0; l < 64; l++) {
+                s += double(hw[size_t(i + 20 * l)]) * hx[size_t(l + 64 * j)];
+                scale += std::fabs(double(hw[size_t(i + 20 * l)]) * hx[size_t(l + 64 * j)]);
+            }
+            err.add(got[size_t(i + 20 * j)], std::max(s, 0.0), scale);
+        }
+    CHECK(err.worst <= tol);
+    if (on && texel_device) CHECK(vk::gemm_texel_count() > before);
+    else CHECK(vk::gemm_texel_count() == before);
+}

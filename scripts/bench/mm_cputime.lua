@@ -6,7 +6,7 @@
 -- (docs/gemm.md, "mm_regblock_i64: 64-bit arithmetic throughout").
 --
 --   LP_NUM_THREADS=1 build/vela scripts/bench/mm_cputime.lua [shape=sq256] [calls=200] [device=vulkan:0]
---   shapes: sq256, sq512, sq1024, fwd (256×784 · 784×128), dW (256×128 · (784×128)ᵀ),
+--   shapes: sq256, sq512, sq1024 (sq1024ta, sq1024tb: a or b transposed), fwd (256×784 · 784×128), dW (256×128 · (784×128)ᵀ),
 --           dx ((10×256)ᵀ · 10×128), out (10×256 · 256×128)
 local vela = require "vela"
 local opts = {shape = "sq256", calls = 200, device = "vulkan:0"}
@@ -18,6 +18,7 @@ end
 -- {rows of c, cols of c, k, a transposed, b transposed}
 local shapes = {
   sq256 = {256, 256, 256}, sq512 = {512, 512, 512}, sq1024 = {1024, 1024, 1024},
+  sq1024ta = {1024, 1024, 1024, true, false}, sq1024tb = {1024, 1024, 1024, false, true},
   fwd = {256, 128, 784}, dW = {256, 784, 128, false, true},
   dx = {256, 128, 10, true, false}, out = {10, 128, 256},
 }

@@ -64,5 +64,7 @@ using OwnedPipelineCache = Owned<VkPipelineCache, vkDestroyPipelineCache>;
 using OwnedCommandPool = Owned<VkCommandPool, vkDestroyCommandPool>;
 using OwnedFence = Owned<VkFence, vkDestroyFence>;
 using OwnedQueryPool = Owned<VkQueryPool, vkDestroyQueryPool>;
+using OwnedBufferView = Owned<VkBufferView, vkDestroyBufferView>;
+using OwnedSetLayout = Owned<VkDescriptorSetLayout, vkDestroyDescriptorSetLayout>;
 
 }  // namespace vela::vk

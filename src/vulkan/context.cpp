@@ -145,6 +145,8 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
                 f.pNext = &cr;
                 vkGetPhysicalDeviceFeatures2(pd, &f);
                 p.conditional = cr.conditionalRendering;
+            } else if (std::string(e.extensionName) == VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) {
+                p.push_descriptor = true;
             }
     }
 
@@ -175,6 +177,19 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
     if (!c.subgroup_ballot)
         d.limits.emplace_back("subgroup ballot", "no: mm and dense use the tiled kernel (mm_tiled.comp)");
     c.subgroup_shuffle = c.subgroup_ballot && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+    // Texel views of memory blocks for mm_regblock_tex (docs/gemm.md): push
+    // descriptors and uniform texel buffers of both float formats.
+    auto texel_format = [&](VkFormat f, VkFormatFeatureFlags need) {
+        VkFormatProperties fp{};
+        vkGetPhysicalDeviceFormatProperties(pd, f, &fp);
+        return (fp.bufferFeatures & need) == need;
+    };
+    c.max_texel_elements = lim.maxTexelBufferElements;
+    c.texel_views = p.push_descriptor &&
+                    texel_format(VK_FORMAT_R32_SFLOAT, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT |
+                                                           VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) &&
+                    texel_format(VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) &&
+                    c.max_texel_elements >= 4;
     if (!p.timestamps) d.limits.emplace_back("timestamps", "no: profile() reports no per-kernel device times");
     if (!missing.empty()) {
         d.usable = false;
@@ -335,6 +350,7 @@ Gpu::Gpu(const PhysicalInfo& p, const std::vector<const char*>& extensions) : ph
     ci.pQueueCreateInfos = &q;
     std::vector<const char*> names(extensions);
     if (p.conditional) names.push_back(extension);
+    if (p.caps.texel_views) names.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     ci.enabledExtensionCount = uint32_t(names.size());
     ci.ppEnabledExtensionNames = names.empty() ? nullptr : names.data();
     check(vkCreateDevice(p.handle, &ci, nullptr, &device), "vkCreateDevice");

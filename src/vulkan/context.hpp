@@ -31,6 +31,7 @@ struct PhysicalInfo {
     // VK_EXT_conditional_rendering with conditionalRendering: queued dispatches
     // can be skipped after submission (Ctrl-C drops queued work with it).
     bool conditional = false;
+    bool push_descriptor = false;  // VK_KHR_push_descriptor (enabled where Caps::texel_views)
 };
 
 // A logical device: the VkDevice and its compute queue. Destroyed last by the

@@ -10,6 +10,8 @@
 // plus the view's offset, ld and trans flag (see shaders/common.glsl). No
 // descriptor sets, no per-call allocation, no maxStorageBufferRange limit.
 #pragma once
+#include <vulkan/vulkan.h>
+
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -36,8 +38,21 @@ struct Caps {
     bool subgroup_ballot = false;        // subgroupBroadcast available in compute (mm_regblock.comp)
     bool int64 = false;                  // shaderInt64 (enabled): mm_regblock_i64.comp may run
     bool subgroup_shuffle = false;       // subgroupShuffle in compute (mm_regblock_i64.comp needs it too)
+    // VK_KHR_push_descriptor (enabled) and uniform texel buffers of R32_SFLOAT
+    // and R32G32B32A32_SFLOAT: memory blocks of at most max_texel_elements
+    // floats get texel views, which mm_regblock_tex.comp reads (docs/gemm.md).
+    bool texel_views = false;
+    uint32_t max_texel_elements = 0;     // maxTexelBufferElements
     uint32_t vendor_id = 0;
 };
+
+// Set 0 where Caps::texel_views (push descriptors, Pipelines' layout):
+// mm_regblock_tex's a as R32 and R32G32B32A32 uniform texel buffers
+// (bindings 0, 1), b the same (2, 3), c as an R32 storage texel buffer (4).
+constexpr uint32_t kTexelBindings = 5;
+constexpr VkDescriptorType texel_binding_type(uint32_t i) {
+    return i == 4 ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+}
 
 // A matrix operand as shaders see it: mirrors `struct View` in shaders/common.glsl.
 struct View {
@@ -225,6 +240,9 @@ struct Dispatch {
     // command buffer completes, the stream reads the loop status word
     // (Stream::loop_status_address) and reports a cut loop like a bad index.
     bool loop_probe = false;
+    // Non-null views: pushed as descriptor set 0 before the dispatch
+    // (mm_regblock_tex: the operands' texel views, Caps::texel_views).
+    VkBufferView texels[kTexelBindings] = {};
 };
 
 }  // namespace vela::vk

@@ -40,6 +40,11 @@ double stand_in_budget = [] {
     return e && std::strcmp(e, "0") == 0 ? 0.0 : double(1u << 27);
 }();
 uint64_t stand_ins = 0, small_stand_ins = 0;
+bool texel_on = [] {
+    const char* e = std::getenv("VELA_MM_TEXEL");
+    return !(e && std::strcmp(e, "0") == 0);
+}();
+uint64_t texel_dispatches = 0;
 
 // The specialization constants of the GEMM shaders, in constant_id order.
 struct RegblockSpec {  // mm_regblock.glsl (mm_regblock.comp, mm_regblock_i64.comp)
@@ -123,6 +128,17 @@ uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
 // the device has both; the portable mm_regblock elsewhere.
 bool regblock64(const Caps& caps) { return caps.int64 && caps.subgroup_shuffle; }
 
+// mm_regblock_tex: the 64-bit kernel with op(a) and op(b) read, and c read
+// and written, through the texel views of their memory blocks (the device
+// has them; blocks over maxTexelBufferElements floats have none, and their
+// products keep mm_regblock_i64), not for bmm (its block steps stay addresses).
+bool use_texel(VulkanDevice& r, const Matrix& a, const Matrix& b, const Matrix& c, const GemmBatch* batch) {
+    return texel_on && !batch && r.caps().texel_views && regblock64(r.caps()) && r.buffer(a).alloc.texel1 &&
+           r.buffer(b).alloc.texel1 && r.buffer(c).alloc.texel1;
+}
+// m's element (0, 0) as a float index into its block's texel views.
+uint64_t texel_index(VulkanDevice& r, const Matrix& m) { return r.buffer(m).alloc.offset / 4 + uint64_t(m.offset); }
+
 bool use_regblock(const Caps& caps) {
     if (!caps.subgroup_ballot) return false;  // it needs subgroupBroadcast
     if (forced != GemmVariant::automatic) return forced == GemmVariant::regblock;
@@ -168,6 +184,12 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
     uint32_t tile_m, tile_n;
     const char* shader;
     const bool regblock = use_regblock(caps);
+    const bool texel = regblock && use_texel(r, a, b, c, batch);
+    if (texel) {
+        p.a = texel_index(r, a);  // float indices into the texel views, not addresses
+        p.b = texel_index(r, b);
+        p.c = texel_index(r, c);
+    }
     if (regblock) {
         // 8 rows per lane (docs/gemm.md); smaller blocks for thin matrices so
         // a 10-row output layer does not compute 64 rows.
@@ -183,17 +205,19 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // row pairs also an even row count, so a pair never leaves the column.
         // bmm: every block's address too (its step a multiple of 2 or 4 elements).
         const uint64_t bsa = batch ? uint64_t(batch->sa) : 0;
-        bool pair = p.a % 8 == 0 && p.lda % 2 == 0 && sg % 2 == 0 && (ta || p.m % 2 == 0) && bsa % 2 == 0;
+        bool pair = !texel && p.a % 8 == 0 && p.lda % 2 == 0 && sg % 2 == 0 && (ta || p.m % 2 == 0) && bsa % 2 == 0;
         // The portable kernel (no shaderInt64) loads 16 bytes where a's
         // address, ld and (untransposed) row count allow it: on SwiftShader
         // 12% faster than pairs (docs/gemm.md). The 64-bit kernel keeps pairs
         // (a 16-byte load is four per-lane loops on lavapipe, no gain).
-        bool quad = !regblock64(caps) && p.a % 16 == 0 && p.lda % 4 == 0 && sg % 4 == 0 && mr % 4 == 0 &&
-                    (ta || p.m % 4 == 0) && bsa % 4 == 0;
+        // The texel kernel loads 16-byte texels of a (one texelFetch, as
+        // cheap as a 4-byte one there) on the same conditions, in floats.
+        bool quad = (texel ? p.a % 4 == 0 : !regblock64(caps) && p.a % 16 == 0) && p.lda % 4 == 0 && sg % 4 == 0 &&
+                    mr % 4 == 0 && (ta || p.m % 4 == 0) && bsa % 4 == 0;
         // 8-byte loads of b (64-bit kernel): along k (op(b) untransposed) or
         // along j (transposed; column pairs need an even n, and NR even).
         const uint64_t bsb = batch ? uint64_t(batch->sb) : 0;
-        bool bpair = regblock64(caps) && p.b % 8 == 0 && p.ldb % 2 == 0 && bsb % 2 == 0 &&
+        bool bpair = !texel && regblock64(caps) && p.b % 8 == 0 && p.ldb % 2 == 0 && bsb % 2 == 0 &&
                      (!tb || (p.n % 2 == 0 && nr % 2 == 0));
         if (bpair && !tb) {
             // Along k a pass takes 2·SG values of k and the k % 2SG left
@@ -207,11 +231,20 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
             };
             bpair = loads(2 * sg, nr) < loads(sg, nr);
         }
+        // Texels of b: 4 values of k per lane (untransposed; a k of at least
+        // 4·SG, the rest loads one k at a time) or 4 columns (transposed, n
+        // and NR multiples of 4); b's index and ld multiples of 4.
+        uint32_t bquad = 0;
+        if (texel && p.b % 4 == 0 && p.ldb % 4 == 0) {
+            if (!tb && p.k >= 4 * sg) bquad = 3;
+            if (tb && p.n % 4 == 0 && nr % 4 == 0) bquad = 4;
+        }
         rspec = {.sg = sg, .mr = mr, .nr = nr, .ta = ta, .tb = tb, .pair = quad ? 2u : pair ? 1u : 0u, .epi = epi,
-                 .act = uint32_t(act), .bpair = bpair ? (tb ? 2u : 1u) : 0u};
+                 .act = uint32_t(act), .bpair = bquad ? bquad : bpair ? (tb ? 2u : 1u) : 0u};
         // 64-bit addresses stepped per load where the device has them (about
-        // twice the speed on lavapipe); the portable kernel elsewhere.
-        shader = regblock64(caps) ? "mm_regblock_i64" : "mm_regblock";
+        // twice the speed on lavapipe); the portable kernel elsewhere; the
+        // operands through texel views where those exist (lavapipe).
+        shader = texel ? "mm_regblock_tex" : regblock64(caps) ? "mm_regblock_i64" : "mm_regblock";
         // The 2×4 block stands in for a larger one not yet made (see
         // stand_in_budget); forcing the variant (the tests) never does.
         const double work = double(p.m) * double(p.n) * double(std::max<uint32_t>(p.k, 1)) *
@@ -221,7 +254,7 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
             r.stream().pipelines().stand_in(shader, chosen.data, chosen.count, work, stand_in_budget)) {
             rspec.mr = 2;
             rspec.nr = 4;
-            rspec.pair = pair ? 1u : 0u;  // 16-byte loads need MR a multiple of 4
+            rspec.pair = pair ? 1u : 0u;  // 16-byte loads need MR a multiple of 4 (texel: pair is false)
             ++stand_ins;
             // And the 1×1 block for the 2×4 one while it is not made, over a
             // sixteenth of the budget: its compile is a quarter of the 2×4
@@ -260,15 +293,20 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
     // end a shader loop after 65,535 iterations (dense splits larger k), and
     // the portable regblock its indices (max_k_per_dispatch).
     const uint64_t k_max = max_k_per_dispatch(caps, a, b);
-    const uint64_t k_chunk = std::min(regblock && epi != EPI_DENSE && p.k > 1024 ? 512 : std::max<uint64_t>(p.k, 1),
+    // mm_regblock_tex keeps one pass (up to kMaxK): its k chunks of 512, 256
+    // and 128 measured slower than none at 1024³ (docs/results.md).
+    const uint64_t k_chunk = std::min(regblock && !texel && epi != EPI_DENSE && p.k > 1024 ? 512
+                                                                                             : std::max<uint64_t>(p.k, 1),
                                       k_max);
     // Split the grid where it exceeds the device's workgroup counts: each
     // piece is the same problem on a sub-block of c, with its addresses moved.
-    const uint64_t rows_per = uint64_t(caps.max_workgroup_count[0]) * tile_m;
-    const uint64_t cols_per = uint64_t(caps.max_workgroup_count[1]) * tile_n;
+    // mm_regblock_tex: column blocks along x, row blocks along y.
+    const uint64_t rows_per = uint64_t(caps.max_workgroup_count[texel ? 1 : 0]) * tile_m;
+    const uint64_t cols_per = uint64_t(caps.max_workgroup_count[texel ? 0 : 1]) * tile_n;
     const uint64_t a_row_step = ta ? p.lda : 1, a_col_step = ta ? 1 : p.lda;
     const uint64_t b_row_step = tb ? p.ldb : 1, b_col_step = tb ? 1 : p.ldb;
     const SpecConstants spec = regblock ? SpecConstants(rspec) : SpecConstants(tspec);
+    const uint64_t unit = texel ? 1 : sizeof(float);  // of a's and b's positions: floats or bytes
     // bmm: blocks in dispatches of at most zmax (the z index the block).
     const uint64_t count = batch ? batch->count : 1, zmax = batch ? batch->zmax : 1;
     if (batch) p.sa = batch->sa, p.sb = batch->sb, p.sc = batch->sc;
@@ -280,22 +318,30 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
                     q.m = uint32_t(std::min<uint64_t>(rows_per, p.m - i0));
                     q.n = uint32_t(std::min<uint64_t>(cols_per, p.n - j0));
                     q.k = uint32_t(std::min<uint64_t>(k_chunk, p.k - k0));
-                    q.a += (i0 * a_row_step + k0 * a_col_step) * sizeof(float);
-                    q.b += (k0 * b_row_step + j0 * b_col_step) * sizeof(float);
-                    q.c += (i0 * p.crs + j0 * p.ccs) * sizeof(float);
-                    q.a += z0 * p.sa * sizeof(float), q.b += z0 * p.sb * sizeof(float), q.c += z0 * p.sc * sizeof(float);
+                    q.a += (i0 * a_row_step + k0 * a_col_step) * unit;
+                    q.b += (k0 * b_row_step + j0 * b_col_step) * unit;
+                    q.c += (i0 * p.crs + j0 * p.ccs) * unit;
+                    q.a += z0 * p.sa * unit, q.b += z0 * p.sb * unit, q.c += z0 * p.sc * unit;
                     if (k0 > 0) q.beta = 1.0f;
                     if (bias) q.bias += i0 * p.binc * sizeof(float);
                     // dense reads the bias instead of c.
-                    r.dispatch(Dispatch{.shader = shader,
+                    Dispatch d{.shader = shader,
                                         .push = &q,
                                         .push_size = sizeof q,
-                                        .groups = {ceil_div(q.m, tile_m), ceil_div(q.n, tile_n),
+                                        .groups = {texel ? ceil_div(q.n, tile_n) : ceil_div(q.m, tile_m),
+                                                   texel ? ceil_div(q.m, tile_m) : ceil_div(q.n, tile_n),
                                                    uint32_t(std::min(zmax, count - z0))},
                                         .spec = spec,
                                         .reads = {&a, &b, bias ? bias : &c},
                                         .writes = {&c},
-                                        .label = fn});
+                                        .label = fn};
+                    if (texel) {
+                        const Allocation &aa = r.buffer(a).alloc, &ba = r.buffer(b).alloc;
+                        d.texels[0] = aa.texel1, d.texels[1] = aa.texel4, d.texels[2] = ba.texel1, d.texels[3] = ba.texel4;
+                        d.texels[4] = r.buffer(c).alloc.texel_store;
+                        ++texel_dispatches;
+                    }
+                    r.dispatch(d);
                 }
             }
         }
@@ -316,6 +362,8 @@ void grid_1d(const Caps& caps, uint64_t count, uint32_t groups[3]) {
 }  // namespace
 
 void force_gemm_variant(GemmVariant v) { forced = v; }
+void set_gemm_texel(bool on) { texel_on = on; }
+uint64_t gemm_texel_count() { return texel_dispatches; }
 
 void set_gemm_stand_in_budget(double multiply_adds) { stand_in_budget = multiply_adds; }
 double gemm_stand_in_budget() { return stand_in_budget; }

@@ -13,6 +13,13 @@ namespace vela::vk {
 enum class GemmVariant : uint8_t { automatic, regblock, tiled };
 void force_gemm_variant(GemmVariant v);
 
+// mm_regblock_tex (operands through texel views, docs/gemm.md) where the
+// device and the operands allow it; off: mm_regblock_i64 there (the tests
+// run both; VELA_MM_TEXEL=0 starts a process with it off). How many
+// dispatches ran on it so far.
+void set_gemm_texel(bool on);
+uint64_t gemm_texel_count();
+
 // First use of mm's register block (kernels_blas.cpp, stand_in_budget): the
 // multiply-adds the 2×4 block may run in a larger block's stead before that
 // one is made, per block and device (the 1×1 block in the 2×4 one's stead a

@@ -23,6 +23,10 @@ struct Block {
     uint8_t* mapped = nullptr;
     bool dedicated = false;  // one allocation larger than a block: freed with it
     Pool pool = Pool::device;
+    // Texel views of the whole block (mm_regblock_tex), destroyed before the
+    // buffer (declared after it). A block is dropped only when every
+    // allocation in it has been retired, so no pending work uses them.
+    OwnedBufferView texel1, texel4, texel_store;
     std::map<VkDeviceSize, VkDeviceSize> free_ranges;
     VkDeviceSize used = 0;
     VkDeviceSize committed = 0;  // software devices: bytes from the start whose pages are committed
@@ -193,6 +197,9 @@ Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDevi
     bi.size = size;
     bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
                VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    const Caps& caps = gpu_.phys.caps;
+    const bool texel = caps.texel_views && size / 4 <= caps.max_texel_elements;
+    if (texel) bi.usage |= VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT | VK_BUFFER_USAGE_STORAGE_TEXEL_BUFFER_BIT;
     bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     VkBuffer buf = VK_NULL_HANDLE;
     check(vkCreateBuffer(dev, &bi, nullptr, &buf), "vkCreateBuffer");
@@ -217,6 +224,21 @@ Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDevi
     check(r, "vkAllocateMemory");
     b->memory = OwnedMemory(dev, mem);
     check(vkBindBufferMemory(dev, buf, mem, 0), "vkBindBufferMemory");
+    if (texel) {
+        auto view = [&](VkFormat format, VkDeviceSize texel_bytes) {
+            auto vi = make<VkBufferViewCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO);
+            vi.buffer = buf;
+            vi.format = format;
+            vi.offset = 0;
+            vi.range = size / texel_bytes * texel_bytes;
+            VkBufferView v = VK_NULL_HANDLE;
+            check(vkCreateBufferView(dev, &vi, nullptr, &v), "vkCreateBufferView");
+            return OwnedBufferView(dev, v);
+        };
+        b->texel1 = view(VK_FORMAT_R32_SFLOAT, 4);
+        b->texel4 = view(VK_FORMAT_R32G32B32A32_SFLOAT, 16);
+        b->texel_store = view(VK_FORMAT_R32_SFLOAT, 4);
+    }
     if (p.mapped) {
         void* ptr = nullptr;
         check(vkMapMemory(dev, mem, 0, VK_WHOLE_SIZE, 0, &ptr), "vkMapMemory");
@@ -313,6 +335,9 @@ Allocation Memory::try_alloc(VkDeviceSize size, PoolState& p) {
     a.size = size;
     a.address = found->address + at;
     a.mapped = found->mapped ? found->mapped + at : nullptr;
+    a.texel1 = found->texel1;
+    a.texel4 = found->texel4;
+    a.texel_store = found->texel_store;
     return a;
 }
 

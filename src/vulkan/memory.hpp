@@ -27,6 +27,11 @@ struct Allocation {
     VkDeviceSize size = 0;
     uint64_t address = 0;      // device address of the first byte
     uint8_t* mapped = nullptr;  // host pointer to the first byte, when host-visible
+    // The block's texel views (R32_SFLOAT, R32G32B32A32_SFLOAT) where it has
+    // them (Caps::texel_views, the block within maxTexelBufferElements
+    // floats); the first float's index in them is offset / 4.
+    // texel_store: R32_SFLOAT as a storage texel buffer (mm_regblock_tex's c).
+    VkBufferView texel1 = VK_NULL_HANDLE, texel4 = VK_NULL_HANDLE, texel_store = VK_NULL_HANDLE;
     explicit operator bool() const { return block != nullptr; }
 };
 

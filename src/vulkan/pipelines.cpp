@@ -72,6 +72,23 @@ Pipelines::Pipelines(Gpu& gpu) : gpu_(gpu) {
     auto li = make<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
     li.pushConstantRangeCount = 1;
     li.pPushConstantRanges = &range;
+    // One layout for every pipeline; where blocks have texel views, set 0 is
+    // pushed per dispatch (mm_regblock_tex's operands: four uniform texel
+    // buffers and a storage texel buffer; the other shaders declare none).
+    VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+    if (gpu.phys.caps.texel_views) {
+        VkDescriptorSetLayoutBinding bindings[kTexelBindings];
+        for (uint32_t i = 0; i < kTexelBindings; ++i)
+            bindings[i] = {i, texel_binding_type(i), 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+        auto si = make<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+        si.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
+        si.bindingCount = kTexelBindings;
+        si.pBindings = bindings;
+        check(vkCreateDescriptorSetLayout(gpu.device, &si, nullptr, &set_layout), "vkCreateDescriptorSetLayout");
+        set_layout_ = OwnedSetLayout(gpu.device, set_layout);
+        li.setLayoutCount = 1;
+        li.pSetLayouts = &set_layout;
+    }
     VkPipelineLayout layout = VK_NULL_HANDLE;
     check(vkCreatePipelineLayout(gpu.device, &li, nullptr, &layout), "vkCreatePipelineLayout");
     layout_ = OwnedLayout(gpu.device, layout);

@@ -74,6 +74,7 @@ private:
     std::vector<char> load_cache_file(const std::string& path) const;
 
     Gpu& gpu_;
+    OwnedSetLayout set_layout_;  // set 0, push descriptors (Caps::texel_views)
     OwnedLayout layout_;
     OwnedPipelineCache cache_;
     std::unordered_map<std::string, OwnedShader> modules_;

@@ -120,6 +120,7 @@ private:
     void reset_batch_spec();           // no step yet: every family absent, no variant chosen
     std::array<uint32_t, 6> any_batch_spec() const;  // the variant with every family, operations read from memory
     void end_batch();                  // record the open batch's dispatch, with the variant its steps need
+    void push_texels(Slot& s, const Dispatch& d);  // d.texels as set 0 (push descriptors)
     // The batch.comp variant for what the open batch holds plus step code `code`
     // (0: none); may throw, so it is called before anything of the step is recorded.
     VkPipeline batch_variant(uint32_t code, std::array<uint32_t, 6>& spec);
@@ -170,6 +171,7 @@ private:
     volatile uint32_t* cond_ = nullptr;
     PFN_vkCmdBeginConditionalRenderingEXT begin_cond_ = nullptr;
     PFN_vkCmdEndConditionalRenderingEXT end_cond_ = nullptr;
+    PFN_vkCmdPushDescriptorSetKHR push_descriptor_ = nullptr;  // found at the first push_texels
 };
 
 }  // namespace vela::vk

@@ -182,6 +182,26 @@ void Stream::add_step(const Dispatch& d) {
     if (++s.kernels >= kBatch) submit();
 }
 
+// The dispatch's texel views as set 0 (Caps::texel_views; the pipeline
+// layout's push-descriptor set, see Pipelines). The views are their memory
+// blocks', which outlive every command buffer that uses their allocations.
+void Stream::push_texels(Slot& s, const Dispatch& d) {
+    if (!push_descriptor_) {
+        push_descriptor_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
+            vkGetDeviceProcAddr(gpu_.device, "vkCmdPushDescriptorSetKHR"));
+        if (!push_descriptor_) fail("vulkan: %s: the device has no vkCmdPushDescriptorSetKHR", d.shader);
+    }
+    VkWriteDescriptorSet w[kTexelBindings];
+    for (uint32_t i = 0; i < kTexelBindings; ++i) {
+        w[i] = make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+        w[i].dstBinding = i;
+        w[i].descriptorCount = 1;
+        w[i].descriptorType = texel_binding_type(i);
+        w[i].pTexelBufferView = &d.texels[i];
+    }
+    push_descriptor_(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, kTexelBindings, w);
+}
+
 void Stream::dispatch(const Dispatch& d) {
     if (d.push_size > kPushBytes || d.push_size > caps_.max_push_constants || d.push_size % 4)
         fail("vulkan: %s: push constants of %u bytes (at most %u, a multiple of 4)", d.shader, d.push_size,
@@ -219,6 +239,7 @@ void Stream::dispatch(const Dispatch& d) {
         bound_ = pipeline;
     }
     if (d.push_size) vkCmdPushConstants(s.cb, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, d.push_size, push);
+    if (d.texels[0]) push_texels(s, d);
     // Profiling without timestamp queries: each kernel runs alone in a
     // submission, timed on the host from submission to its fence.
     const bool host_timed = profiling_ && !s.profiled;

@@ -124,7 +124,9 @@ end
 --   dW = δ·xᵀ                (outputs×inputs)  mm
 --   db = δ·1                 (outputs)         mv with a ones vector
 --   dx = Wᵀ·δ                (inputs×n)        mm with W:t()
-function Linear:backward(da, need_dx)
+-- opt (nn.fit's, internal): an optimizer whose _mm_step updates W inside the
+-- dW product (optim.sgd with momentum: mm_sgd_step); the caller steps the rest.
+function Linear:backward(da, need_dx, opt)
   local buf = check_grad(self, da, self.outputs, "linear")
   local delta
   if self.custom then
@@ -134,8 +136,15 @@ function Linear:backward(da, need_dx)
   else
     delta = layer.delta(self.activation, da, buf.z, self.a, buf.delta)  -- δ ← da ∘ act′, one kernel
   end
-  mm(1, delta, self.xt, 0, self.dw)
   mv(1, delta, ones_on(self.dev, self.n), 0, self.db)
+  if opt then
+    -- dx with the W of the forward pass, before the dW product updates W
+    if need_dx ~= false then mm(1, self.wt, delta, 0, buf.dx) end
+    opt:_mm_step(delta, self.xt, self._params[1])
+    if need_dx ~= false then return buf.dx end
+    return
+  end
+  mm(1, delta, self.xt, 0, self.dw)
   if need_dx == false then return end  -- no value: the prompt prints nothing
   mm(1, self.wt, delta, 0, buf.dx)
   return buf.dx
@@ -211,10 +220,11 @@ function Sequential:forward(x)
 end
 
 -- backward: ∂L/∂output (outputs×n) → nothing; every layer's gradients are
--- filled. The first layer skips the gradient of its input.
-function Sequential:backward(dout)
+-- filled. The first layer skips the gradient of its input. opt: nn.fit's
+-- optimizer, passed on to the layers (Linear:backward).
+function Sequential:backward(dout, opt)
   for i = #self.layers, 1, -1 do
-    dout = self.layers[i]:backward(dout, i > 1)
+    dout = self.layers[i]:backward(dout, i > 1, opt)
   end
 end
 

@@ -228,6 +228,26 @@ function Sequential:backward(dout, opt)
   end
 end
 
+-- nn.fit's step on the cpu with optim.sgd with momentum updates each
+-- nn.linear's W inside its weight-gradient product (mm_sgd_step: each piece of
+-- dW's columns updated by the thread that computed it, while in its cache),
+-- when neither the net's nor the layer's backward is replaced. Returns the
+-- parameters the optimizer still steps itself (biases, other layers'), or nil
+-- when none is stepped in a product. nn.fit then checks the loss before the
+-- backward, which changes W: a bad batch still leaves everything as it was.
+function Sequential:_steps_left()
+  if rawget(self, "backward") ~= nil then return nil end
+  local inside, rest = {}, {}
+  for _, l in ipairs(self.layers) do
+    if getmetatable(l) == Linear and rawget(l, "backward") == nil then inside[l:params()[1]] = true end
+  end
+  for _, p in ipairs(self:params()) do
+    if not inside[p] then rest[#rest + 1] = p end
+  end
+  if #rest == #self:params() then return nil end
+  return rest
+end
+
 -- The list of {param, grad, state, name = "1.w"}: what an optimizer steps.
 function Sequential:params() return self._params end
 

@@ -277,29 +277,6 @@ local function rate(x)
   return fmt("%.0f", x)
 end
 
--- The update of each nn.linear's W inside its weight-gradient product
--- (mm_sgd_step: each piece of dW's columns updated by the thread that computed
--- it, while in its cache) for nn.fit on the cpu with optim.sgd with momentum
--- on a nn.sequential (neither's methods replaced). Returns the parameters the
--- optimizer still steps itself (biases, other layers'), or nil. The loss is
--- then checked before the backward, which now changes W (a free read on the
--- cpu): a bad batch still leaves the weights and state as they were.
-local function product_steps(net, opt, dev)
-  local optim = require "vela.optim"
-  if dev:name() ~= "cpu" or getmetatable(net) ~= nn.Sequential or rawget(net, "backward") ~= nil then return nil end
-  if not optim._steps_in_product(opt) then return nil end
-  local fused = {}
-  for _, l in ipairs(net.layers) do
-    if getmetatable(l) == nn.Linear and rawget(l, "backward") == nil then fused[l:params()[1]] = true end
-  end
-  local rest = {}
-  for _, p in ipairs(net:params()) do
-    if not fused[p] then rest[#rest + 1] = p end
-  end
-  if #rest == #net:params() then return nil end
-  return rest
-end
-
 -- nn.fit(net, train, opts) trains and returns a history table.
 --   opts.epochs (10), opts.batch (128), opts.optimizer (optim.sgd{lr = 0.05,
 --   momentum = 0.9}), opts.loss (nn.softmax_xent() or a name), opts.test (a
@@ -374,7 +351,8 @@ function training.fit(net, train, opts)
     if l ~= l or l == math.huge or l == -math.huge then error({bad_loss = l / loss.cols}) end
   end
   local step  -- the optimizer's step for this epoch (optim._epoch_stepper: the first checked, the rest not)
-  local rest = not par and product_steps(net, opt, dev) or nil  -- the params not stepped in a product (or nil)
+  local rest = not par and dev:name() == "cpu" and optim._steps_in_product(opt) and getmetatable(net) == nn.Sequential
+    and net:_steps_left() or nil  -- not nil: each nn.linear's W steps in its dW product (Sequential:_steps_left)
   local in_product  -- this epoch's first step is done: the later ones update W in its product
   local function train_step(x, y, k)
     local z, loss

@@ -251,7 +251,11 @@ for _, id in ipairs(ids) do
     for _, c in ipairs{{lr = 0.05, momentum = 0.9}, {lr = 0.05, momentum = 0.9, nesterov = true, weight_decay = 1e-3}} do
       local a, b = net(), net()
       local oa, ob = optim.sgd(c), optim.sgd(c)
-      nn.fit(a, set, {epochs = 2, batch = 32, optimizer = oa, progress = false})
+      local rows = profile(function() nn.fit(a, set, {epochs = 2, batch = 32, optimizer = oa, progress = false}) end)
+      local fused = 0
+      for _, r in ipairs(rows) do if r.kernel == "mm_sgd_step" then fused = fused + r.calls end end
+      -- on the cpu, both layers' W in their products at the 2 later steps of each epoch
+      assert(fused == (id == "cpu" and 8 or 0), ("%d calls of mm_sgd_step on %s"):format(fused, id))
       manual(b, ob, 2)
       assert(oa.steps == 6 and ob.steps == 6, "6 steps each")
       for i, p in ipairs(a:params()) do

@@ -137,7 +137,7 @@ function Linear:backward(da, need_dx, opt)
     delta = layer.delta(self.activation, da, buf.z, self.a, buf.delta)  -- δ ← da ∘ act′, one kernel
   end
   mv(1, delta, ones_on(self.dev, self.n), 0, self.db)
-  if opt then
+  if type(opt) == "table" then
     -- dx with the W of the forward pass, before the dW product updates W
     if need_dx ~= false then mm(1, self.wt, delta, 0, buf.dx) end
     opt:_mm_step(delta, self.xt, self._params[1])
@@ -220,9 +220,14 @@ function Sequential:forward(x)
 end
 
 -- backward: ∂L/∂output (outputs×n) → nothing; every layer's gradients are
--- filled. The first layer skips the gradient of its input. opt: nn.fit's
--- optimizer, passed on to the layers (Linear:backward).
-function Sequential:backward(dout, opt)
+-- filled. The first layer skips the gradient of its input.
+function Sequential:backward(dout)
+  self:_backward(dout)
+end
+
+-- opt: nn.fit's optimizer, given to the layers, each nn.linear updating its W
+-- inside its dW product (Linear:backward; Sequential:_steps_left).
+function Sequential:_backward(dout, opt)
   for i = #self.layers, 1, -1 do
     dout = self.layers[i]:backward(dout, i > 1, opt)
   end

@@ -362,7 +362,7 @@ function training.fit(net, train, opts)
       z = net:forward(x)
       loss = lossfn:forward(z, y)
       check_loss(loss)
-      net:backward(lossfn:backward(), opt)
+      net:_backward(lossfn:backward(), opt)
       step(rest)
     else
       z = net:forward(x)

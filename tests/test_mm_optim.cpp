@@ -15,33 +15,13 @@
 #include "core/ops.hpp"
 #include "cpu/cpu_device.hpp"
 #include "every_device.hpp"
+#include "layouts.hpp"
 
 using namespace vela;
 using vela::test::on_every_device;
+using namespace vela::test;
 
 namespace {
-
-std::vector<float> data(size_t n, uint64_t seed, double lo, double hi) {
-    return vela::test::splitmix_values(n, seed, lo, hi);
-}
-
-// A rows×cols operand holding vals (column-major logical order): plain, the
-// transpose of a stored cols×rows matrix, or inside a larger matrix (ld = rows + 3).
-enum class Layout { dense, trans, strided };
-Matrix operand(Device& d, Layout l, int64_t rows, int64_t cols, const std::vector<float>& vals) {
-    if (l == Layout::dense) return from_host(d, rows, cols, vals.data());
-    if (l == Layout::trans) {
-        std::vector<float> st(vals.size());
-        for (int64_t j = 0; j < cols; j++)
-            for (int64_t i = 0; i < rows; i++) st[size_t(j + i * cols)] = vals[size_t(i + j * rows)];
-        return from_host(d, cols, rows, st.data()).t();
-    }
-    const int64_t R = rows + 3, C = cols + 2;
-    std::vector<float> big(size_t(R * C), -7.0f);
-    for (int64_t j = 0; j < cols; j++)
-        for (int64_t i = 0; i < rows; i++) big[size_t(2 + i + (1 + j) * R)] = vals[size_t(i + j * rows)];
-    return view(from_host(d, R, C, big.data()), 2, 1, rows, cols);
-}
 
 struct Case {
     int64_t m, k, n;   // g is m×n = (m×k)·(k×n)
@@ -51,7 +31,7 @@ struct Case {
 };
 
 std::string name(const Case& c) {
-    auto ln = [](Layout l) { return l == Layout::dense ? "dense" : l == Layout::trans ? "transposed" : "strided"; };
+    auto ln = layout_name;
     return std::to_string(c.m) + "×" + std::to_string(c.k) + "·" + std::to_string(c.k) + "×" + std::to_string(c.n) +
            " g " + ln(c.g) + ", w and v " + ln(c.state) + ", lr " + std::to_string(c.lr) + " momentum " +
            std::to_string(c.mu) + " weight_decay " + std::to_string(c.wd) + (c.nesterov ? " nesterov" : "");

@@ -15,37 +15,13 @@
 #include "core/ops.hpp"
 #include "cpu/cpu_device.hpp"
 #include "every_device.hpp"
+#include "layouts.hpp"
 
 using namespace vela;
 using vela::test::on_every_device;
+using namespace vela::test;
 
 namespace {
-
-// splitmix64 values in [lo, hi): independent of anything under test.
-std::vector<float> data(size_t n, uint64_t seed, double lo, double hi) {
-    return vela::test::splitmix_values(n, seed, lo, hi);
-}
-
-enum class Layout { dense, trans, strided };
-const char* layout_name(Layout l) { return l == Layout::dense ? "dense" : l == Layout::trans ? "transposed" : "strided"; }
-
-// A rows×cols operand holding `vals` (column-major logical order) in the layout,
-// and the buffer behind it (kept alive by the view).
-Matrix operand(Device& d, Layout l, int64_t rows, int64_t cols, const std::vector<float>& vals) {
-    if (l == Layout::dense) return from_host(d, rows, cols, vals.data());
-    if (l == Layout::trans) {
-        std::vector<float> st(vals.size());  // the stored cols×rows matrix is the transpose
-        for (int64_t j = 0; j < cols; j++)
-            for (int64_t i = 0; i < rows; i++) st[size_t(j + i * cols)] = vals[size_t(i + j * rows)];
-        return from_host(d, cols, rows, st.data()).t();
-    }
-    // rows×cols inside a (rows + 3)×(cols + 2) matrix at (2, 1): ld = rows + 3.
-    const int64_t R = rows + 3, C = cols + 2;
-    std::vector<float> big(size_t(R * C), -7.0f);
-    for (int64_t j = 0; j < cols; j++)
-        for (int64_t i = 0; i < rows; i++) big[size_t(2 + i + (1 + j) * R)] = vals[size_t(i + j * rows)];
-    return view(from_host(d, R, C, big.data()), 2, 1, rows, cols);
-}
 
 // |got − want| ≤ 4 ulp of float at the larger of |want| and the scale of the terms.
 void check_close(const char* what, const std::vector<float>& got, const std::vector<double>& want,

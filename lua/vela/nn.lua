@@ -124,7 +124,9 @@ end
 --   dW = δ·xᵀ                (outputs×inputs)  mm
 --   db = δ·1                 (outputs)         mv with a ones vector
 --   dx = Wᵀ·δ                (inputs×n)        mm with W:t()
-function Linear:backward(da, need_dx)
+-- opt (nn.fit's, internal): an optimizer whose _mm_step updates W inside the
+-- dW product (optim.sgd with momentum: mm_sgd_step); the caller steps the rest.
+function Linear:backward(da, need_dx, opt)
   local buf = check_grad(self, da, self.outputs, "linear")
   local delta
   if self.custom then
@@ -134,8 +136,15 @@ function Linear:backward(da, need_dx)
   else
     delta = layer.delta(self.activation, da, buf.z, self.a, buf.delta)  -- δ ← da ∘ act′, one kernel
   end
-  mm(1, delta, self.xt, 0, self.dw)
   mv(1, delta, ones_on(self.dev, self.n), 0, self.db)
+  if type(opt) == "table" then
+    -- dx with the W of the forward pass, before the dW product updates W
+    if need_dx ~= false then mm(1, self.wt, delta, 0, buf.dx) end
+    opt:_mm_step(delta, self.xt, self._params[1])
+    if need_dx ~= false then return buf.dx end
+    return
+  end
+  mm(1, delta, self.xt, 0, self.dw)
   if need_dx == false then return end  -- no value: the prompt prints nothing
   mm(1, self.wt, delta, 0, buf.dx)
   return buf.dx
@@ -213,9 +222,35 @@ end
 -- backward: ∂L/∂output (outputs×n) → nothing; every layer's gradients are
 -- filled. The first layer skips the gradient of its input.
 function Sequential:backward(dout)
+  self:_backward(dout)
+end
+
+-- opt: nn.fit's optimizer, given to the layers, each nn.linear updating its W
+-- inside its dW product (Linear:backward; Sequential:_steps_left).
+function Sequential:_backward(dout, opt)
   for i = #self.layers, 1, -1 do
-    dout = self.layers[i]:backward(dout, i > 1)
+    dout = self.layers[i]:backward(dout, i > 1, opt)
   end
+end
+
+-- nn.fit's step on the cpu with optim.sgd with momentum updates each
+-- nn.linear's W inside its weight-gradient product (mm_sgd_step: each piece of
+-- dW's columns updated by the thread that computed it, while in its cache),
+-- when neither the net's nor the layer's backward is replaced. Returns the
+-- parameters the optimizer still steps itself (biases, other layers'), or nil
+-- when none is stepped in a product. nn.fit then checks the loss before the
+-- backward, which changes W: a bad batch still leaves everything as it was.
+function Sequential:_steps_left()
+  if rawget(self, "backward") ~= nil then return nil end
+  local inside, rest = {}, {}
+  for _, l in ipairs(self.layers) do
+    if getmetatable(l) == Linear and rawget(l, "backward") == nil then inside[l:params()[1]] = true end
+  end
+  for _, p in ipairs(self:params()) do
+    if not inside[p] then rest[#rest + 1] = p end
+  end
+  if #rest == #self:params() then return nil end
+  return rest
 end
 
 -- The list of {param, grad, state, name = "1.w"}: what an optimizer steps.

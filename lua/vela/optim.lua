@@ -265,6 +265,12 @@ SGD.step, SGD._apply = stepper("sgd", function(self) return self.momentum ~= 0 a
     end
   end)
 
+-- p = {w, g, state} of a layer's weight: g ← a·b and the update of w in one
+-- kernel (mm_sgd_step; nn.fit's step on the cpu, optim._product_stepper).
+function SGD:_mm_step(a, b, p)
+  vela.mm_sgd_step(a, b, p[2], p[1], p[3].v, self.lr, self.momentum, self.weight_decay, self.nesterov)
+end
+
 -- optim.momentum{lr =, momentum = 0.9}: sgd with momentum.
 function optim.momentum(opts)
   if opts ~= nil and type(opts) ~= "table" then
@@ -355,7 +361,9 @@ end
 -- nn.fit changes what they check: the parameters are the net's, and nn.fit
 -- checks the hyperparameters before each epoch). An optimizer not made here,
 -- or whose step was replaced, is stepped with opt:step every time.
-function optim._epoch_stepper(opt)
+-- part (optional): a list of some of those params (nn.fit's, when the rest
+-- are stepped in their products): after the first call it is only updated too.
+function optim._epoch_stepper(opt, part)
   local mt = type(opt) == "table" and getmetatable(opt)
   local apply = type(mt) == "table" and rawget(mt, "_apply")
   if not apply or rawget(opt, "step") ~= nil or mt.step == nil then
@@ -363,10 +371,19 @@ function optim._epoch_stepper(opt)
   end
   local checked
   return function(params)
-    if rawequal(params, checked) then return apply(opt, params) end
+    if checked and (rawequal(params, checked) or rawequal(params, part)) then return apply(opt, params) end
     opt:step(params)
     checked = params
   end
+end
+
+-- optim._steps_in_product(opt): whether a layer can run opt's update of its
+-- weight inside the weight-gradient product (opt:_mm_step; Linear:backward):
+-- an optim.sgd with momentum whose methods are its class's.
+function optim._steps_in_product(opt)
+  local mt = type(opt) == "table" and getmetatable(opt)
+  return mt == SGD and rawget(opt, "step") == nil and rawget(opt, "_apply") == nil and rawget(opt, "_mm_step") == nil
+    and opt.momentum ~= 0
 end
 
 -- ---------------------------------------------------------------------------

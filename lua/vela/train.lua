@@ -351,16 +351,26 @@ function training.fit(net, train, opts)
     if l ~= l or l == math.huge or l == -math.huge then error({bad_loss = l / loss.cols}) end
   end
   local step  -- the optimizer's step for this epoch (optim._epoch_stepper: the first checked, the rest not)
+  local rest = not par and dev:name() == "cpu" and optim._steps_in_product(opt) and getmetatable(net) == nn.Sequential
+    and net:_steps_left() or nil  -- not nil: each nn.linear's W steps in its dW product (Sequential:_steps_left)
+  local in_product  -- this epoch's first step is done: the later ones update W in its product
   local function train_step(x, y, k)
     local z, loss
     if par then
       z, y, loss = par:step(x, y, lossfn, opt, check_loss)  -- y: this rank's share
+    elseif in_product then
+      z = net:forward(x)
+      loss = lossfn:forward(z, y)
+      check_loss(loss)
+      net:_backward(lossfn:backward(), opt)
+      step(rest)
     else
       z = net:forward(x)
       loss = lossfn:forward(z, y)
       net:backward(lossfn:backward())
       check_loss(loss)
       step(net:params())
+      in_product = rest ~= nil
     end
     count:add(z, y, loss)
     count:record(k, loss)
@@ -388,7 +398,7 @@ function training.fit(net, train, opts)
       optim.check(opt, fmt("nn.fit: epoch %d: the optimizer", epoch))
     end
     hist.lr[epoch] = opt.lr
-    step = optim._epoch_stepper(opt)
+    step, in_product = optim._epoch_stepper(opt, rest), false
     count:read()
     local t0, c0 = clock(), os.clock()
     local seen, seen_at_read, correct_sum, loss_sum, read_batches = 0, 0, 0, 0, 0

@@ -171,16 +171,7 @@ Matrix columns(const Matrix& m, int64_t j, int64_t n) {
 // ---- level 3 and 2 -------------------------------------------------------------
 
 void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
-    const char* fn = "mm";
-    check_live(fn, "a", a), check_live(fn, "b", b), check_live(fn, "c", c);
-    same_device(fn, "a", a, "b", b), same_device(fn, "a", a, "c", c);
-    need_f32(fn, "a", a), need_f32(fn, "b", b), need_f32(fn, "c", c);
-    if (a.cols != b.rows)
-        fail("mm: a is %s but b is %s (a's columns must equal b's rows)", describe(a).c_str(), describe(b).c_str());
-    if (c.rows != a.rows || c.cols != b.cols)
-        fail("mm: c is %s but a·b is %lld×%lld (c must have a's rows and b's columns)", describe(c).c_str(),
-             (long long)a.rows, (long long)b.cols);
-    no_overlap(fn, "c", c, "a", a), no_overlap(fn, "c", c, "b", b);
+    check_mm("mm", a, b, "c", c);
     c.device().mm(alpha, a, b, beta, c);
 }
 

@@ -84,6 +84,10 @@ void adamw_step(const Matrix& w, const Matrix& g, const Matrix& m, const Matrix&
 void rmsprop_step(const Matrix& w, const Matrix& g, const Matrix& v, const Matrix* buf, const Matrix* gavg, double lr,
                   double alpha, double eps, double weight_decay = 0, double momentum = 0);
 void adagrad_step(const Matrix& w, const Matrix& g, const Matrix& sum, double lr, double eps, double weight_decay = 0);
+// g ← a·b, then sgd_step(w, g, v, ...), as one kernel (nn.fit's weight
+// gradients): the same values as mm(1, a, b, 0, g) and sgd_step, bit for bit.
+void mm_sgd_step(const Matrix& a, const Matrix& b, const Matrix& g, const Matrix& w, const Matrix& v, double lr,
+                 double momentum, double weight_decay = 0, bool nesterov = false);
 
 // Regularization and augmentation (core/ops_regularize.cpp; see Device for the equations).
 // dropout: 0 ≤ p < 1; mask and y the shape of x; y may be x; mask overlaps neither.

@@ -55,6 +55,21 @@ inline void no_overlap(const char* fn, const char* out, const Matrix& o, const c
     if (o.overlaps(i)) fail("%s: %s aliases %s (the output of %s must not overlap its inputs)", fn, out, in, fn);
 }
 
+// The operands of c ← α·a·b (+ β·c): live float32 matrices on one device,
+// a's columns equal to b's rows, c of a's rows and b's columns, c overlapping
+// neither input. `cn` names c in the messages (mm's c, mm_sgd_step's g).
+inline void check_mm(const char* fn, const Matrix& a, const Matrix& b, const char* cn, const Matrix& c) {
+    check_live(fn, "a", a), check_live(fn, "b", b), check_live(fn, cn, c);
+    same_device(fn, "a", a, "b", b), same_device(fn, "a", a, cn, c);
+    need_f32(fn, "a", a), need_f32(fn, "b", b), need_f32(fn, cn, c);
+    if (a.cols != b.rows)
+        fail("%s: a is %s but b is %s (a's columns must equal b's rows)", fn, describe(a).c_str(), describe(b).c_str());
+    if (c.rows != a.rows || c.cols != b.cols)
+        fail("%s: %s is %s but a·b is %lld×%lld (%s must have a's rows and b's columns)", fn, cn, describe(c).c_str(),
+             (long long)a.rows, (long long)b.cols, cn);
+    no_overlap(fn, cn, c, "a", a), no_overlap(fn, cn, c, "b", b);
+}
+
 // Same shape, or two vectors of one length. Returns b, or b reoriented to a's
 // shape in tmp (no copy on the common path: a Matrix copy costs atomics).
 inline const Matrix& like(const char* fn, const char* an, const Matrix& a, const char* bn, const Matrix& b, Matrix& tmp) {

@@ -70,17 +70,37 @@ void dispatch(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, co
     w.device().optim_step(kind, w, g, s1, s2, s3, p);
 }
 
-}  // namespace
-
-void sgd_step(const Matrix& w, const Matrix& g, const Matrix& v, double lr, double momentum, double weight_decay,
-              bool nesterov) {
-    const char* fn = "sgd_step";
+// sgd_step's checks (fn names the caller), then its four scalars.
+void sgd_checks(const char* fn, const Matrix& w, const Matrix& g, const Matrix& v, double lr, double momentum,
+                double weight_decay, bool nesterov, float p[6]) {
     check_operands(fn, {{"w", &w}, {"g", &g}, {"v", &v}});
     need_range(fn, "lr", lr, 0, kBig);
     need_range(fn, "momentum", momentum, 0, 1);
     need_range(fn, "weight_decay", weight_decay, 0, kBig);
-    if (nesterov && momentum == 0.0) fail("sgd_step: nesterov needs a momentum (momentum is 0)");
-    dispatch(Optim::sgd, w, g, v, v, v, {lr, momentum, weight_decay, nesterov ? 1.0 : 0.0});
+    if (nesterov && momentum == 0.0) fail("%s: nesterov needs a momentum (momentum is 0)", fn);
+    const double q[6] = {lr, momentum, weight_decay, nesterov ? 1.0 : 0.0, 0, 0};
+    for (int k = 0; k < 6; k++) p[k] = float(q[k]);
+}
+
+}  // namespace
+
+void sgd_step(const Matrix& w, const Matrix& g, const Matrix& v, double lr, double momentum, double weight_decay,
+              bool nesterov) {
+    float p[6];
+    sgd_checks("sgd_step", w, g, v, lr, momentum, weight_decay, nesterov, p);
+    if (!w.empty()) w.device().optim_step(Optim::sgd, w, g, v, v, v, p);
+}
+
+void mm_sgd_step(const Matrix& a, const Matrix& b, const Matrix& g, const Matrix& w, const Matrix& v, double lr,
+                 double momentum, double weight_decay, bool nesterov) {
+    const char* fn = "mm_sgd_step";
+    check_mm(fn, a, b, "g", g);
+    float p[6];
+    sgd_checks(fn, w, g, v, lr, momentum, weight_decay, nesterov, p);
+    // The update writes w and v while other pieces of the product still read a and b.
+    no_overlap(fn, "w", w, "a", a), no_overlap(fn, "w", w, "b", b);
+    no_overlap(fn, "v", v, "a", a), no_overlap(fn, "v", v, "b", b);
+    if (!g.empty()) g.device().mm_optim(1.0f, a, b, g, Optim::sgd, w, v, v, v, p);
 }
 
 // adam and adamw: the same checks, the kernel's six scalars.

@@ -5,6 +5,7 @@
 // element's update; the dense and strided loops and shaders/optim.comp do the
 // same float operations in the same order.
 #pragma GCC optimize("no-math-errno", "no-trapping-math")
+#include <array>
 #include <cmath>
 
 #include "cpu/cpu_kernels.hpp"
@@ -114,27 +115,79 @@ void run(Dense dense, const Matrix& w, const Matrix& g, const Matrix& s1, const 
     });
 }
 
+// Columns j0..j1 of every operand, on this thread (a piece of a product runs
+// in a pool job already): one dense run per column, or per block where every
+// operand's columns follow each other in memory, else element by element.
+template <Optim K>
+void run_columns(Dense dense, const std::array<const Matrix*, 5>& ms, int64_t j0, int64_t j1, const float* p) {
+    const int64_t rows = ms[0]->rows;
+    bool unit = true, packed = true;
+    for (const Matrix* m : ms) {
+        unit = unit && m->row_step() == 1;
+        packed = packed && m->row_step() == 1 && m->col_step() == rows;
+    }
+    auto at = [&](int k, int64_t j) { return fptr(*ms[k]) + j * ms[k]->col_step(); };
+    if (packed) return dense(at(0, j0), at(1, j0), at(2, j0), at(3, j0), at(4, j0), (j1 - j0) * rows, p);
+    for (int64_t j = j0; j < j1; j++) {
+        float *w = at(0, j), *g = at(1, j), *s1 = at(2, j), *s2 = at(3, j), *s3 = at(4, j);
+        if (unit) {
+            dense(w, g, s1, s2, s3, rows, p);
+            continue;
+        }
+        const int64_t r0 = ms[0]->row_step(), r1 = ms[1]->row_step(), r2 = ms[2]->row_step(), r3 = ms[3]->row_step(),
+                      r4 = ms[4]->row_step();
+        for (int64_t i = 0; i < rows; i++) element<K>(w[i * r0], g[i * r1], s1[i * r2], s2[i * r3], s3[i * r4], p);
+    }
+}
+
+// Calls f.template operator()<K>(dense) for kind's K and dense loop.
+template <class F>
+void with_kind(Optim kind, F&& f) {
+    switch (kind) {
+        case Optim::sgd:
+            return f.template operator()<Optim::sgd>(sgd_dense);
+        case Optim::adam:
+            return f.template operator()<Optim::adam>(adam_dense);
+        case Optim::adamw:
+            return f.template operator()<Optim::adamw>(adamw_dense);
+        case Optim::rmsprop:
+            return f.template operator()<Optim::rmsprop>(rmsprop_dense);
+        case Optim::rmsprop_centered:
+            return f.template operator()<Optim::rmsprop_centered>(rmsprop_centered_dense);
+        case Optim::adagrad:
+            return f.template operator()<Optim::adagrad>(adagrad_dense);
+        case Optim::count_:
+            break;
+    }
+}
+
 }  // namespace
 
 void CpuDevice::optim_step(Optim kind, const Matrix& w, const Matrix& g, const Matrix& s1, const Matrix& s2, const Matrix& s3,
                 const float* p) {
     Timed t(this, optim_name(kind));
-    switch (kind) {
-        case Optim::sgd:
-            return run<Optim::sgd>(sgd_dense, w, g, s1, s2, s3, p);
-        case Optim::adam:
-            return run<Optim::adam>(adam_dense, w, g, s1, s2, s3, p);
-        case Optim::adamw:
-            return run<Optim::adamw>(adamw_dense, w, g, s1, s2, s3, p);
-        case Optim::rmsprop:
-            return run<Optim::rmsprop>(rmsprop_dense, w, g, s1, s2, s3, p);
-        case Optim::rmsprop_centered:
-            return run<Optim::rmsprop_centered>(rmsprop_centered_dense, w, g, s1, s2, s3, p);
-        case Optim::adagrad:
-            return run<Optim::adagrad>(adagrad_dense, w, g, s1, s2, s3, p);
-        case Optim::count_:
-            break;
-    }
+    with_kind(kind, [&]<Optim K>(Dense dense) { run<K>(dense, w, g, s1, s2, s3, p); });
+}
+
+// g ← α·a·b with each piece of g's columns updated as soon as the thread that
+// computed it is done (the piece is then in its core's cache: the separate
+// pass read g, w and the state back from the other core or from L3). A
+// product run whole (small, or cut in rows) is updated after it, threaded.
+void CpuDevice::mm_optim(float alpha, const Matrix& a, const Matrix& b, const Matrix& g, Optim kind, const Matrix& w,
+                         const Matrix& s1, const Matrix& s2, const Matrix& s3, const float* p) {
+    Timed t(this, Kernel::mm_optim);
+    struct Ctx {
+        Optim kind;
+        std::array<const Matrix*, 5> ms;
+        const float* p;
+    } ctx{kind, {&w, &g, &s1, &s2, &s3}, p};
+    mm_plain_then(alpha, a, b, 0.0f, g, [](void* c, int64_t j0, int64_t j1) {
+        const Ctx& x = *static_cast<const Ctx*>(c);
+        const std::array<const Matrix*, 5>& m = x.ms;
+        if (j0 == 0 && j1 == m[0]->cols)  // whole: on the calling thread, outside any pool job
+            return with_kind(x.kind, [&]<Optim K>(Dense dense) { run<K>(dense, *m[0], *m[1], *m[2], *m[3], *m[4], x.p); });
+        with_kind(x.kind, [&]<Optim K>(Dense dense) { run_columns<K>(dense, m, j0, j1, x.p); });
+    }, &ctx);
 }
 
 }  // namespace vela::cpu

@@ -29,6 +29,18 @@ int k_sgd_step(lua_State* L) {
     return 1;
 }
 
+// mm_sgd_step(a, b, g, w, v, lr, momentum [, weight_decay [, nesterov]]) -> w
+int k_mm_sgd_step(lua_State* L) {
+    check_nargs(L, 9);
+    auto [a, b, g, w, v] = check_matrices<5>(L);
+    double lr = luaL_checknumber(L, 6), momentum = luaL_checknumber(L, 7), wd = opt_number(L, 8, 0);
+    if (!lua_isnoneornil(L, 9) && !lua_isboolean(L, 9)) luaL_typeerror(L, 9, "boolean (nesterov)");
+    bool nesterov = lua_toboolean(L, 9);
+    guarded(L, [&] { mm_sgd_step(a, b, g, w, v, lr, momentum, wd, nesterov); });
+    lua_pushvalue(L, 4);
+    return 1;
+}
+
 // adam_step(w, g, m, v, lr, beta1, beta2, eps [, weight_decay]) -> w and
 // adamw_step(w, g, m, v, lr, beta1, beta2, eps, decay) -> w
 template <bool decoupled>
@@ -74,6 +86,7 @@ int k_adagrad_step(lua_State* L) {
 // clang-format off
 const luaL_Reg kernels[] = {
     {"sgd_step", k_sgd_step},
+    {"mm_sgd_step", k_mm_sgd_step},
     {"adam_step", k_adam_step<false>},
     {"adamw_step", k_adam_step<true>},
     {"rmsprop_step", k_rmsprop_step},
@@ -87,6 +100,12 @@ void document() {
          "One SGD-with-momentum update in one pass: g' = g + weight_decay·w, v ← momentum·v + g', "
          "w ← w − lr·v (nesterov: w ← w − lr·(g' + momentum·v)); w, g, v one shape, separate matrices; g is only "
          "read. optim.sgd uses it. Example: sgd_step(w, dw, v, 0.05, 0.9). PyTorch SGD(momentum=) step, fused."},
+        {"mm_sgd_step", "mm_sgd_step(a, b, g, w, v, lr, momentum [, weight_decay [, nesterov]]) -> w",
+         "A weight gradient and its SGD update in one call: g ← a·b, then sgd_step(w, g, v, lr, momentum, "
+         "weight_decay, nesterov), with the same values bit for bit. On the cpu each piece of g's columns is updated "
+         "by the thread that computed it, right after its product, while it is in that core's cache. nn.fit uses it "
+         "for each nn.linear's W (optim.sgd with momentum, cpu). w and v must not overlap a, b or g. Example: "
+         "mm_sgd_step(delta, x:t(), dw, w, v, 0.05, 0.9). PyTorch: torch.mm then SGD's step."},
         {"adam_step", "adam_step(w, g, m, v, lr, beta1, beta2, eps [, weight_decay = 0]) -> w",
          "One Adam update in one pass: g' = g + λw, m ← m + (1 − β₁)(g' − m), v ← β₂v + (1 − β₂)g'², "
          "w ← w − lr·m/(√v + ε), with the bias correction in lr and eps (optim.adam passes lr·√(1 − β₂ᵗ)/(1 − β₁ᵗ) "

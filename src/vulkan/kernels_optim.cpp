@@ -46,4 +46,11 @@ void VulkanDevice::optim_step(Optim kind, const Matrix& w, const Matrix& g, cons
     dispatch(d);
 }
 
+// g ← α·a·b, then the update: two dispatches in order (the cpu device fuses them).
+void VulkanDevice::mm_optim(float alpha, const Matrix& a, const Matrix& b, const Matrix& g, Optim kind, const Matrix& w,
+                            const Matrix& s1, const Matrix& s2, const Matrix& s3, const float* q) {
+    mm(alpha, a, b, 0.0f, g);
+    optim_step(kind, w, g, s1, s2, s3, q);
+}
+
 }  // namespace vela::vk

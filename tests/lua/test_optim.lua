@@ -225,6 +225,71 @@ for _, id in ipairs(ids) do
     assert(calls == 10, ("own optimizer stepped %d times for 10 batches"):format(calls))
   end)
 
+  -- On the cpu nn.fit updates each nn.linear's W inside its dW product
+  -- (mm_sgd_step, cut in column pieces at these sizes) and checks the loss before
+  -- the backward: the same bits as opt:step, and a NaN batch stops it with the
+  -- weights of the batch before.
+  t.test(id .. ": nn.fit's sgd update inside the dW product equals opt:step's; a NaN batch stops it first", function()
+    local data = require "vela.data"
+    local n = 96
+    local lab = {}
+    for j = 1, n do lab[j] = (j * 5) % 4 + 1 end
+    local images = rand(64, n, 12)
+    local set = {images = images, labels = matrix(1, n, lab), n = n}
+    local function net() return nn.sequential{nn.linear(64, 300, "relu", {seed = 5}), nn.linear(300, 4, nil, {seed = 6})} end
+    local function manual(b, o, epochs, upto)
+      local loader, lossfn = data.loader(set, 32, {seed = 1}), nn.softmax_xent()
+      for e = 1, epochs do
+        for x, y, k in loader:epoch(e) do
+          if upto and k >= upto then return end
+          lossfn:forward(b:forward(x), y)
+          b:backward(lossfn:backward())
+          o:step(b:params())
+        end
+      end
+    end
+    for _, c in ipairs{{lr = 0.05, momentum = 0.9}, {lr = 0.05, momentum = 0.9, nesterov = true, weight_decay = 1e-3}} do
+      local a, b = net(), net()
+      local oa, ob = optim.sgd(c), optim.sgd(c)
+      local rows = profile(function() nn.fit(a, set, {epochs = 2, batch = 32, optimizer = oa, progress = false}) end)
+      local fused = 0
+      for _, r in ipairs(rows) do if r.kernel == "mm_sgd_step" then fused = fused + r.calls end end
+      -- on the cpu, both layers' W in their products at the 2 later steps of each epoch
+      assert(fused == (id == "cpu" and 8 or 0), ("%d calls of mm_sgd_step on %s"):format(fused, id))
+      manual(b, ob, 2)
+      assert(oa.steps == 6 and ob.steps == 6, "6 steps each")
+      for i, p in ipairs(a:params()) do
+        local d = max_diff_t(p[1]:to("cpu"):totable(), b:params()[i][1]:to("cpu"):totable())
+        assert(d == 0, ("sgd: parameter %s differs from opt:step's by %g"):format(p.name, d))
+        d = max_diff_t(p[3].v:to("cpu"):totable(), b:params()[i][3].v:to("cpu"):totable())
+        assert(d == 0, ("sgd: the velocity of %s differs from opt:step's by %g"):format(p.name, d))
+      end
+    end
+    -- a NaN in a sample of epoch 1's third batch (a step in the product, not an epoch's first)
+    local first_row = images:to("cpu"):totable()[1]
+    local target
+    for x, _, k in data.loader(set, 32, {seed = 1}):epoch(1) do
+      if k == 3 then
+        local v = x:to("cpu"):totable()[1][5]
+        for j = 1, n do if first_row[j] == v then target = j end end
+      end
+    end
+    assert(target, "the third batch's fifth sample found")
+    images:set(7, target, 0 / 0)
+    local a, b = net(), net()
+    local oa, ob = optim.sgd{lr = 0.05, momentum = 0.9}, optim.sgd{lr = 0.05, momentum = 0.9}
+    local err = t.raises(function() nn.fit(a, set, {epochs = 1, batch = 32, optimizer = oa, progress = false}) end,
+      "nn.fit: the loss of epoch 1, batch", "training stopped before its update")
+    local bad = tonumber(err:match("batch (%d+) is nan"))
+    manual(b, ob, 1, bad)
+    assert(bad == 3, err)
+    assert(oa.steps == 2 and ob.steps == 2, ("%s updates for 2 good batches"):format(tostring(oa.steps)))
+    for i, p in ipairs(a:params()) do
+      local d = max_diff_t(p[1]:to("cpu"):totable(), b:params()[i][1]:to("cpu"):totable())
+      assert(d == 0, ("after the stop, %s differs from the weights after batch %d by %g"):format(p.name, bad - 1, d))
+    end
+  end)
+
   t.test(id .. ": dropout's scale 1/(1 − p) is computed in double", function()
     local x = fill(zeros(64, 4), 1)
     local mask = zeros(64, 4)

@@ -39,7 +39,7 @@
 // index of a dispatch below 2^29 (byte offsets below 2^31, as SwiftShader
 // adds them in signed 32-bit arithmetic) by splitting k (record_gemm).
 #ifdef GEMM_TEXEL
-// mm_regblock_tex.comp: op(a) and op(b) through uniform texel buffers of
+// mm_regblock_tex_i64.comp: op(a) and op(b) through uniform texel buffers of
 // their memory blocks (push descriptors: binding 0/1 a's block as R32 and
 // R32G32B32A32, 2/3 b's), positions are float indices into them (the host
 // passes p.a and p.b as such indices), stepped in 32 bits (a block holds at
@@ -136,7 +136,7 @@ void main() {
     uint l = gl_LocalInvocationID.x;
 #ifdef GEMM_TEXEL
     // Column blocks along x, which the driver runs first: consecutive
-    // workgroups share one panel of op(a) (docs/gemm.md, "mm_regblock_tex").
+    // workgroups share one panel of op(a) (docs/gemm.md, "mm_regblock_tex_i64").
     uint i0 = gl_WorkGroupID.y * SG * MR;
     uint j0 = gl_WorkGroupID.x * NR;
 #else

@@ -40,7 +40,7 @@ struct Caps {
     bool subgroup_shuffle = false;       // subgroupShuffle in compute (mm_regblock_i64.comp needs it too)
     // VK_KHR_push_descriptor (enabled) and uniform texel buffers of R32_SFLOAT
     // and R32G32B32A32_SFLOAT: memory blocks of at most max_texel_elements
-    // floats get texel views, which mm_regblock_tex.comp reads (docs/gemm.md).
+    // floats get texel views, which mm_regblock_tex_i64.comp reads (docs/gemm.md).
     bool texel_views = false;
     uint32_t max_texel_elements = 0;     // maxTexelBufferElements
     uint32_t vendor_id = 0;

@@ -244,7 +244,7 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // 64-bit addresses stepped per load where the device has them (about
         // twice the speed on lavapipe); the portable kernel elsewhere; the
         // operands through texel views where those exist (lavapipe).
-        shader = texel ? "mm_regblock_tex" : regblock64(caps) ? "mm_regblock_i64" : "mm_regblock";
+        shader = texel ? "mm_regblock_tex_i64" : regblock64(caps) ? "mm_regblock_i64" : "mm_regblock";
         // The 2×4 block stands in for a larger one not yet made (see
         // stand_in_budget); forcing the variant (the tests) never does.
         const double work = double(p.m) * double(p.n) * double(std::max<uint32_t>(p.k, 1)) *

@@ -5,7 +5,7 @@
 // every op; an unknown number gives NaN, never another op's value.
 // And modes.glsl: the mode numbers of the reductions (src/core/reduce.def),
 // the GEMM epilogue, the column, batchnorm, layer norm, pooling and mv passes
-// (src/vulkan/modes.def), FAMILY_NAME
+// (src/vulkan/modes.def) and the optimizer kinds (VELA_OPTIMS), FAMILY_NAME
 // constants numbered as their C++ enums.
 #include <cctype>
 #include <cstdio>
@@ -60,6 +60,9 @@ int write_modes(const char* path) {
 #undef VELA_LN
 #undef VELA_POOL
 #undef VELA_MV
+#define VELA_OPTIM_ROW(name) mode_row(f, "OPTIM", #name, uint32_t(vela::Optim::name), "vela::Optim (optim.comp's KIND)");
+    VELA_OPTIMS(VELA_OPTIM_ROW)
+#undef VELA_OPTIM_ROW
     std::fprintf(f, "#endif\n");
     return std::fclose(f) == 0 ? 0 : 1;
 }

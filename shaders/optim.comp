@@ -9,10 +9,10 @@
 // y and z by the host where one dimension would pass the driver's workgroup count).
 #version 450
 #include "common.glsl"
+#include "modes.glsl"
 
 layout(constant_id = 0) const uint WG = 256;
-// vela::Optim: 0 sgd, 1 adam, 2 adamw, 3 rmsprop, 4 rmsprop centered, 5 adagrad
-layout(constant_id = 1) const uint KIND = 0;
+layout(constant_id = 1) const uint KIND = OPTIM_SGD;  // vela::Optim (VELA_OPTIMS in src/core/device.hpp)
 layout(constant_id = 2) const uint VEC4 = 0;  // dense 16-byte aligned operands: four elements per invocation
 layout(local_size_x_id = 0) in;
 
@@ -49,27 +49,30 @@ layout(push_constant) uniform Push {
 #define Q4 p.s3.q
 #define Q5 p.q5
 
-const bool USES_S3 = KIND == 4u;
-bool uses_s2() { return KIND == 1u || KIND == 2u || ((KIND == 3u || KIND == 4u) && Q5 != 0.0); }
+const bool USES_S3 = KIND == OPTIM_RMSPROP_CENTERED;
+bool uses_s2() {
+    return KIND == OPTIM_ADAM || KIND == OPTIM_ADAMW ||
+           ((KIND == OPTIM_RMSPROP || KIND == OPTIM_RMSPROP_CENTERED) && Q5 != 0.0);
+}
 
 // The math on four elements at once; the one-element path passes its element
 // in every lane and keeps .x (the same float operations, so the same bits).
 void update(inout vec4 w, vec4 g, inout vec4 s1, inout vec4 s2, inout vec4 s3) {
-    if (KIND == 0u) {  // sgd
+    if (KIND == OPTIM_SGD) {
         vec4 gg = g + Q2 * w;
         s1 = Q1 * s1 + gg;
         w = w - Q0 * (Q3 != 0.0 ? gg + Q1 * s1 : s1);
-    } else if (KIND == 1u || KIND == 2u) {  // adam, adamw
-        if (KIND == 2u) w = Q5 * w;
+    } else if (KIND == OPTIM_ADAM || KIND == OPTIM_ADAMW) {
+        if (KIND == OPTIM_ADAMW) w = Q5 * w;
         else g = g + Q5 * w;
         s1 = s1 + Q1 * (g - s1);
         s2 = Q2 * s2 + Q3 * (g * g);
         w = w - Q0 * s1 / (sqrt(s2) + Q4);
-    } else if (KIND == 3u || KIND == 4u) {  // rmsprop
+    } else if (KIND == OPTIM_RMSPROP || KIND == OPTIM_RMSPROP_CENTERED) {
         g = g + Q4 * w;
         s1 = Q1 * s1 + Q2 * (g * g);
         vec4 d;
-        if (KIND == 4u) {
+        if (KIND == OPTIM_RMSPROP_CENTERED) {
             s3 = s3 + Q2 * (g - s3);
             d = sqrt(s1 - s3 * s3) + Q3;
         } else {
@@ -81,7 +84,7 @@ void update(inout vec4 w, vec4 g, inout vec4 s1, inout vec4 s2, inout vec4 s3) {
         } else {
             w = w - Q0 * (g / d);
         }
-    } else {  // adagrad
+    } else {  // OPTIM_ADAGRAD
         g = g + Q1 * w;
         s1 = s1 + g * g;
         w = w - Q0 * (g / (sqrt(s1) + Q2));

@@ -63,8 +63,16 @@ enum class Act : uint8_t {
     count_
 };
 enum class Dist : uint8_t { uniform, normal };
-// The fused optimizer updates of Device::optim_step (src/core/ops_optim.cpp says the math).
-enum class Optim : uint8_t { sgd, adam, adamw, rmsprop, rmsprop_centered, adagrad, count_ };
+// The fused optimizer updates of Device::optim_step (src/core/ops_optim.cpp says the math),
+// one X(name) per kind: the enum, and shaders/optim.comp's KIND constants OPTIM_*
+// (modes.glsl, written by cmake/opgen.cpp).
+#define VELA_OPTIMS(X) X(sgd) X(adam) X(adamw) X(rmsprop) X(rmsprop_centered) X(adagrad)
+enum class Optim : uint8_t {
+#define VELA_OPTIM_ROW(name) name,
+    VELA_OPTIMS(VELA_OPTIM_ROW)
+#undef VELA_OPTIM_ROW
+        count_
+};
 const char* optim_name(Optim);  // "sgd_step", "adam_step", ...
 
 const char* unary_name(Unary);

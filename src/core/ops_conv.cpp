@@ -60,6 +60,22 @@ void live_f32(const char* fn, const char* arg, const Matrix& m) {
     need_f32(fn, arg, m);
 }
 
+// conv's and conv_wgrad's filters (w or dw: out × C·kh·kw, one filter per row)
+// and their outputs (y or dz: out·oh·ow × x's samples).
+void need_filters(const char* fn, const char* wn, const Matrix& w, const char* yn, const Matrix& y, const Matrix& x,
+                  const ConvGeom& g) {
+    if (w.cols != g.patch())
+        fail("%s: %s is %s but must have %lld columns (C·kh·kw = %lld·%lld·%lld), one filter per row", fn, wn,
+             describe(w).c_str(), (long long)g.patch(), (long long)g.c, (long long)g.kh, (long long)g.kw);
+    if (w.rows < 1 || w.rows > kMaxDim)
+        fail("%s: %s is %s (1 to %lld filters)", fn, wn, describe(w).c_str(), (long long)kMaxDim);
+    if (w.rows * g.positions() > kMaxElements)
+        fail("%s: %lld channels of %lld positions is too large", fn, (long long)w.rows, (long long)g.positions());
+    need_shape(fn, yn, y, w.rows * g.positions(), x.cols,
+               format("out·oh·ow × samples: %lld channels of %lld×%lld outputs", (long long)w.rows, (long long)g.oh(),
+                      (long long)g.ow()).c_str());
+}
+
 }  // namespace
 
 void im2col(const ConvGeom& g, const Matrix& x, const Matrix& cols) {
@@ -177,14 +193,7 @@ void conv VELA_SIG_conv {
     if (act >= Act::count_) fail("conv: unknown activation %d", int(act));
     check_geom(fn, g, false);
     need_images(fn, "x", x, g);
-    if (w.cols != g.patch())
-        fail("conv: w is %s but must have %lld columns (C·kh·kw = %lld·%lld·%lld), one filter per row", describe(w).c_str(),
-             (long long)g.patch(), (long long)g.c, (long long)g.kh, (long long)g.kw);
-    if (w.rows < 1 || w.rows > kMaxDim) fail("conv: w is %s (1 to %lld filters)", describe(w).c_str(), (long long)kMaxDim);
-    if (w.rows * g.positions() > kMaxElements) fail("conv: %lld channels of %lld positions is too large", (long long)w.rows, (long long)g.positions());
-    need_shape(fn, "y", y, w.rows * g.positions(), x.cols,
-               format("out·oh·ow × samples: %lld channels of %lld×%lld outputs", (long long)w.rows, (long long)g.oh(),
-                      (long long)g.ow()).c_str());
+    need_filters(fn, "w", w, "y", y, x, g);
     if (has_b) need_vector(fn, "b", b, w.rows, "one bias per output channel (row of w)");
     no_overlap(fn, "y", y, "x", x), no_overlap(fn, "y", y, "w", w);
     if (has_b) no_overlap(fn, "y", y, "b", b);
@@ -199,14 +208,7 @@ void conv_wgrad VELA_SIG_conv_wgrad {
     if (has_b) live_f32(fn, "db", db), same_device(fn, "x", x, "db", db);
     check_geom(fn, g, false);
     need_images(fn, "x", x, g);
-    if (dw.cols != g.patch())
-        fail("conv_wgrad: dw is %s but must have %lld columns (C·kh·kw = %lld·%lld·%lld), one filter per row",
-             describe(dw).c_str(), (long long)g.patch(), (long long)g.c, (long long)g.kh, (long long)g.kw);
-    if (dw.rows < 1 || dw.rows > kMaxDim) fail("conv_wgrad: dw is %s (1 to %lld filters)", describe(dw).c_str(), (long long)kMaxDim);
-    if (dw.rows * g.positions() > kMaxElements) fail("conv_wgrad: %lld channels of %lld positions is too large", (long long)dw.rows, (long long)g.positions());
-    need_shape(fn, "dz", dz, dw.rows * g.positions(), x.cols,
-               format("out·oh·ow × samples: %lld channels of %lld×%lld outputs", (long long)dw.rows, (long long)g.oh(),
-                      (long long)g.ow()).c_str());
+    need_filters(fn, "dw", dw, "dz", dz, x, g);
     if (has_b) need_vector(fn, "db", db, dw.rows, "one bias gradient per output channel (row of dw)");
     no_overlap(fn, "dw", dw, "x", x), no_overlap(fn, "dw", dw, "dz", dz);
     if (has_b) no_overlap(fn, "db", db, "x", x), no_overlap(fn, "db", db, "dz", dz), no_overlap(fn, "db", db, "dw", dw);

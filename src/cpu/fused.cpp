@@ -247,15 +247,14 @@ void CpuDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matrix& 
     check_indices(idx, dst.cols, {"gather_cols", "idx", "a column index of src", uint64_t(src.cols)});
     const size_t esize = u8 ? 1 : sizeof(float);
     // The columns of a shuffled batch are far apart in a data set larger than
-    // the caches: ask for column j + 1 while column j is copied.
+    // the caches: ask for a few columns ahead while one is copied.
     auto prefetch = [&](int64_t j) {
-        if (j >= dst.cols || src.row_step() != 1) return;
+        if (src.row_step() != 1) return;
         float v = element(idx, j);  // checked above: an integer in 1..cols(src)
         const char* p = reinterpret_cast<const char*>(base(src)) + size_t(src.index(0, int64_t(v) - 1)) * esize;
         for (size_t b = 0; b < size_t(m) * esize; b += 64) __builtin_prefetch(p + b);
     };
-    per_column(dst, [&](int64_t j) {
-        prefetch(j + 1);
+    auto gather_one = [&](int64_t j) {
         Col d = column(dst, j);
         int64_t c = int64_t(element(idx, j)) - 1;
         int64_t at = src.index(0, c), s = src.row_step();
@@ -273,6 +272,20 @@ void CpuDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matrix& 
             } else {
                 for (int64_t i = 0; i < m; i++) d.p[i * d.s] = p[i * s] * scale;
             }
+        }
+    };
+    // One piece per thread: the column halves that the next product (dense, cut
+    // in columns) gives the same threads, since the pool keeps its first piece
+    // on the calling thread; each thread then multiplies the columns it wrote,
+    // from its own cache.
+    constexpr int64_t kAhead = 4;
+    const int64_t grain = m >= kGrain ? 1 : kGrain / std::max<int64_t>(m, 1);
+    const int64_t per_thread = (dst.cols + pool_threads() - 1) / pool_threads();
+    parallel_for(dst.cols, std::max(grain, per_thread), [&](int64_t jb, int64_t je) {
+        for (int64_t j = jb; j < std::min(je, jb + kAhead); j++) prefetch(j);
+        for (int64_t j = jb; j < je; j++) {
+            if (j + kAhead < je) prefetch(j + kAhead);
+            gather_one(j);
         }
     });
 }

@@ -132,9 +132,16 @@ struct Pool {
         chunk = ch;
         tag = (tag + 1) & ((uint64_t(1) << (64 - 2 * kIdxBits)) - 1);
         finished.store(0, std::memory_order_relaxed);
-        next.store(pack(tag, uint64_t(nchunks), 0));  // seq_cst: ordered before the sleepers check
+        // The caller keeps chunk 0 for itself: it is claimed before the job is
+        // published, so a spinning worker cannot take it first. A product cut
+        // in one piece per thread then has the same piece on the same thread
+        // in every step, and the data a piece writes (a weight's columns, its
+        // momentum) stays in that core's caches for the next step.
+        next.store(pack(tag, uint64_t(nchunks), 1));  // seq_cst: ordered before the sleepers check
         wake_seq.fetch_add(1);
         if (sleepers.load() > 0) wake_seq.notify_all();
+        fn(ctx, 0, std::min(n, ch));
+        finished.fetch_add(1, std::memory_order_acq_rel);
         work();
         // Only chunks a worker claimed and is running are left: wait for them.
         for (int i = 0; finished.load(std::memory_order_acquire) != nchunks; i++) {

@@ -280,7 +280,8 @@ void CpuDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matrix& 
     // from its own cache.
     constexpr int64_t kAhead = 4;
     const int64_t grain = m >= kGrain ? 1 : kGrain / std::max<int64_t>(m, 1);
-    const int64_t per_thread = (dst.cols + pool_threads() - 1) / pool_threads();
+    // (starts at multiples of 8, as blas.cpp's split() cuts a product's columns)
+    const int64_t per_thread = ((dst.cols + pool_threads() - 1) / pool_threads() + 7) / 8 * 8;
     parallel_for(dst.cols, std::max(grain, per_thread), [&](int64_t jb, int64_t je) {
         for (int64_t j = jb; j < std::min(je, jb + kAhead); j++) prefetch(j);
         for (int64_t j = jb; j < je; j++) {

@@ -67,3 +67,74 @@ TEST_CASE("vulkan texel kernels: sgd_step against float64, texels on and off", "
     check_sgd(851, 1, false);  // not on a texel's start: the buffer shader
     CHECK(vk::texel_kernel_count() == before);
 }
+
+// delta ← da ∘ act′(x) for relu (from a) and tanh (from a: 1 − a²), n with a
+// tail of 1-3 and without.
+TEST_CASE("vulkan texel kernels: act_backward against float64, texels on and off", "[vulkan][texel]") {
+    NoValidationMessages guard;
+    const bool on = GENERATE(true, false);
+    TexelSwitch sw(on);
+    const uint64_t before = vk::texel_kernel_count();
+    for (int64_t n : {1030, 4096, 2}) {
+        Mat da = rnd(n, 1, -1, 1, 4), x = rnd(n, 1, -1, 1, 5);
+        for (Act act : {Act::relu, Act::tanh}) {
+            INFO("act_backward n " << n << (act == Act::relu ? " relu" : " tanh"));
+            Matrix delta = zeros(gpu(), n, 1);
+            act_backward(act, da.m, x.m, delta);
+            std::vector<float> got = to_host(delta);
+            size_t bad = 0;
+            for (size_t k = 0; k < size_t(n); ++k) {
+                double a = x.h[k], want = double(da.h[k]) * (act == Act::relu ? (a > 0 ? 1.0 : 0.0) : 1.0 - a * a);
+                bad += !(std::fabs(got[k] - want) <= 1e-6);
+            }
+            CHECK(bad == 0);
+        }
+    }
+    if (on && texel_device()) CHECK(vk::texel_kernel_count() == before + 6);
+    else CHECK(vk::texel_kernel_count() == before);
+}
+
+// dst ← scale · src(:, idx) from a uint8 and a float src (rows a multiple of 4:
+// the four-row path), and from a uint8 src one byte into its block (the
+// buffer shader).
+TEST_CASE("vulkan texel kernels: gather_cols against the host, texels on and off", "[vulkan][texel]") {
+    NoValidationMessages guard;
+    const bool on = GENERATE(true, false);
+    TexelSwitch sw(on);
+    const int64_t m = 12, cols = 9, n = 7;
+    std::vector<uint8_t> sb(size_t((m + 4) * cols));
+    std::vector<float> sf(size_t(m * cols));
+    for (size_t e = 0; e < sb.size(); ++e) sb[e] = uint8_t((e * 53 + 7) % 256);
+    for (size_t e = 0; e < sf.size(); ++e) sf[e] = float(e) * 0.25f - 3.0f;
+    std::vector<float> ih = {9, 1, 4, 4, 2, 7, 3};
+    Matrix idx = from_host(gpu(), n, 1, ih.data());
+    Matrix u8 = from_host_u8(gpu(), m, cols, sb.data()), f = from_host(gpu(), m, cols, sf.data());
+    Matrix u8b = from_host_u8(gpu(), m + 4, cols, sb.data());
+    uint64_t before = vk::texel_kernel_count();
+    for (int kind = 0; kind < 3; ++kind) {
+        INFO((kind == 0 ? "uint8" : kind == 1 ? "float" : "uint8 at +1") << " src");
+        Matrix dst = zeros(gpu(), m, n);
+        if (kind == 2) {
+            before = vk::texel_kernel_count();
+            // rows 2..13 of a 16×9 src: one byte past a word, gather_cols.comp's one-element path
+            gather_cols(u8b.view(1, 0, m, cols), idx, dst, 0.5f);
+            CHECK(vk::texel_kernel_count() == before);
+        } else {
+            gather_cols(kind == 0 ? u8 : f, idx, dst, 0.5f);
+        }
+        std::vector<float> got = to_host(dst);
+        size_t bad = 0;
+        for (int64_t j = 0; j < n; ++j)
+            for (int64_t i = 0; i < m; ++i) {
+                const int64_t c = int64_t(ih[size_t(j)]) - 1;
+                size_t e = size_t(i + c * m), e2 = size_t(i + 1 + c * (m + 4));
+                double want = 0.5 * (kind == 0 ? double(sb[e]) : kind == 1 ? double(sf[e]) : double(sb[e2]));
+                bad += got[size_t(i + j * m)] != want;  // one exact product
+            }
+        CHECK(bad == 0);
+        if (kind == 1) {
+            if (on && texel_device()) CHECK(vk::texel_kernel_count() == before + 2);
+            else CHECK(vk::texel_kernel_count() == before);
+        }
+    }
+}

@@ -190,6 +190,7 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
                                                            VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) &&
                     texel_format(VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT |
                                                                     VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) &&
+                    texel_format(VK_FORMAT_R8G8B8A8_UINT, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) &&
                     c.max_texel_elements >= 4;
     if (!p.timestamps) d.limits.emplace_back("timestamps", "no: profile() reports no per-kernel device times");
     if (!missing.empty()) {

@@ -138,3 +138,35 @@ TEST_CASE("vulkan texel kernels: gather_cols against the host, texels on and off
         }
     }
 }
+
+// y ← α·op(a)·x + β·y, one invocation per row (lavapipe's choice), op(a) = a
+// and aᵀ, x a row of a matrix (a step of 3), β = 0 and not.
+TEST_CASE("vulkan texel kernels: mv against float64, texels on and off", "[vulkan][texel]") {
+    NoValidationMessages guard;
+    const bool on = GENERATE(true, false);
+    TexelSwitch sw(on);
+    const uint64_t before = vk::texel_kernel_count();
+    const int64_t m = 37, n = 130;
+    for (bool trans : {false, true}) {
+        for (float beta : {0.0f, 0.5f}) {
+            INFO("mv " << (trans ? "aᵀ" : "a") << " beta " << beta);
+            Mat a = trans ? rnd(n, m, -1, 1, 6) : rnd(m, n, -1, 1, 6), xs = rnd(3, n, -1, 1, 7), y = rnd(m, 1, -1, 1, 8);
+            Matrix op = trans ? a.m.t() : a.m, x = xs.m.view(1, 0, 1, n).t();
+            mv(0.75f, op, x, beta, y.m);
+            std::vector<float> got = to_host(y.m);
+            size_t bad = 0;
+            for (int64_t i = 0; i < m; ++i) {
+                double s = 0, scale = 0;
+                for (int64_t j = 0; j < n; ++j) {
+                    double t = double(a.h[size_t(trans ? j + i * n : i + j * m)]) * xs.h[size_t(1 + 3 * j)];
+                    s += t, scale += std::fabs(t);
+                }
+                double want = 0.75 * s + beta * y.h[size_t(i)];
+                bad += !(std::fabs(got[size_t(i)] - want) <= 1e-6 * (scale + 1));
+            }
+            CHECK(bad == 0);
+        }
+    }
+    if (on && texel_device()) CHECK(vk::texel_kernel_count() == before + 4);
+    else CHECK(vk::texel_kernel_count() == before);
+}

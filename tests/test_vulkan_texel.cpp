@@ -26,6 +26,12 @@ struct TexelSwitch {
 
 bool texel_device() { return static_cast<vk::VulkanDevice&>(gpu()).caps().texel_views; }
 
+// `calls` texel dispatches since `before` where the switch is on and the
+// device has texel views, none otherwise.
+void check_texel_dispatches(bool on, uint64_t before, uint64_t calls) {
+    CHECK(vk::texel_kernel_count() == before + (on && texel_device() ? calls : 0));
+}
+
 // w, v ← sgd_step on n elements, the velocity `skew` floats into its block.
 void check_sgd(int64_t n, int64_t skew, bool nesterov) {
     INFO("sgd_step n " << n << " velocity at +" << skew << (nesterov ? " nesterov" : ""));
@@ -61,8 +67,7 @@ TEST_CASE("vulkan texel kernels: sgd_step against float64, texels on and off", "
     uint64_t before = vk::texel_kernel_count();
     for (int64_t n : {851, 4, 3, 20001})  // a tail of 3; one texel; the tail alone; 79 workgroups of 64
         for (bool nesterov : {false, true}) check_sgd(n, 0, nesterov);
-    if (on && texel_device()) CHECK(vk::texel_kernel_count() == before + 8);
-    else CHECK(vk::texel_kernel_count() == before);
+    check_texel_dispatches(on, before, 8);
     before = vk::texel_kernel_count();
     check_sgd(851, 1, false);  // not on a texel's start: the buffer shader
     CHECK(vk::texel_kernel_count() == before);
@@ -90,8 +95,7 @@ TEST_CASE("vulkan texel kernels: act_backward against float64, texels on and off
             CHECK(bad == 0);
         }
     }
-    if (on && texel_device()) CHECK(vk::texel_kernel_count() == before + 6);
-    else CHECK(vk::texel_kernel_count() == before);
+    check_texel_dispatches(on, before, 6);
 }
 
 // dst ← scale · src(:, idx) from a uint8 and a float src (rows a multiple of 4:
@@ -132,10 +136,7 @@ TEST_CASE("vulkan texel kernels: gather_cols against the host, texels on and off
                 bad += got[size_t(i + j * m)] != want;  // one exact product
             }
         CHECK(bad == 0);
-        if (kind == 1) {
-            if (on && texel_device()) CHECK(vk::texel_kernel_count() == before + 2);
-            else CHECK(vk::texel_kernel_count() == before);
-        }
+        if (kind == 1) check_texel_dispatches(on, before, 2);
     }
 }
 
@@ -167,6 +168,5 @@ TEST_CASE("vulkan texel kernels: mv against float64, texels on and off", "[vulka
             CHECK(bad == 0);
         }
     }
-    if (on && texel_device()) CHECK(vk::texel_kernel_count() == before + 4);
-    else CHECK(vk::texel_kernel_count() == before);
+    check_texel_dispatches(on, before, 4);
 }

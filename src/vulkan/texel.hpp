@@ -1,9 +1,10 @@
-// Texel views for kernels other than mm (optim_tex.comp, ...): the switch
-// the tests use and what a kernel file asks of an operand. The views are the
-// operands' memory blocks' (memory.hpp), bound as kernel.hpp's set 0 with
-// push descriptors where Caps::texel_views; everywhere else, and for operands
-// that are not dense from a multiple of four floats, the kernels keep their
-// buffer-address shaders.
+// Texel views for kernels other than mm (optim_tex, backward_tex,
+// gather_cols_tex, mv_tex; docs/gemm.md): the switch the tests use and what a
+// kernel file asks of an operand. The views are the operands' memory blocks'
+// (memory.hpp), bound as kernel.hpp's set 0 with push descriptors where
+// Caps::texel_views; everywhere else, and for operands a kernel's texel path
+// cannot take (not dense from a multiple of four floats, for the four-element
+// ones), the kernels keep their buffer-address shaders.
 #pragma once
 #include "vulkan/device.hpp"
 

@@ -178,7 +178,7 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
         d.limits.emplace_back("subgroup ballot", "no: mm and dense use the tiled kernel (mm_tiled.comp)");
     c.subgroup_shuffle = c.subgroup_ballot && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     // Texel views of memory blocks for mm_regblock_tex (docs/gemm.md): push
-    // descriptors and uniform texel buffers of both float formats.
+    // descriptors and uniform and storage texel buffers of both float formats.
     auto texel_format = [&](VkFormat f, VkFormatFeatureFlags need) {
         VkFormatProperties fp{};
         vkGetPhysicalDeviceFormatProperties(pd, f, &fp);
@@ -188,7 +188,9 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
     c.texel_views = p.push_descriptor &&
                     texel_format(VK_FORMAT_R32_SFLOAT, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT |
                                                            VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) &&
-                    texel_format(VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) &&
+                    texel_format(VK_FORMAT_R32G32B32A32_SFLOAT, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT |
+                                                                    VK_FORMAT_FEATURE_STORAGE_TEXEL_BUFFER_BIT) &&
+                    texel_format(VK_FORMAT_R8G8B8A8_UINT, VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) &&
                     c.max_texel_elements >= 4;
     if (!p.timestamps) d.limits.emplace_back("timestamps", "no: profile() reports no per-kernel device times");
     if (!missing.empty()) {

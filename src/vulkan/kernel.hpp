@@ -38,20 +38,23 @@ struct Caps {
     bool subgroup_ballot = false;        // subgroupBroadcast available in compute (mm_regblock.comp)
     bool int64 = false;                  // shaderInt64 (enabled): mm_regblock_i64.comp may run
     bool subgroup_shuffle = false;       // subgroupShuffle in compute (mm_regblock_i64.comp needs it too)
-    // VK_KHR_push_descriptor (enabled) and uniform texel buffers of R32_SFLOAT
-    // and R32G32B32A32_SFLOAT: memory blocks of at most max_texel_elements
-    // floats get texel views, which mm_regblock_tex_i64.comp reads (docs/gemm.md).
+    // VK_KHR_push_descriptor (enabled) and uniform and storage texel buffers
+    // of R32_SFLOAT and R32G32B32A32_SFLOAT: memory blocks of at most
+    // max_texel_elements floats get texel views, which mm_regblock_tex_i64.comp
+    // and optim_tex.comp read and write (docs/gemm.md).
     bool texel_views = false;
     uint32_t max_texel_elements = 0;     // maxTexelBufferElements
     uint32_t vendor_id = 0;
 };
 
 // Set 0 where Caps::texel_views (push descriptors, Pipelines' layout):
-// mm_regblock_tex's a as R32 and R32G32B32A32 uniform texel buffers
-// (bindings 0, 1), b the same (2, 3), c as an R32 storage texel buffer (4).
-constexpr uint32_t kTexelBindings = 5;
+// R32 and R32G32B32A32 uniform texel buffers at bindings 0, 1 and 2, 3
+// (mm_regblock_tex's a and b; optim_tex's g), and the same as storage texel
+// buffers at 4, 5 and 6, 7 (mm_regblock_tex's c at 4; optim_tex's w and its
+// velocity). A dispatch pushes only the bindings it names.
+constexpr uint32_t kTexelBindings = 8;
 constexpr VkDescriptorType texel_binding_type(uint32_t i) {
-    return i == 4 ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+    return i >= 4 ? VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
 }
 
 // A matrix operand as shaders see it: mirrors `struct View` in shaders/common.glsl.
@@ -241,7 +244,7 @@ struct Dispatch {
     // (Stream::loop_status_address) and reports a cut loop like a bad index.
     bool loop_probe = false;
     // Non-null views: pushed as descriptor set 0 before the dispatch
-    // (mm_regblock_tex: the operands' texel views, Caps::texel_views).
+    // (mm_regblock_tex, optim_tex: the operands' texel views, Caps::texel_views).
     VkBufferView texels[kTexelBindings] = {};
 };
 

@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "vulkan/device.hpp"
+#include "vulkan/texel.hpp"
 
 namespace vela::vk {
 
@@ -417,21 +418,32 @@ void VulkanDevice::mv(float alpha, const Matrix& a, const Matrix& x, float beta,
     const MvSpec spec{.wg = wg, .ta = a.trans, .mode = uint32_t(reduce ? Mv::tree : Mv::rows)};  // modes.def
     uint32_t groups[3];
     grid_1d(caps, reduce ? uint64_t(p.m) : ceil_div(p.m, wg), groups);
+    // One invocation per row through the texel views (mv_tex.comp) where the
+    // device and every operand's block have them: positions in floats.
+    auto &ba = buffer(a).alloc, &bx = buffer(x).alloc, &by = buffer(y).alloc;
+    const bool texel = !reduce && caps.texel_views && texel_kernels_on() && ba.texel1 && bx.texel1 && by.texel1;
+    const uint64_t unit = texel ? 1 : sizeof(float);
+    if (texel) p.a = texel_index(a), p.x = texel_index(x), p.y = texel_index(y);
     // Columns of op(a) in passes of kMvChunk, the later ones adding to y (β = 1).
     for (uint64_t j0 = 0; j0 == 0 || j0 < p.n; j0 += kMvChunk) {
         MvPush q = p;
         q.n = uint32_t(std::min<uint64_t>(kMvChunk, p.n - j0));
-        q.a += j0 * (a.trans ? 1 : uint64_t(p.lda)) * sizeof(float);
-        q.x += j0 * p.incx * sizeof(float);
+        q.a += j0 * (a.trans ? 1 : uint64_t(p.lda)) * unit;
+        q.x += j0 * p.incx * unit;
         if (j0 > 0) q.beta = 1.0f;
-        r.dispatch(Dispatch{.shader = "mv",
-                            .push = &q,
-                            .push_size = sizeof q,
-                            .groups = {groups[0], groups[1], groups[2]},
-                            .spec = spec,
-                            .reads = {&a, &x, &y},
-                            .writes = {&y},
-                            .label = "mv"});
+        Dispatch d{.shader = texel ? "mv_tex" : "mv",
+                   .push = &q,
+                   .push_size = sizeof q,
+                   .groups = {groups[0], groups[1], groups[2]},
+                   .spec = spec,
+                   .reads = {&a, &x, &y},
+                   .writes = {&y},
+                   .label = "mv"};
+        if (texel) {
+            d.texels[0] = ba.texel1, d.texels[2] = bx.texel1, d.texels[4] = by.texel_store;
+            count_texel_kernel();
+        }
+        r.dispatch(d);
     }
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/index_check.hpp"
 #include "vulkan/device.hpp"
+#include "vulkan/texel.hpp"
 
 namespace vela::vk {
 
@@ -82,6 +83,23 @@ void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Mat
 }
 
 void VulkanDevice::act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) {
+    // Through the texel views where the device and all three operands allow
+    // it (backward_tex.comp; not batched: batch.comp reads by address).
+    if (caps().texel_views && texel_kernels_on() && texel_dense4(da) && texel_dense4(x) && texel_dense4(delta) &&
+        delta.size() > 0) {
+        ElementPush p;
+        p.x.addr = texel_index(da), p.y.addr = texel_index(x), p.z.addr = texel_index(delta);
+        p.n = uint32_t(delta.size());
+        const OpSpec spec{.wg = wg(), .op = uint32_t(act), .vec4 = 1};
+        Dispatch d{.shader = "backward_tex", .push = &p, .push_size = sizeof p, .spec = spec, .reads = {&da, &x},
+                   .writes = {&delta}, .label = act_backward_name(act)};
+        auto &ba = buffer(da).alloc, &bx = buffer(x).alloc, &bd = buffer(delta).alloc;
+        d.texels[0] = ba.texel1, d.texels[1] = ba.texel4, d.texels[2] = bx.texel1, d.texels[3] = bx.texel4;
+        d.texels[4] = bd.texel_store, d.texels[5] = bd.texel_store4;
+        grid((uint64_t(p.n) + 3) / 4, wg(), d.groups);
+        count_texel_kernel();
+        return dispatch(d);
+    }
     record_xyz(*this, "backward", act_backward_name(act), uint32_t(act), step::backward, da, x, delta);
 }
 
@@ -121,6 +139,18 @@ void VulkanDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matri
     Dispatch d{.shader = "gather_cols", .push = &p, .push_size = sizeof p, .spec = spec, .reads = {&src, &idx},
                .writes = {&dst}, .label = "gather_cols", .check = &check,
                .check_at = offsetof(ElementPush, b)};
+    // Through the texel views (gather_cols_tex.comp) where the VEC4 path
+    // applies and every operand's block has them, src and dst from a texel's start.
+    auto& bs = buffer(src).alloc;
+    const uint64_t src_at = u8 ? bs.offset + uint64_t(src.offset) : texel_index(src);
+    if (vec4 && caps().texel_views && texel_kernels_on() && bs.texel4 && buffer(idx).alloc.texel1 &&
+        texel_dense4(dst) && src_at % 4 == 0) {
+        p.x.addr = src_at, p.y.addr = texel_index(idx), p.z.addr = texel_index(dst);
+        d.shader = "gather_cols_tex";
+        d.texels[0] = buffer(idx).alloc.texel1, d.texels[1] = bs.texel4, d.texels[2] = bs.texel_u8x4;
+        d.texels[5] = buffer(dst).alloc.texel_store4;
+        count_texel_kernel();
+    }
     grid(vec4 ? p.n / 4 : p.n, wg(), d.groups);
     dispatch(d);
 }

@@ -5,6 +5,7 @@
 #include <bit>
 
 #include "vulkan/device.hpp"
+#include "vulkan/texel.hpp"
 
 namespace vela::vk {
 
@@ -42,6 +43,19 @@ void VulkanDevice::optim_step(Optim kind, const Matrix& w, const Matrix& g, cons
     const OpSpec spec{.wg = wg(), .op = uint32_t(kind), .vec4 = vec4};  // optim.comp: WG, KIND, VEC4
     Dispatch d{.shader = "optim", .push = &p, .push_size = sizeof p, .spec = spec, .reads = {&w, &g, &s1, &s2, &s3},
                .writes = {&w, &s1, &s2, &s3}, .label = optim_name(kind)};
+    // sgd through the texel views (optim_tex.comp; lavapipe's MLP epoch spent
+    // 30% of its device time in sgd_step through buffer addresses, docs/results.md):
+    // the same operations, each operand's first word its float index in its block.
+    if (kind == Optim::sgd && vec4 && caps().texel_views && texel_kernels_on() && texel_dense4(w) &&
+        texel_dense4(g) && texel_dense4(s1)) {
+        p.w.addr = texel_index(w), p.g.addr = texel_index(g), p.s1.addr = texel_index(s1);
+        d.shader = "optim_tex";
+        auto &bw = buffer(w).alloc, &bg = buffer(g).alloc, &bv = buffer(s1).alloc;
+        d.texels[0] = bg.texel1, d.texels[1] = bg.texel4;
+        d.texels[4] = bw.texel_store, d.texels[5] = bw.texel_store4;
+        d.texels[6] = bv.texel_store, d.texels[7] = bv.texel_store4;
+        count_texel_kernel();
+    }
     grid(vec4 ? (uint64_t(p.n) + 3) / 4 : p.n, wg(), d.groups);
     dispatch(d);
 }

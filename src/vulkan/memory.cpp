@@ -26,7 +26,7 @@ struct Block {
     // Texel views of the whole block (mm_regblock_tex), destroyed before the
     // buffer (declared after it). A block is dropped only when every
     // allocation in it has been retired, so no pending work uses them.
-    OwnedBufferView texel1, texel4, texel_store;
+    OwnedBufferView texel1, texel4, texel_store, texel_store4, texel_u8x4;
     std::map<VkDeviceSize, VkDeviceSize> free_ranges;
     VkDeviceSize used = 0;
     VkDeviceSize committed = 0;  // software devices: bytes from the start whose pages are committed
@@ -238,6 +238,8 @@ Block* Memory::new_block(PoolState& p, VkDeviceSize size, bool dedicated, VkDevi
         b->texel1 = view(VK_FORMAT_R32_SFLOAT, 4);
         b->texel4 = view(VK_FORMAT_R32G32B32A32_SFLOAT, 16);
         b->texel_store = view(VK_FORMAT_R32_SFLOAT, 4);
+        b->texel_store4 = view(VK_FORMAT_R32G32B32A32_SFLOAT, 16);
+        b->texel_u8x4 = view(VK_FORMAT_R8G8B8A8_UINT, 4);
     }
     if (p.mapped) {
         void* ptr = nullptr;
@@ -338,6 +340,8 @@ Allocation Memory::try_alloc(VkDeviceSize size, PoolState& p) {
     a.texel1 = found->texel1;
     a.texel4 = found->texel4;
     a.texel_store = found->texel_store;
+    a.texel_store4 = found->texel_store4;
+    a.texel_u8x4 = found->texel_u8x4;
     return a;
 }
 

@@ -32,6 +32,8 @@ struct Allocation {
     // floats); the first float's index in them is offset / 4.
     // texel_store: R32_SFLOAT as a storage texel buffer (mm_regblock_tex's c).
     VkBufferView texel1 = VK_NULL_HANDLE, texel4 = VK_NULL_HANDLE, texel_store = VK_NULL_HANDLE;
+    VkBufferView texel_store4 = VK_NULL_HANDLE;  // R32G32B32A32_SFLOAT, storage (optim_tex)
+    VkBufferView texel_u8x4 = VK_NULL_HANDLE;    // R8G8B8A8_UINT, uniform (gather_cols_tex's uint8 src)
     explicit operator bool() const { return block != nullptr; }
 };
 

@@ -73,8 +73,9 @@ Pipelines::Pipelines(Gpu& gpu) : gpu_(gpu) {
     li.pushConstantRangeCount = 1;
     li.pPushConstantRanges = &range;
     // One layout for every pipeline; where blocks have texel views, set 0 is
-    // pushed per dispatch (mm_regblock_tex's operands: four uniform texel
-    // buffers and a storage texel buffer; the other shaders declare none).
+    // pushed per dispatch (mm_regblock_tex's and optim_tex's operands: four
+    // uniform and four storage texel buffers, kernel.hpp; the other shaders
+    // declare none).
     VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
     if (gpu.phys.caps.texel_views) {
         VkDescriptorSetLayoutBinding bindings[kTexelBindings];

@@ -192,14 +192,17 @@ void Stream::push_texels(Slot& s, const Dispatch& d) {
         if (!push_descriptor_) fail("vulkan: %s: the device has no vkCmdPushDescriptorSetKHR", d.shader);
     }
     VkWriteDescriptorSet w[kTexelBindings];
+    uint32_t n = 0;
     for (uint32_t i = 0; i < kTexelBindings; ++i) {
-        w[i] = make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
-        w[i].dstBinding = i;
-        w[i].descriptorCount = 1;
-        w[i].descriptorType = texel_binding_type(i);
-        w[i].pTexelBufferView = &d.texels[i];
+        if (!d.texels[i]) continue;  // a binding the shader does not use
+        w[n] = make<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+        w[n].dstBinding = i;
+        w[n].descriptorCount = 1;
+        w[n].descriptorType = texel_binding_type(i);
+        w[n].pTexelBufferView = &d.texels[i];
+        ++n;
     }
-    push_descriptor_(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, kTexelBindings, w);
+    push_descriptor_(s.cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipelines_.layout(), 0, n, w);
 }
 
 void Stream::dispatch(const Dispatch& d) {

@@ -20,7 +20,11 @@ layout(set = 0, binding = 0, std430) readonly buffer SB4 { vec4 f[]; } sb4;
 layout(set = 0, binding = 1, std140) uniform UB { vec4 u[4096]; } ub;  // 64 KiB; p.umask <= 4095
 layout(set = 0, binding = 2) uniform samplerBuffer t1;
 layout(set = 0, binding = 3) uniform samplerBuffer t4;
+#if MODE == 18 || MODE == 19
+layout(set = 0, binding = 4, r32f) uniform writeonly imageBuffer i1;
+#else
 layout(set = 0, binding = 4, r32f) uniform readonly imageBuffer i1;
+#endif
 shared float sh[2048];
 void main() {
     uint l = gl_LocalInvocationID.x;
@@ -76,6 +80,12 @@ void main() {
 #elif MODE == 17  // the four adds of a vec4's components alone (baseline of 9, 10, 11, 13, 16)
             vec4 w = vec4(acc[(i + 1) & 7], acc[(i + 2) & 7], acc[(i + 3) & 7], acc[(i + 4) & 7]);
             float v = (w.x + w.y) + (w.z + w.w);
+#elif MODE == 18  // imageStore to a R32_SFLOAT storage texel buffer, each lane its own index
+            imageStore(i1, int((ebase + it * 64u + l * 8u + i) & p.tmask), vec4(acc[(i + 2) & 7]));
+            float v = acc[(i + 1) & 7];
+#elif MODE == 19  // a 4-byte store through a buffer reference, each lane its own address
+            F(base + uint64_t(it * 64u + l * 8u + i) * 4ul).v = acc[(i + 2) & 7];
+            float v = acc[(i + 1) & 7];
 #endif
             acc[i] = fma(v, 0.999, acc[i]);
         }

@@ -26,9 +26,10 @@ names=("4-byte load, per-lane addresses" "4-byte load, one address" "8-byte load
        "uniform buffer, vec4, per-lane index" "uniform buffer, vec4, one index"
        "texelFetch R32_SFLOAT, per-lane index" "texelFetch R32G32B32A32_SFLOAT, per-lane index"
        "imageLoad R32_SFLOAT storage texel buffer, per-lane index" "texelFetch R32_SFLOAT, one index"
-       "buffer reference, vec4, per-lane address" "none, with a vec4's adds (baseline of the vec4 rows)")
+       "buffer reference, vec4, per-lane address" "none, with a vec4's adds (baseline of the vec4 rows)"
+       "imageStore R32_SFLOAT storage texel buffer, per-lane index" "4-byte store through a buffer reference, per-lane address")
 n=1024
-for m in ${MODES:-$(seq 0 17)}; do
+for m in ${MODES:-$(seq 0 19)}; do
   glslc --target-env=vulkan1.2 -O -DMODE=$m -o "$tmp/loads$m.spv" "$here/loads.comp"
   echo -n "${names[$m]} (units: operations of 8 lanes): "
   "$tmp/probe" "$tmp/loads$m.spv" 1024 "$reps" $((n * 8)) $n | sed 's/^[^:]*: //'

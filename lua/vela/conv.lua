@@ -194,8 +194,14 @@ function Conv2d:_buffers()
   self.row_cols = dev_name(self.dev) == "cpu" and self.image.w >= 2 * self.kw
   -- One input channel on the cpu: vela.conv / vela.conv_wgrad, direct loops
   -- without windows (im2col's K = kh·kw is too short for a fast GEMM).
-  self.direct = dev_name(self.dev) == "cpu" and self.channels_in == 1 and self.sh == 1 and self.sw == 1
-    and self.ph == 0 and self.pw == 0
+  local cpu = dev_name(self.dev) == "cpu"
+  local plain = cpu and self.sh == 1 and self.sw == 1 and self.ph == 0 and self.pw == 0
+  self.direct = plain and self.channels_in == 1
+  -- More input channels, stride 1, no padding, on AVX2: the forward alone by
+  -- vela.conv (register tiles over the image, no windows, no GEMM, no
+  -- to_images); the backward makes each part's windows (docs/cpu.md, "The
+  -- second conv's forward without windows").
+  self.direct_forward = self.direct or (plain and (self.dev:info().limits.loops or ""):match("^x86%-64%-v") ~= nil)
   self.cols_parts, self.cols_views = {}, {}
   local shapes = {z = self.outputs, delta = self.outputs, dx = self.inputs}
   if from_z[self.activation] then shapes.a = self.outputs end
@@ -308,7 +314,7 @@ function Conv2d:forward(x, index)
   if not rawequal(x, self.x) then self._cols = setmetatable({}, {__mode = "k"}) end
   self.x, self.n = x, n
   local act, a = self.activation, b.a or b.z
-  if self.direct then  -- z = conv(x) + b, a = act(z): one kernel, or two where act′ needs z
+  if self.direct_forward then  -- z = conv(x) + b, a = act(z): one kernel, or two where act′ needs z
     self.kept, self.a = false, a
     if b.a then
       vela.conv(x, self.w, self.b, b.z, self.g)

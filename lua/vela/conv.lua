@@ -16,6 +16,9 @@
 --   uᵀ   = W·cols               (out × P·n)                 mm
 --   z    = images(u) + b        (out·P × n), the image layout  to_images
 --   a    = act(z)
+-- On the cpu a stride-1 unpadded layer's forward is one vela.conv instead
+-- (direct loops, no windows; on AVX2, or always for one input channel), and
+-- a one-channel layer's dW is vela.conv_wgrad; see Conv2d:_buffers.
 local vela = require "vela"
 local options = require "vela.options"
 local layer = require "vela.layer"

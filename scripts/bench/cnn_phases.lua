@@ -1,9 +1,10 @@
--- Where the CNN's training step (examples/cnn.lua's net, batch 128, the cpu)
--- spends its processor time, per phase: the whole step (forward, loss,
--- backward of a fixed output gradient, SGD), each layer's forward and backward alone, and the second
--- conv's kernels (the loss left out: a fixed output gradient) (vela.profile over its forward + backward). Best of `rounds`
--- timings of `reps` calls, ms of wall clock and of process cpu time (all
--- threads), the minimum being what a loaded machine disturbs least.
+-- Where the CNN's training step (examples/cnn.lua's net, batch 128, the
+-- cpu) spends its processor time, per phase: each layer's forward and
+-- backward alone, the whole step (forward, backward of a fixed output
+-- gradient in place of a loss, SGD), and the second conv's kernels
+-- (vela.profile over its forward + backward). Best of `rounds` timings of
+-- `reps` calls, ms of wall clock and of process cpu time (all threads), the
+-- minimum being what a loaded machine disturbs least.
 --
 --   build/vela scripts/bench/cnn_phases.lua [threads=N] [reps=10] [rounds=7] [batch=128]
 local vela = require "vela"
@@ -11,7 +12,9 @@ local nn, optim = require "vela.nn", require "vela.optim"
 local opts = {reps = 10, rounds = 7, batch = 128}
 for _, a in ipairs(arg) do
   local k, v = a:match("^(%w+)=(%S+)$")
-  if not k or not (k == "threads" or opts[k]) then error("cnn_phases.lua: unknown argument '" .. a .. "' (threads, reps, rounds, batch)") end
+  if not k or not (k == "threads" or opts[k]) then
+    error("cnn_phases.lua: unknown argument '" .. a .. "' (threads, reps, rounds, batch)")
+  end
   opts[k] = math.tointeger(tonumber(v)) or error("cnn_phases.lua: " .. k .. " must be an integer")
 end
 vela.device("cpu")

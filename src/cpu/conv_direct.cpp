@@ -108,7 +108,8 @@ std::vector<Seg> segments(const ConvGeom& g) {
     std::vector<Seg> s;
     const int64_t oh = g.oh(), ow = g.ow();
     for (int64_t oy = 0; oy < oh; oy++)
-        for (int64_t ox0 = 0; ox0 < ow; ox0 += 8) s.push_back({oy * g.w + ox0, oy * ow + ox0, std::min<int64_t>(8, ow - ox0)});
+        for (int64_t ox0 = 0; ox0 < ow; ox0 += 8)
+            s.push_back({oy * g.w + ox0, oy * ow + ox0, std::min<int64_t>(8, ow - ox0)});
     return s;
 }
 

@@ -18,7 +18,9 @@
 --   a    = act(z)
 -- On the cpu a stride-1 unpadded layer's forward is one vela.conv instead
 -- (direct loops, no windows; on AVX2, or always for one input channel), and
--- a one-channel layer's dW is vela.conv_wgrad; see Conv2d:_buffers.
+-- its dW and db one vela.conv_wgrad (one input channel, or on AVX2 kw ≤ 5
+-- and a multiple of 16 output channels), dx still col2im(Wᵀ·duᵀ) by parts;
+-- see Conv2d:_buffers.
 local vela = require "vela"
 local options = require "vela.options"
 local layer = require "vela.layer"
@@ -205,6 +207,8 @@ function Conv2d:_buffers()
   -- to_images); the backward makes each part's windows (docs/cpu.md, "The
   -- second conv's forward without windows").
   self.direct_forward = self.direct or (plain and (self.dev:info().limits.loops or ""):match("^x86%-64%-v") ~= nil)
+  -- and dW, db by vela.conv_wgrad where its AVX2 tile fits (kw ≤ 5, out a multiple of 16)
+  self.direct_wgrad = self.direct or (self.direct_forward and self.kw <= 5 and self.channels_out % 16 == 0)
   self.cols_parts, self.cols_views = {}, {}
   local shapes = {z = self.outputs, delta = self.outputs, dx = self.inputs}
   if from_z[self.activation] then shapes.a = self.outputs end
@@ -358,10 +362,20 @@ function Conv2d:backward(da, need_dx)
   local b = check_grad(self, da, self.outputs, "conv2d")
   local n = self.n
   local act, a = self.activation, b.a or b.z
-  if self.direct and need_dx == false then  -- dW, db from δ over the whole batch, no windows
+  if self.direct_wgrad then  -- dW, db from δ over the whole batch, no windows
     local delta = act == "identity" and da or layer.delta(act, da, b.z, a, b.delta)
     vela.conv_wgrad(self.x, delta, self.dw, self.db, self.g)
-    return
+    if need_dx == false then return end
+    local m = self:_part_size(n)
+    for j = 1, n, m do  -- dx = col2im(Wᵀ·duᵀ) a part at a time
+      local k = math.min(m, n - j + 1)
+      local v, c, dx = self:_part(k), self:_cols_at(n, j, k, false), cols_of(self, b.dx, j, k)
+      vela.from_images(cols_of(self, delta, j, k), v.u)
+      vela.mm(self.wt, v.ut, c)
+      vela.fill(dx, 0)
+      vela.col2im(c, dx, self.g)
+    end
+    return b.dx
   end
   local m = self:_part_size(n)
   for j = 1, n, m do

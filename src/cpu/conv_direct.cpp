@@ -10,13 +10,16 @@
 // AVX2 + FMA): conv holds 4 output channels × 3 runs of 8 output positions
 // (a 24-column row, or 3 rows of an 8-column output) in 12 accumulators and
 // adds each window offset (c, ky, kx) with one broadcast weight per channel,
-// then the bias and relu in the same registers; conv_wgrad (one input
-// channel only) holds 2 channels × 5 window columns, summing dz ×
-// the shifted image over the positions. Anything else takes the scalar
-// loops below (any geometry). Each output is summed in a fixed order: the
-// window offsets in im2col's row order for conv; for conv_wgrad fixed chunks
-// of kChunk samples, each chunk's sum alone, then the chunks in order, so the
-// result does not depend on the thread count.
+// then the bias and relu in the same registers; conv_wgrad holds, for one
+// input channel, 2 channels × 5 window columns, summing dz × the shifted
+// image over the positions, and for several (kw ≤ 5, out a multiple of 16)
+// 16 channels × 5 window columns, dz moved to channels-last so that each
+// position adds 2 vectors of dz times 5 broadcast pixels. Anything else
+// takes the scalar loops below (any geometry). Each output is summed in a
+// fixed order: the window offsets in im2col's row order for conv; for
+// conv_wgrad fixed chunks of kChunk (kChunkMany) samples, each chunk's sum
+// alone, then the chunks in order, so the result does not depend on the
+// thread count.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -33,7 +36,8 @@ using convwalk::plane;
 
 namespace {
 
-constexpr int64_t kChunk = 8;     // samples per partial sum of conv_wgrad
+constexpr int64_t kChunk = 8;        // samples per partial sum of conv_wgrad
+constexpr int64_t kChunkMany = 16;   // the same with several input channels (packed)
 constexpr int64_t kFwdBlock = 4;  // output channels per task of the fast conv
 
 // conv's fast path takes any number of input channels; conv_wgrad's one.
@@ -194,6 +198,66 @@ __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Pl
         }
 }
 
+// conv_wgrad's fast path for several input channels, over a chunk of m
+// samples: dp the chunk's dz moved to [sample][position][channel] (out
+// floats per position), xp one input channel ch's m planes (h·w each,
+// contiguous). For output channels [o0, o0 + 16) and one window row ky, the
+// kw ≤ 5 window columns × 2 vectors of 8 channels are 10 accumulators; each
+// position adds its two dz vectors times the kw pixels under it (broadcast),
+// so no horizontal sums: part(o, r) ← the chunk's sum, in the order of the
+// samples and positions.
+__attribute__((target("avx2,fma"))) void wgrad_rows(const ConvGeom& g, const float* xp, const float* dp, int64_t m,
+                                                   int64_t out, int64_t o0, int64_t ch, int64_t ky, float* part) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, R = g.patch(), hw = g.h * g.w, nk = g.kw;
+    __m256 acc[5][2];
+    _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+    for (int64_t n = 0; n < m; n++) {
+        const float* img = xp + n * hw + ky * g.w;
+        const float* d = dp + n * P * out + o0;
+        for (int64_t oy = 0; oy < oh; oy++, img += g.w)
+            for (int64_t ox = 0; ox < ow; ox++, d += out) {
+                const __m256 a0 = _mm256_loadu_ps(d), a1 = _mm256_loadu_ps(d + 8);
+                _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
+                    if (k >= nk) break;
+                    const __m256 xv = _mm256_broadcast_ss(img + ox + k);
+                    acc[k][0] = _mm256_fmadd_ps(xv, a0, acc[k][0]);
+                    acc[k][1] = _mm256_fmadd_ps(xv, a1, acc[k][1]);
+                }
+            }
+    }
+    alignas(32) float t[16];
+    _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
+        if (k >= nk) break;
+        _mm256_store_ps(t, acc[k][0]);
+        _mm256_store_ps(t + 8, acc[k][1]);
+        const int64_t r = (ch * g.kh + ky) * g.kw + k;
+        for (int64_t j = 0; j < 16 && o0 + j < out; j++) part[(o0 + j) * R + r] = t[j];
+    }
+}
+
+// Several input channels (kw ≤ 5, out a multiple of 16): per chunk of
+// samples, dz moved to [sample][position][channel] and each input channel's
+// planes copied contiguous (in place the samples' planes lie 16–18 KB
+// apart and share a few cache sets), then wgrad_rows; db from the moved dz.
+void wgrad_chunk(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out, int64_t n0, int64_t n1, float* part,
+                 float* dbp) {
+    const int64_t m = n1 - n0, P = g.positions(), hw = g.h * g.w;
+    std::vector<float> dp(size_t(m * P * out)), xp(size_t(m * hw));
+    for (int64_t n = 0; n < m; n++)
+        for (int64_t o = 0; o < out; o++) {
+            const float* src = &D.at(o * P, n0 + n);
+            float* d = &dp[size_t(n * P * out + o)];
+            float s = 0.0f;
+            for (int64_t p = 0; p < P; p++) d[p * out] = src[p], s += src[p];
+            dbp[o] += s;
+        }
+    for (int64_t ch = 0; ch < g.c; ch++) {
+        for (int64_t n = 0; n < m; n++) std::copy_n(&X.at(ch * hw, n0 + n), hw, &xp[size_t(n * hw)]);
+        for (int64_t o0 = 0; o0 < out; o0 += 16)
+            for (int64_t ky = 0; ky < g.kh; ky++) wgrad_rows(g, xp.data(), dp.data(), m, out, o0, ch, ky, part);
+    }
+}
+
 }  // namespace
 
 void CpuDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const Matrix& b, Act act, const Matrix& y) {
@@ -275,10 +339,18 @@ void CpuDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& dz,
     Timed t(this, Kernel::conv_wgrad);
     const int64_t out = dw.rows, R = g.patch(), P = g.positions(), N = x.cols, oh = g.oh(), ow = g.ow();
     const Plane X = plane(x), D = plane(dz), DW = plane(dw);
-    const int64_t chunks = std::max<int64_t>(1, (N + kChunk - 1) / kChunk);
+    const bool many = g.c > 1 && g.kw <= 5 && out % 16 == 0 && fast_geometry(g, X, D, false);
+    const int64_t chunk = many ? kChunkMany : kChunk;
+    const int64_t chunks = std::max<int64_t>(1, (N + chunk - 1) / chunk);
     // part(q, o, r) and dbp(q, o): chunk q's own sums.
     std::vector<float> part(size_t(chunks * out * R), 0.0f), dbp(size_t(chunks * out), 0.0f);
-    if (N > 0 && fast_geometry(g, X, D)) {
+    if (N > 0 && many) {
+        parallel_for(chunks, 1, [&](int64_t b0, int64_t e) {
+            for (int64_t c = b0; c < e; c++)
+                wgrad_chunk(g, X, D, out, c * chunk, std::min(N, (c + 1) * chunk), &part[size_t(c * out * R)],
+                            &dbp[size_t(c * out)]);
+        });
+    } else if (N > 0 && fast_geometry(g, X, D)) {
         const int64_t pairs = (out + 1) / 2;
         const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, kChunk * P * R / 4));
         parallel_for(chunks * pairs, grain, [&](int64_t b0, int64_t e) {

@@ -92,6 +92,8 @@ local cases = {
    g = {c = 3, h = 12, w = 12, k = 5}, out = 5, n = 2},
   {name = "2 channels, 7×13, 3×3 (runs of 8 and 3: masked; a last tile of 1 run)", g = {c = 2, h = 7, w = 13, k = 3},
    out = 5, n = 3},
+  {name = "2 channels, 4×5, 3×3, 16 outputs, 17 samples (conv_wgrad's tile for several channels: 2 chunks)",
+   g = {c = 2, h = 4, w = 5, k = 3}, out = 16, n = 17},
   {name = "two channels, stride 2, pad 1 (the general path)", g = {c = 2, h = 7, w = 6, k = 3, stride = {2, 1}, pad = 1},
    out = 3, n = 4},
 }
@@ -164,28 +166,28 @@ for _, id in ipairs(ids) do
     assert(r.worst <= 1e-3, tostring(r.worst))
   end)
 
-  -- A second conv (4 channels in): its forward is conv on the cpu, its backward
-  -- the windows and GEMMs; gradients through nn.gradcheck, and the same bits
-  -- on 1 and 2 threads for a batch of 5 (odd: it does not split evenly).
-  t.test(id .. ": nn.conv2d with 4 input channels (conv forward on the cpu): gradcheck, same bits on 1 and 2 threads", function()
+  -- A second conv (4 channels in, 16 out): conv and conv_wgrad on the cpu, dx
+  -- through the windows; gradients through nn.gradcheck, and the same bits
+  -- on 1 and 2 threads for a batch of 19 (odd, over two chunks of conv_wgrad).
+  t.test(id .. ": nn.conv2d with 4 input channels (conv, conv_wgrad on the cpu): gradcheck, same bits on 1 and 2 threads", function()
     local function net_of()
       return nn.sequential{
-        nn.conv2d(1, 4, 3, {activation = "relu", input = {h = 6, w = 13}, seed = 3}),
-        nn.conv2d(4, 3, 3, {activation = "relu", seed = 4}),
+        nn.conv2d(1, 4, 3, {activation = "relu", input = {h = 5, w = 13}, seed = 3}),
+        nn.conv2d(4, 16, 3, {activation = "relu", seed = 4}),
         nn.flatten(),
-        nn.linear(3 * 2 * 9, 2, nil, {seed = 5}),
+        nn.linear(16 * 1 * 9, 2, nil, {seed = 5}),
       }
     end
-    local r = nn.gradcheck(net_of(), from(values(78, 3, 17)), {entries = 24})
+    local r = nn.gradcheck(net_of(), from(values(65, 3, 17)), {entries = 24})
     assert(r.ok, tostring(r))
     assert(r.worst <= 1e-3, tostring(r.worst))
     if id ~= "cpu" then return end
     local before, got = threads(), {}
     for i, n in ipairs{1, 2} do
       threads(n)
-      local net, x = net_of(), from(values(78, 5, 19))
+      local net, x = net_of(), from(values(65, 19, 19))
       local a = net:forward(x)
-      net:backward(from(values(2, 5, 23)))
+      net:backward(from(values(2, 19, 23)))
       got[i] = {host(a), host(net.layers[2].dw), host(net.layers[1].dw)}
     end
     threads(before)

@@ -202,10 +202,10 @@ function Conv2d:_buffers()
   local cpu = dev_name(self.dev) == "cpu"
   local plain = cpu and self.sh == 1 and self.sw == 1 and self.ph == 0 and self.pw == 0
   self.direct = plain and self.channels_in == 1
-  -- More input channels, stride 1, no padding, on AVX2: the forward alone by
+  -- More input channels, stride 1, no padding, on AVX2: the forward by
   -- vela.conv (register tiles over the image, no windows, no GEMM, no
-  -- to_images); the backward makes each part's windows (docs/cpu.md, "The
-  -- second conv's forward without windows").
+  -- to_images); the backward makes each part's windows, for dx only where
+  -- conv_wgrad takes dW (docs/cpu.md, "The second conv without windows").
   self.direct_forward = self.direct or (plain and (self.dev:info().limits.loops or ""):match("^x86%-64%-v") ~= nil)
   -- and dW, db by vela.conv_wgrad where its AVX2 tile fits (kw ≤ 5, out a multiple of 16)
   self.direct_wgrad = self.direct or (self.direct_forward and self.kw <= 5 and self.channels_out % 16 == 0)
@@ -357,7 +357,9 @@ end
 --   dcols = Wᵀ·duᵀ               C·kh·kw × (P·n)     mm (into cols' buffer: dW has read it)
 --   dx    = col2im(dcols)        C·H·W × n           fill 0, col2im (which accumulates)
 -- After a forward in evaluation mode each part's windows are made again. δ
--- is made a part at a time, as the forward's act.
+-- is made a part at a time, as the forward's act. Where conv_wgrad is fast
+-- on the cpu (direct_wgrad), dW and db are one conv_wgrad over the batch's δ
+-- and the parts make only du, dcols and dx.
 function Conv2d:backward(da, need_dx)
   local b = check_grad(self, da, self.outputs, "conv2d")
   local n = self.n

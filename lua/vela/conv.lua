@@ -16,6 +16,11 @@
 --   uᵀ   = W·cols               (out × P·n)                 mm
 --   z    = images(u) + b        (out·P × n), the image layout  to_images
 --   a    = act(z)
+-- On the cpu a stride-1 unpadded layer's forward is one vela.conv instead
+-- (direct loops, no windows; on AVX2, or always for one input channel), and
+-- its dW and db one vela.conv_wgrad (one input channel, or on AVX2 kw ≤ 5
+-- and a multiple of 16 output channels), dx still col2im(Wᵀ·duᵀ) by parts;
+-- see Conv2d:_buffers.
 local vela = require "vela"
 local options = require "vela.options"
 local layer = require "vela.layer"
@@ -194,8 +199,16 @@ function Conv2d:_buffers()
   self.row_cols = dev_name(self.dev) == "cpu" and self.image.w >= 2 * self.kw
   -- One input channel on the cpu: vela.conv / vela.conv_wgrad, direct loops
   -- without windows (im2col's K = kh·kw is too short for a fast GEMM).
-  self.direct = dev_name(self.dev) == "cpu" and self.channels_in == 1 and self.sh == 1 and self.sw == 1
-    and self.ph == 0 and self.pw == 0
+  local cpu = dev_name(self.dev) == "cpu"
+  local plain = cpu and self.sh == 1 and self.sw == 1 and self.ph == 0 and self.pw == 0
+  self.direct = plain and self.channels_in == 1
+  -- More input channels, stride 1, no padding, on AVX2: the forward by
+  -- vela.conv (register tiles over the image, no windows, no GEMM, no
+  -- to_images); the backward makes each part's windows, for dx only where
+  -- conv_wgrad takes dW (docs/cpu.md, "The second conv without windows").
+  self.direct_forward = self.direct or (plain and (self.dev:info().limits.loops or ""):match("^x86%-64%-v") ~= nil)
+  -- and dW, db by vela.conv_wgrad where its AVX2 tile fits (kw ≤ 5, out a multiple of 16)
+  self.direct_wgrad = self.direct or (self.direct_forward and self.kw <= 5 and self.channels_out % 16 == 0)
   self.cols_parts, self.cols_views = {}, {}
   local shapes = {z = self.outputs, delta = self.outputs, dx = self.inputs}
   if from_z[self.activation] then shapes.a = self.outputs end
@@ -308,7 +321,7 @@ function Conv2d:forward(x, index)
   if not rawequal(x, self.x) then self._cols = setmetatable({}, {__mode = "k"}) end
   self.x, self.n = x, n
   local act, a = self.activation, b.a or b.z
-  if self.direct then  -- z = conv(x) + b, a = act(z): one kernel, or two where act′ needs z
+  if self.direct_forward then  -- z = conv(x) + b, a = act(z): one kernel, or two where act′ needs z
     self.kept, self.a = false, a
     if b.a then
       vela.conv(x, self.w, self.b, b.z, self.g)
@@ -344,15 +357,27 @@ end
 --   dcols = Wᵀ·duᵀ               C·kh·kw × (P·n)     mm (into cols' buffer: dW has read it)
 --   dx    = col2im(dcols)        C·H·W × n           fill 0, col2im (which accumulates)
 -- After a forward in evaluation mode each part's windows are made again. δ
--- is made a part at a time, as the forward's act.
+-- is made a part at a time, as the forward's act. Where conv_wgrad is fast
+-- on the cpu (direct_wgrad), dW and db are one conv_wgrad over the batch's δ
+-- and the parts make only du, dcols and dx.
 function Conv2d:backward(da, need_dx)
   local b = check_grad(self, da, self.outputs, "conv2d")
   local n = self.n
   local act, a = self.activation, b.a or b.z
-  if self.direct and need_dx == false then  -- dW, db from δ over the whole batch, no windows
+  if self.direct_wgrad then  -- dW, db from δ over the whole batch, no windows
     local delta = act == "identity" and da or layer.delta(act, da, b.z, a, b.delta)
     vela.conv_wgrad(self.x, delta, self.dw, self.db, self.g)
-    return
+    if need_dx == false then return end
+    local m = self:_part_size(n)
+    for j = 1, n, m do  -- dx = col2im(Wᵀ·duᵀ) a part at a time
+      local k = math.min(m, n - j + 1)
+      local v, c, dx = self:_part(k), self:_cols_at(n, j, k, false), cols_of(self, b.dx, j, k)
+      vela.from_images(cols_of(self, delta, j, k), v.u)
+      vela.mm(self.wt, v.ut, c)
+      vela.fill(dx, 0)
+      vela.col2im(c, dx, self.g)
+    end
+    return b.dx
   end
   local m = self:_part_size(n)
   for j = 1, n, m do

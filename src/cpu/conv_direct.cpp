@@ -2,18 +2,24 @@
 // no im2col windows, no GEMM. nn.conv2d takes it for a one-channel input
 // (the first layer of an image net: im2col's K = kh·kw is then too short for
 // OpenBLAS to run near the FMA peak, 47 GFLOP per cpu-second at the first
-// conv of scripts/bench/cnn.lua against 99) — docs/cpu.md, "The first conv".
+// conv of scripts/bench/cnn.lua against 99) — docs/cpu.md, "The first conv" —
+// and on AVX2 for the forward of any stride-1 unpadded conv (the second conv
+// of examples/cnn.lua: no windows, no packing, no to_images).
 //
-// Fast path (one input channel, stride 1, no padding, every image and output
-// column dense, AVX2 + FMA): conv holds 4 output channels × 24 output columns
-// of one output row in 12 accumulators and adds each window offset (ky, kx)
-// with one broadcast weight per channel, then the bias and relu in the same
-// registers; conv_wgrad holds 2 channels × 5 window columns, summing dz ×
-// the shifted image over the positions. Anything else takes the scalar
-// loops below (any geometry). Each output is summed in a fixed order: the
-// window offsets in im2col's row order for conv; for conv_wgrad fixed chunks
-// of kChunk samples, each chunk's sum alone, then the chunks in order, so the
-// result does not depend on the thread count.
+// Fast path (stride 1, no padding, every image and output column dense,
+// AVX2 + FMA): conv holds 4 output channels × 3 runs of 8 output positions
+// (a 24-column row, or 3 rows of an 8-column output) in 12 accumulators and
+// adds each window offset (c, ky, kx) with one broadcast weight per channel,
+// then the bias and relu in the same registers; conv_wgrad holds, for one
+// input channel, 2 channels × 5 window columns, summing dz × the shifted
+// image over the positions, and for several (kw ≤ 5, out a multiple of 16)
+// 16 channels × 5 window columns, dz moved to channels-last so that each
+// position adds 2 vectors of dz times 5 broadcast pixels. Anything else
+// takes the scalar loops below (any geometry). Each output is summed in a
+// fixed order: the window offsets in im2col's row order for conv; for
+// conv_wgrad fixed chunks of kChunk (kChunkMany) samples, each chunk's sum
+// alone, then the chunks in order, so the result does not depend on the
+// thread count.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -30,12 +36,13 @@ using convwalk::plane;
 
 namespace {
 
-constexpr int64_t kChunk = 8;     // samples per partial sum of conv_wgrad
+constexpr int64_t kChunk = 8;        // samples per partial sum of conv_wgrad
+constexpr int64_t kChunkMany = 16;   // the same with several input channels (packed)
 constexpr int64_t kFwdBlock = 4;  // output channels per task of the fast conv
-constexpr int64_t kCols = 24;     // output columns per register tile (3 vectors of 8)
 
-bool fast_geometry(const ConvGeom& g, const Plane& X, const Plane& Y) {
-    return g.c == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && X.rs == 1 && Y.rs == 1 &&
+// conv's fast path takes any number of input channels; conv_wgrad's one.
+bool fast_geometry(const ConvGeom& g, const Plane& X, const Plane& Y, bool one_channel = true) {
+    return (g.c == 1 || !one_channel) && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && X.rs == 1 && Y.rs == 1 &&
            g.kh * g.kw <= 1024 && isa() != Isa::base;
 }
 
@@ -45,56 +52,89 @@ __attribute__((target("avx2,fma"))) inline __m256i lanes(int64_t left) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::min<int64_t>(left, 8))), idx);
 }
 
-// One output row oy of 4 channels (wp: the block's weights, 4 per window
-// offset), columns [ox0, ox0 + 24) clipped to ow; out: channel j's plane at
-// out + j·P. Masked: the tile passes ow.
-template <bool Masked>
-__attribute__((target("avx2,fma"))) inline void fwd_tile(const float* img, int64_t w, int64_t kh, int64_t kw,
-                                                         const float* wp, int64_t oy, int64_t ox0, int64_t ow,
+// A run of up to 8 output positions of one output row: its first input
+// pixel (oy·w + ox0, in the window's top-left corner), its first output
+// position (oy·ow + ox0), and its length.
+struct Seg {
+    int64_t in, out, len;
+};
+
+// NV runs (one vector each) × 4 channels (wp: the block's weights, 4 per
+// window offset, in im2col's row order (c·kh + ky)·kw + kx); out: channel j's
+// plane at out + j·P. Every output is summed over the window offsets in that
+// order whatever the tiling, then the bias, then relu. Masked: some run is
+// shorter than 8.
+template <int NV, bool Masked>
+__attribute__((target("avx2,fma"))) inline void fwd_tile(const float* img, int64_t hw, int64_t w, int64_t c,
+                                                         int64_t kh, int64_t kw, const float* wp, const Seg* sg,
                                                          int64_t nb, const float* bias, bool relu, float* out,
                                                          int64_t P) {
-    __m256 acc[4][3];
+    __m256 acc[4][NV];
     _Pragma("GCC unroll 8") for (int j = 0; j < 4; j++)
-        _Pragma("GCC unroll 8") for (int v = 0; v < 3; v++) acc[j][v] = _mm256_setzero_ps();
-    __m256i m[3];
-    if (Masked)
-        _Pragma("GCC unroll 8") for (int v = 0; v < 3; v++) m[v] = lanes(ow - ox0 - 8 * v);
-    for (int64_t ky = 0; ky < kh; ky++) {
-        const float* row = img + (oy + ky) * w + ox0;
-        const float* wk = wp + ky * kw * 4;
-        for (int64_t kx = 0; kx < kw; kx++, wk += 4) {
-            __m256 xv[3];
-            _Pragma("GCC unroll 8") for (int v = 0; v < 3; v++)
-                xv[v] = Masked ? _mm256_maskload_ps(row + kx + 8 * v, m[v]) : _mm256_loadu_ps(row + kx + 8 * v);
-            _Pragma("GCC unroll 8") for (int j = 0; j < 4; j++) {
-                const __m256 wv = _mm256_broadcast_ss(wk + j);
-                _Pragma("GCC unroll 8") for (int v = 0; v < 3; v++) acc[j][v] = _mm256_fmadd_ps(wv, xv[v], acc[j][v]);
+        _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) acc[j][v] = _mm256_setzero_ps();
+    __m256i m[NV];
+    int64_t at[NV];
+    _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {
+        at[v] = sg[v].in;
+        if (Masked) m[v] = lanes(sg[v].len);
+    }
+    const float* wk = wp;
+    for (int64_t ch = 0; ch < c; ch++, img += hw)
+        for (int64_t ky = 0; ky < kh; ky++) {
+            const float* row = img + ky * w;
+            for (int64_t kx = 0; kx < kw; kx++, wk += 4) {
+                __m256 xv[NV];
+                _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)
+                    xv[v] = Masked ? _mm256_maskload_ps(row + at[v] + kx, m[v]) : _mm256_loadu_ps(row + at[v] + kx);
+                _Pragma("GCC unroll 8") for (int j = 0; j < 4; j++) {
+                    const __m256 wv = _mm256_broadcast_ss(wk + j);
+                    _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++)
+                        acc[j][v] = _mm256_fmadd_ps(wv, xv[v], acc[j][v]);
+                }
             }
         }
-    }
     const __m256 zero = _mm256_setzero_ps();
     _Pragma("GCC unroll 8") for (int j = 0; j < 4; j++) {
         if (j >= nb) break;  // constant indices only, so the accumulators stay in registers
         const __m256 bv = _mm256_set1_ps(bias[j]);
-        float* o = out + j * P + oy * ow + ox0;
-        _Pragma("GCC unroll 8") for (int v = 0; v < 3; v++) {
+        _Pragma("GCC unroll 8") for (int v = 0; v < NV; v++) {
+            float* o = out + j * P + sg[v].out;
             __m256 r = _mm256_add_ps(acc[j][v], bv);
             if (relu) r = _mm256_max_ps(r, zero);
-            if (Masked) _mm256_maskstore_ps(o + 8 * v, m[v], r);
-            else _mm256_storeu_ps(o + 8 * v, r);
+            if (Masked) _mm256_maskstore_ps(o, m[v], r);
+            else _mm256_storeu_ps(o, r);
         }
     }
 }
 
-// All output rows of one sample for channels [o0, o0 + nb).
-__attribute__((target("avx2,fma"))) void fwd_sample(const ConvGeom& g, const float* img, const float* wp, int64_t nb,
-                                                   const float* bias, bool relu, float* out) {
-    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow;
+// The runs of a geometry: each output row cut into runs of 8 (the last one shorter).
+std::vector<Seg> segments(const ConvGeom& g) {
+    std::vector<Seg> s;
+    const int64_t oh = g.oh(), ow = g.ow();
     for (int64_t oy = 0; oy < oh; oy++)
-        for (int64_t ox0 = 0; ox0 < ow; ox0 += kCols) {
-            if (ox0 + kCols <= ow) fwd_tile<false>(img, g.w, g.kh, g.kw, wp, oy, ox0, ow, nb, bias, relu, out, P);
-            else fwd_tile<true>(img, g.w, g.kh, g.kw, wp, oy, ox0, ow, nb, bias, relu, out, P);
-        }
+        for (int64_t ox0 = 0; ox0 < ow; ox0 += 8)
+            s.push_back({oy * g.w + ox0, oy * ow + ox0, std::min<int64_t>(8, ow - ox0)});
+    return s;
+}
+
+// All output positions of one sample for channels [o0, o0 + nb), 3 runs per
+// tile (a 24-column row of the first conv of examples/cnn.lua; 3 rows of an
+// 8-column output).
+__attribute__((target("avx2,fma"))) void fwd_sample(const ConvGeom& g, const std::vector<Seg>& sg, const float* img,
+                                                   const float* wp, int64_t nb, const float* bias, bool relu,
+                                                   float* out) {
+    const int64_t P = g.positions(), hw = g.h * g.w, S = int64_t(sg.size());
+    for (int64_t i = 0; i < S; i += 3) {
+        const int64_t nv = std::min<int64_t>(3, S - i);
+        bool masked = false;
+        for (int64_t v = i; v < i + nv; v++) masked = masked || sg[size_t(v)].len < 8;
+        const Seg* s = &sg[size_t(i)];
+#define VELA_FWD_TILE(NV, M) fwd_tile<NV, M>(img, hw, g.w, g.c, g.kh, g.kw, wp, s, nb, bias, relu, out, P)
+        if (nv == 3) masked ? VELA_FWD_TILE(3, true) : VELA_FWD_TILE(3, false);
+        else if (nv == 2) masked ? VELA_FWD_TILE(2, true) : VELA_FWD_TILE(2, false);
+        else masked ? VELA_FWD_TILE(1, true) : VELA_FWD_TILE(1, false);
+#undef VELA_FWD_TILE
+    }
 }
 
 __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
@@ -158,6 +198,66 @@ __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Pl
         }
 }
 
+// conv_wgrad's fast path for several input channels, over a chunk of m
+// samples: dp the chunk's dz moved to [sample][position][channel] (out
+// floats per position), xp one input channel ch's m planes (h·w each,
+// contiguous). For output channels [o0, o0 + 16) and one window row ky, the
+// kw ≤ 5 window columns × 2 vectors of 8 channels are 10 accumulators; each
+// position adds its two dz vectors times the kw pixels under it (broadcast),
+// so no horizontal sums: part(o, r) ← the chunk's sum, in the order of the
+// samples and positions.
+__attribute__((target("avx2,fma"))) void wgrad_rows(const ConvGeom& g, const float* xp, const float* dp, int64_t m,
+                                                   int64_t out, int64_t o0, int64_t ch, int64_t ky, float* part) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, R = g.patch(), hw = g.h * g.w, nk = g.kw;
+    __m256 acc[5][2];
+    _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+    for (int64_t n = 0; n < m; n++) {
+        const float* img = xp + n * hw + ky * g.w;
+        const float* d = dp + n * P * out + o0;
+        for (int64_t oy = 0; oy < oh; oy++, img += g.w)
+            for (int64_t ox = 0; ox < ow; ox++, d += out) {
+                const __m256 a0 = _mm256_loadu_ps(d), a1 = _mm256_loadu_ps(d + 8);
+                _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
+                    if (k >= nk) break;
+                    const __m256 xv = _mm256_broadcast_ss(img + ox + k);
+                    acc[k][0] = _mm256_fmadd_ps(xv, a0, acc[k][0]);
+                    acc[k][1] = _mm256_fmadd_ps(xv, a1, acc[k][1]);
+                }
+            }
+    }
+    alignas(32) float t[16];
+    _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
+        if (k >= nk) break;
+        _mm256_store_ps(t, acc[k][0]);
+        _mm256_store_ps(t + 8, acc[k][1]);
+        const int64_t r = (ch * g.kh + ky) * g.kw + k;
+        for (int64_t j = 0; j < 16 && o0 + j < out; j++) part[(o0 + j) * R + r] = t[j];
+    }
+}
+
+// Several input channels (kw ≤ 5, out a multiple of 16): per chunk of
+// samples, dz moved to [sample][position][channel] and each input channel's
+// planes copied contiguous (in place the samples' planes lie 16–18 KB
+// apart and share a few cache sets), then wgrad_rows; db from the moved dz.
+void wgrad_chunk(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out, int64_t n0, int64_t n1, float* part,
+                 float* dbp) {
+    const int64_t m = n1 - n0, P = g.positions(), hw = g.h * g.w;
+    std::vector<float> dp(size_t(m * P * out)), xp(size_t(m * hw));
+    for (int64_t n = 0; n < m; n++)
+        for (int64_t o = 0; o < out; o++) {
+            const float* src = &D.at(o * P, n0 + n);
+            float* d = &dp[size_t(n * P * out + o)];
+            float s = 0.0f;
+            for (int64_t p = 0; p < P; p++) d[p * out] = src[p], s += src[p];
+            dbp[o] += s;
+        }
+    for (int64_t ch = 0; ch < g.c; ch++) {
+        for (int64_t n = 0; n < m; n++) std::copy_n(&X.at(ch * hw, n0 + n), hw, &xp[size_t(n * hw)]);
+        for (int64_t o0 = 0; o0 < out; o0 += 16)
+            for (int64_t ky = 0; ky < g.kh; ky++) wgrad_rows(g, xp.data(), dp.data(), m, out, o0, ch, ky, part);
+    }
+}
+
 }  // namespace
 
 void CpuDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const Matrix& b, Act act, const Matrix& y) {
@@ -177,7 +277,8 @@ void CpuDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const 
         if (Y.rs == 1) return unary_run_at(isa(), after, p, p, P, nullptr);
         for (int64_t q = 0; q < P; q++) unary_run_at(isa(), after, p + q * Y.rs, p + q * Y.rs, 1, nullptr);
     };
-    if (fast_geometry(g, X, Y)) {
+    if (fast_geometry(g, X, Y, false)) {
+        const std::vector<Seg> sg = segments(g);
         // The weights by block of 4 channels, 4 per window offset (zeros past out).
         const int64_t blocks = (out + kFwdBlock - 1) / kFwdBlock;
         std::vector<float> wp(size_t(blocks * R * kFwdBlock), 0.0f);
@@ -189,7 +290,7 @@ void CpuDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const 
             for (int64_t q = b0; q < e; q++) {
                 const int64_t n = q / blocks, k = q % blocks, o0 = k * kFwdBlock;
                 const int64_t nb = std::min(kFwdBlock, out - o0);
-                fwd_sample(g, &X.at(0, n), &wp[size_t(k * R * kFwdBlock)], nb, &bias[size_t(o0)], fused_relu,
+                fwd_sample(g, sg, &X.at(0, n), &wp[size_t(k * R * kFwdBlock)], nb, &bias[size_t(o0)], fused_relu,
                            &Y.at(o0 * P, n));
                 for (int64_t o = o0; o < o0 + nb; o++) finish(o, n);
             }
@@ -238,10 +339,18 @@ void CpuDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& dz,
     Timed t(this, Kernel::conv_wgrad);
     const int64_t out = dw.rows, R = g.patch(), P = g.positions(), N = x.cols, oh = g.oh(), ow = g.ow();
     const Plane X = plane(x), D = plane(dz), DW = plane(dw);
-    const int64_t chunks = std::max<int64_t>(1, (N + kChunk - 1) / kChunk);
+    const bool many = g.c > 1 && g.kw <= 5 && out % 16 == 0 && fast_geometry(g, X, D, false);
+    const int64_t chunk = many ? kChunkMany : kChunk;
+    const int64_t chunks = std::max<int64_t>(1, (N + chunk - 1) / chunk);
     // part(q, o, r) and dbp(q, o): chunk q's own sums.
     std::vector<float> part(size_t(chunks * out * R), 0.0f), dbp(size_t(chunks * out), 0.0f);
-    if (N > 0 && fast_geometry(g, X, D)) {
+    if (N > 0 && many) {
+        parallel_for(chunks, 1, [&](int64_t b0, int64_t e) {
+            for (int64_t c = b0; c < e; c++)
+                wgrad_chunk(g, X, D, out, c * chunk, std::min(N, (c + 1) * chunk), &part[size_t(c * out * R)],
+                            &dbp[size_t(c * out)]);
+        });
+    } else if (N > 0 && fast_geometry(g, X, D)) {
         const int64_t pairs = (out + 1) / 2;
         const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, kChunk * P * R / 4));
         parallel_for(chunks * pairs, grain, [&](int64_t b0, int64_t e) {

@@ -221,7 +221,8 @@ void document() {
                   "b(o)), x (c·h·w)×n images (?layout), w out×(c·k·k) filters in im2col's row order, b an out-vector "
                   "or nil, y (out·oh·ow)×n, act an activation name (default identity). ") +
           geom + ". The same as im2col, mm(cols:t(), w:t(), u), to_images(u, y, b) and act; on the cpu direct "
-                 "(fastest for one input channel: nn.conv2d takes it for such a layer there), elsewhere those steps. "
+                 "(AVX2 for stride 1 without padding: nn.conv2d takes it there for such a layer's forward, and "
+                 "conv_wgrad for its dW), elsewhere those steps. "
                  "e.g. conv(x, w, b, y, {c = 1, h = 28, w = 28, k = 5}, \"relu\"). torch.nn.functional.conv2d.");
     d("conv_wgrad", "conv_wgrad(x, dz, dw, db, g) -> dw",
       std::string("The filter and bias gradients of conv: dw(o, r) ← Σ_j Σ_p dz(o·P + p, j)·window_r(p, j), "

@@ -1,8 +1,8 @@
 -- conv and conv_wgrad (the whole convolution without im2col's windows; on the
 -- cpu direct loops, AVX2 for one input channel) on every device against
--- float64 loops written here: the cpu's fast path (one channel, stride 1, no
--- padding) with output rows of 24 columns (full register tiles), 9 and 30
--- (masked tails), every activation form (fused relu, identity, one applied
+-- float64 loops written here: the cpu's fast path (stride 1, no padding; one
+-- channel or several for conv) with output rows of 24 columns (full register
+-- tiles), 9, 11 and 30 (masked tails), 8 (3 rows per tile), every activation form (fused relu, identity, one applied
 -- after), no bias; the general path (channels, strides, padding); dw as a
 -- transposed view; the errors. Run with VELA_CPU_ISA=base too for the scalar
 -- path (the test says which path ran).
@@ -88,6 +88,12 @@ local cases = {
   {name = "one channel, 28×28, 5×5 (full tiles)", g = {c = 1, h = 28, w = 28, k = 5}, out = 6, n = 3},
   {name = "one channel, 13×11, 5×3 (masked tails)", g = {c = 1, h = 13, w = 11, k = {5, 3}}, out = 5, n = 9},
   {name = "one channel, 7×36, 3×7 (a full tile and a tail)", g = {c = 1, h = 7, w = 36, k = {3, 7}}, out = 3, n = 2},
+  {name = "3 channels, 12×12, 5×5 (8-column rows, 3 rows per tile: the second conv's form)",
+   g = {c = 3, h = 12, w = 12, k = 5}, out = 5, n = 2},
+  {name = "2 channels, 7×13, 3×3 (runs of 8 and 3: masked; a last tile of 1 run)", g = {c = 2, h = 7, w = 13, k = 3},
+   out = 5, n = 3},
+  {name = "2 channels, 4×5, 3×3, 16 outputs, 17 samples (conv_wgrad's tile for several channels: 2 chunks)",
+   g = {c = 2, h = 4, w = 5, k = 3}, out = 16, n = 17},
   {name = "two channels, stride 2, pad 1 (the general path)", g = {c = 2, h = 7, w = 6, k = 3, stride = {2, 1}, pad = 1},
    out = 3, n = 4},
 }
@@ -158,6 +164,41 @@ for _, id in ipairs(ids) do
     local r = nn.gradcheck(net, from(values(90, 3, 13)), {entries = 24})
     assert(r.ok, tostring(r))
     assert(r.worst <= 1e-3, tostring(r.worst))
+  end)
+
+  -- A second conv (4 channels in, 16 out): conv and conv_wgrad on the cpu, dx
+  -- through the windows; gradients through nn.gradcheck, and the same bits
+  -- on 1 and 2 threads for a batch of 19 (odd, over two chunks of conv_wgrad).
+  t.test(id .. ": nn.conv2d with 4 input channels (conv, conv_wgrad on the cpu): gradcheck, same bits on 1 and 2 threads", function()
+    local function net_of()
+      return nn.sequential{
+        nn.conv2d(1, 4, 3, {activation = "relu", input = {h = 5, w = 13}, seed = 3}),
+        nn.conv2d(4, 16, 3, {activation = "relu", seed = 4}),
+        nn.flatten(),
+        nn.linear(16 * 1 * 9, 2, nil, {seed = 5}),
+      }
+    end
+    local r = nn.gradcheck(net_of(), from(values(65, 3, 17)), {entries = 24})
+    assert(r.ok, tostring(r))
+    assert(r.worst <= 1e-3, tostring(r.worst))
+    if id ~= "cpu" then return end
+    local before, got = threads(), {}
+    for i, n in ipairs{1, 2} do
+      threads(n)
+      local net, x = net_of(), from(values(65, 19, 19))
+      local a = net:forward(x)
+      net:backward(from(values(2, 19, 23)))
+      got[i] = {host(a), host(net.layers[2].dw), host(net.layers[1].dw)}
+    end
+    threads(before)
+    for k = 1, 3 do
+      for i = 1, #got[1][k] do
+        for j = 1, #got[1][k][i] do
+          assert(got[1][k][i][j] == got[2][k][i][j], ("output %d (%d, %d): %.9g on 1 thread, %.9g on 2"):format(
+            k, i, j, got[1][k][i][j], got[2][k][i][j]))
+        end
+      end
+    end
   end)
 end
 

@@ -1,6 +1,6 @@
 -- Milliseconds per call of the cpu's activation kernels on a 512 × 1,024 matrix
--- of values in [-4, 4), median (and min) of 15 runs: gelu, gelu_prime, gelu_backward,
--- tanh, sigmoid, and beside them the float32 maps block.lua's gelu_pair() used
+-- of values in [-4, 4), median (and min) of 15 runs, and processor time per call: gelu, gelu_prime, gelu_backward,
+-- tanh, sigmoid, softmax (of each 512-row column), and beside them the float32 maps block.lua's gelu_pair() used
 -- on the cpu instead of gelu/gelu_prime (a sigmoid and cheap maps: "wa gelu",
 -- "wa gelu′"; the second reuses the first's σ). NumPy's twin:
 -- scripts/bench/elementwise_numpy.py --act.
@@ -20,6 +20,7 @@ local runs = {
   {"gelu_backward", function() vela.gelu_backward(g, x, y) end},
   {"tanh", function() vela.tanh(x, y) end},
   {"sigmoid", function() vela.sigmoid(x, y) end},
+  {"softmax", function() vela.softmax(x, y) end},
   {"wa gelu", function()  -- block.lua's former cpu forward
     vela.sqr(x, s); vela.linear_frac(s, K * 0.044715, K, 0, 1); vela.mul(s, x, s)
     vela.sigmoid(s, s); vela.mul(x, s, y)
@@ -33,6 +34,13 @@ for _ = 1, 3 do for _, r in ipairs(runs) do r[2]() end end  -- warm up (the firs
 local out = {}
 for _, r in ipairs(runs) do
   local b = vela.bench(r[2], {n = 15, warmup = 2})
-  out[#out + 1] = string.format("%s %.2f (%.2f)", r[1], b.median * 1e3, b.min * 1e3)
+  local cpu = math.huge
+  for _ = 1, 15 do
+    local c0 = os.clock()
+    r[2]()
+    cpu = math.min(cpu, os.clock() - c0)
+  end
+  out[#out + 1] = string.format("%s %.2f (%.2f) cpu %.2f", r[1], b.median * 1e3, b.min * 1e3, cpu * 1e3)
 end
-print("ms/call (512x1024, cpu, " .. vela.threads() .. " threads): " .. table.concat(out, "  "))
+print("ms/call (512x1024, cpu, " .. vela.threads() .. " threads; median (min) wall of 15, then the least processor "
+  .. "time of 15 more): " .. table.concat(out, "  "))

@@ -8,7 +8,10 @@
 --
 -- kernel: im2col, col2im (conv 32→64, 5×5 on 12×12 images: cols 800 × 64·batch),
 -- to_images, from_images (64 channels × 64 positions), maxpool, maxpool_bw
--- (2×2 pools of 32×24×24 images).
+-- (2×2 pools of 32×24×24 images), conv (with relu) and conv_wgrad (dW and db)
+-- for the second conv (their windows, GEMM matrix and ones vector are the
+-- device's; a Vulkan device keeps them between calls). Processor time per
+-- call (os.clock: every thread of the process) is printed beside the wall.
 local vela = require "vela"
 local dev, what = arg[1] or "vulkan:0", arg[2] or "im2col"
 local B, reps = math.tointeger(tonumber(arg[3] or 128)), math.tointeger(tonumber(arg[4] or 20))
@@ -22,6 +25,7 @@ local px = vela.rand(32 * 576, B, 4)
 local py, pidx = vela.zeros(32 * 144, B), vela.zeros(32 * 144, B)
 local pdx = vela.zeros(32 * 576, B)
 vela.maxpool(px, py, pidx, pg)
+local w, dw, db = vela.rand(64, 800, 5), vela.zeros(64, 800), vela.zeros(64, 1)
 local calls = {
   im2col = function() vela.im2col(x, cols, g) end,
   col2im = function() vela.col2im(cols, x, g) end,
@@ -29,12 +33,16 @@ local calls = {
   from_images = function() vela.from_images(z, u) end,
   maxpool = function() vela.maxpool(px, py, pidx, pg) end,
   maxpool_bw = function() vela.maxpool_backward(py, pidx, pdx, pg) end,
+  conv = function() vela.conv(x, w, b, z, g, "relu") end,
+  conv_wgrad = function() vela.conv_wgrad(x, z, dw, db, g) end,
 }
 local call = calls[what]
 if not call then error("conv_kernels.lua: unknown kernel " .. tostring(what), 0) end
 call()  -- the pipeline is built here, not in the timed calls
 vela.sync()
-local t0 = vela.clock()
+local t0, c0 = vela.clock(), os.clock()
 for _ = 1, reps do call() end
 vela.sync()
-print(("%s on %s, batch %d: %.2f ms per call (wall)"):format(what, dev, B, (vela.clock() - t0) * 1000 / math.max(reps, 1)))
+local per = 1000 / math.max(reps, 1)
+print(("%s on %s, batch %d: %.2f ms per call (wall), %.2f ms of processor time"):format(what, dev, B,
+  (vela.clock() - t0) * per, (os.clock() - c0) * per))

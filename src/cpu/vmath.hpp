@@ -61,15 +61,11 @@ inline constexpr double kRound = 6755399441055744.0;               // 1.5·2^52:
     const int64_t k = std::bit_cast<int64_t>(t) - std::bit_cast<int64_t>(kRound);
     const double kd = t - kRound;
     const double r = (a - kd * 6.93145751953125e-1) - kd * 1.42860682030941723212e-6;
-    double p = 1.0 / 40320;
-    p = p * r + 1.0 / 5040;
-    p = p * r + 1.0 / 720;
-    p = p * r + 1.0 / 120;
-    p = p * r + 1.0 / 24;
-    p = p * r + 1.0 / 6;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
+    // Estrin's scheme (pairs, then r², r⁴): a chain of 5 operations after r², not Horner's 16.
+    const double r2 = r * r, r4 = r2 * r2;
+    const double p01 = 1.0 + r, p23 = 0.5 + r * (1.0 / 6), p45 = 1.0 / 24 + r * (1.0 / 120),
+                 p67 = 1.0 / 720 + r * (1.0 / 5040);
+    const double p = (p01 + r2 * p23) + r4 * ((p45 + r2 * p67) + r4 * (1.0 / 40320));
     return p * std::bit_cast<double>((k + 1023) << 52);
 }
 

@@ -66,6 +66,7 @@ VulkanDevice::VulkanDevice(const PhysicalInfo& phys, std::string name, bool forc
 
 VulkanDevice::~VulkanDevice() {
     scratch_.reset();
+    for (auto& b : conv_scratch_) b.reset();
     try {
         stream_.sync();
     } catch (...) {

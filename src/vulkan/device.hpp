@@ -83,6 +83,8 @@ private:
     Stream stream_;
     uint32_t wg_ = 256;
     std::shared_ptr<Buffer> scratch_;
+    // conv and conv_wgrad's windows, GEMM matrix and ones vector, kept between calls (kernels_conv.cpp).
+    std::shared_ptr<Buffer> conv_scratch_[3];
 };
 
 }  // namespace vela::vk

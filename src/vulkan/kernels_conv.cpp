@@ -161,20 +161,47 @@ void VulkanDevice::from_images(const Matrix& y, const Matrix& u) {
 }
 
 // conv and conv_wgrad: no shader of their own; the steps nn.conv2d takes on
-// this device (im2col, one GEMM, the layout move), on buffers made per call.
+// this device (im2col, one GEMM, the layout move). Their window matrix
+// (cols), GEMM matrix (u) and ones vector live in the device's conv scratch
+// (VulkanDevice::conv_scratch_), kept between calls: each buffer grows to the
+// largest asked for, up to kScratchMax bytes (larger ones are made per call
+// and dropped after it). Reuse with work still queued is safe: the stream
+// puts a barrier before a dispatch that writes a buffer queued work reads or
+// writes (Stream::hazard), and a buffer replaced by a larger one is freed
+// only once the work that used it has completed (Stream::retire).
 namespace {
-Matrix temp(VulkanDevice& dev, int64_t rows, int64_t cols) {
+constexpr size_t kScratchMax = size_t(64) << 20;
+
+Matrix shaped(std::shared_ptr<Buffer> buf, int64_t rows, int64_t cols) {
     Matrix m;
-    m.buf = dev.alloc(DType::f32, size_t(rows * cols));
+    m.buf = std::move(buf);
     m.rows = rows, m.cols = cols, m.ld = std::max<int64_t>(1, rows);
     return m;
+}
+
+// A rows × cols matrix on `kept`'s buffer (made or grown first), or on one of
+// its own when larger than kScratchMax; ones: every element 1 (a kept buffer
+// is filled once, when made).
+Matrix temp(VulkanDevice& dev, std::shared_ptr<Buffer>& kept, int64_t rows, int64_t cols, bool ones = false) {
+    const size_t n = size_t(rows * cols);
+    if (n * sizeof(float) > kScratchMax) {
+        Matrix m = shaped(dev.alloc(DType::f32, n), rows, cols);
+        if (ones) dev.fill(m, 1.0f);
+        return m;
+    }
+    if (!kept || kept->released() || kept->count() < n) {
+        std::shared_ptr<Buffer> fresh = dev.alloc(DType::f32, n);
+        if (ones) dev.fill(shaped(fresh, int64_t(n), 1), 1.0f);
+        kept = std::move(fresh);  // the old one is retired until its queued work completes
+    }
+    return shaped(kept, rows, cols);
 }
 }  // namespace
 
 void VulkanDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const Matrix& b, Act act, const Matrix& y) {
     const int64_t pn = g.positions() * x.cols;
     if (pn == 0) return;
-    Matrix cols = temp(*this, g.patch(), pn), u = temp(*this, pn, w.rows);
+    Matrix cols = temp(*this, conv_scratch_[0], g.patch(), pn), u = temp(*this, conv_scratch_[1], pn, w.rows);
     im2col(g, x, cols);
     mm(1.0f, cols.t(), w.t(), 0.0f, u);
     to_images(u, b, y);
@@ -188,15 +215,11 @@ void VulkanDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& 
         if (db.buf) fill(db, 0.0f);
         return;
     }
-    Matrix cols = temp(*this, g.patch(), pn), u = temp(*this, pn, dw.rows);
+    Matrix cols = temp(*this, conv_scratch_[0], g.patch(), pn), u = temp(*this, conv_scratch_[1], pn, dw.rows);
     from_images(dz, u);
     im2col(g, x, cols);
     mm(1.0f, u.t(), cols.t(), 0.0f, dw);
-    if (db.buf) {
-        Matrix ones = temp(*this, pn, 1);
-        fill(ones, 1.0f);
-        mv(1.0f, u.t(), ones, 0.0f, db);
-    }
+    if (db.buf) mv(1.0f, u.t(), temp(*this, conv_scratch_[2], pn, 1, true), 0.0f, db);
 }
 
 }  // namespace vela::vk

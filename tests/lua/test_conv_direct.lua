@@ -100,6 +100,46 @@ local cases = {
 
 for _, id in ipairs(ids) do
   device(id)
+  -- A Vulkan device keeps conv's and conv_wgrad's windows, GEMM matrix and ones
+  -- in buffers reused from call to call and replaced by larger ones when a call
+  -- needs more (kernels_conv.cpp): calls of three sizes queued back to back with
+  -- no read between, and a matrix uploaded while they are queued (it would take
+  -- the memory of a replaced buffer freed too soon, and queued work would then
+  -- write over it); each checked against float64 loops. First on the device,
+  -- so that its calls find the buffers empty and grow them.
+  t.test(id .. ": convs of different sizes queued back to back, no read between, against float64 loops", function()
+    local function make(g, out, n, seed)
+      local c, kh, kw, _, _, _, _, oh, ow = geo(g)
+      local R, P = c * kh * kw, oh * ow
+      return {g = g, out = out, n = n, R = R, P = P, X = values(c * g.h * g.w, n, seed),
+              W = values(out, R, seed + 1), B = values(out, 1, seed + 2), D = values(out * P, n, seed + 3)}
+    end
+    local small = make({c = 2, h = 9, w = 8, k = 3}, 3, 2, 21)
+    local large = make({c = 3, h = 14, w = 13, k = {4, 3}, pad = 1}, 4, 3, 31)
+    local mid = make({c = 2, h = 11, w = 10, k = 3, stride = 2}, 5, 4, 41)
+    local function run(cs, act)
+      cs.y, cs.dw, cs.db = zeros(cs.out * cs.P, cs.n), zeros(cs.out, cs.R), zeros(cs.out, 1)
+      cs.x = from(cs.X)
+      conv(cs.x, from(cs.W), from(cs.B), cs.y, cs.g, act)
+    end
+    run(small, "relu")
+    run(large, "identity")  -- the buffers grow: the small ones are replaced while queued
+    -- matrices of the replaced buffers' sizes, written by the host at once
+    local F1, F2 = values(small.R, small.P * small.n, 51), values(small.P * small.n, small.out, 52)
+    local f1, f2 = from(F1), from(F2)
+    run(mid, "tanh")
+    for _, cs in ipairs{small, large, mid} do conv_wgrad(cs.x, from(cs.D), cs.dw, cs.db, cs.g) end
+    for _, cs in ipairs{{small, "relu"}, {large, "identity"}, {mid, "tanh"}} do
+      local c, act = cs[1], cs[2]
+      close(host(c.y), want_conv(c.X, c.W, c.B, c.g, c.n, act), 4 * c.R, 1e-6, "conv " .. act)
+      local dW, dB = want_wgrad(c.X, c.D, c.g, c.n, c.out)
+      close(host(c.dw), dW, 4 * c.n * c.P, 1e-6, "dw " .. act)
+      close(host(c.db), dB, 2 * c.n * c.P, 1e-6, "db " .. act)
+    end
+    close(host(f1), F1, 1, 0, "a matrix uploaded while the convs were queued")
+    close(host(f2), F2, 1, 0, "a matrix uploaded while the convs were queued")
+  end)
+
   for _, cs in ipairs(cases) do
     local g, out, n = cs.g, cs.out, cs.n
     local c, kh, kw, _, _, _, _, oh, ow = geo(g)

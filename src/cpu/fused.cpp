@@ -11,6 +11,7 @@
 
 #include "core/index_check.hpp"
 #include "cpu/cpu_kernels.hpp"
+#include "cpu/isa.hpp"
 #include "cpu/vmath.hpp"
 
 namespace vela::cpu {
@@ -45,43 +46,81 @@ void per_column(const Matrix& m, F&& f) {
     });
 }
 
-float col_max(Col x, int64_t n) {
+// A dense column's three passes (the max, y ← exp(x − m) with Σ y in double,
+// y ← f·y), compiled three times like elementwise.cpp's loops (isa.hpp): for
+// x86-64-v4 (512-bit vectors), x86-64-v3 and the baseline x86-64; the process
+// takes dense_runs[isa()]. vela_core is built with -ffp-contract=off and each
+// pass keeps its order (the max and the double sum one element at a time), so
+// every path gives the same bits (tests/test_cpu_isa.cpp).
+#define VELA_V4 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#define VELA_V3 __attribute__((target("arch=x86-64-v3")))
+#define VELA_DENSE_AT(suffix, attr)                                                               \
+    attr float max_##suffix(const float* x, int64_t n) {                                          \
+        float m = -std::numeric_limits<float>::infinity();                                        \
+        for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;                                  \
+        return m;                                                                                 \
+    }                                                                                             \
+    attr double exp_##suffix(const float* x, float* y, int64_t n, float m) {                      \
+        for (int64_t i = 0; i < n; i++) y[i] = exp_f(x[i] - m);                                   \
+        double s = 0;                                                                             \
+        for (int64_t i = 0; i < n; i++) s += y[i];                                                \
+        return s;                                                                                 \
+    }                                                                                             \
+    attr void scale_##suffix(float* y, int64_t n, float f) {                                      \
+        for (int64_t i = 0; i < n; i++) y[i] *= f;                                                \
+    }
+VELA_DENSE_AT(v4, VELA_V4)
+VELA_DENSE_AT(v3, VELA_V3)
+VELA_DENSE_AT(base, )
+#undef VELA_DENSE_AT
+struct DenseCol {
+    float (*max)(const float*, int64_t);
+    double (*exp)(const float*, float*, int64_t, float);
+    void (*scale)(float*, int64_t, float);
+};
+const DenseCol dense_runs[kIsaCount] = {
+    {max_base, exp_base, scale_base}, {max_v3, exp_v3, scale_v3}, {max_v4, exp_v4, scale_v4}};
+
+float col_max(Col x, int64_t n, const DenseCol& d) {
+    if (x.s == 1) return d.max(x.p, n);
     float m = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < n; i++) m = x.p[i * x.s] > m ? x.p[i * x.s] : m;
     return m;
 }
 
 // y ← exp(x − m) and returns Σ y in double.
-double exp_shifted(Col x, Col y, int64_t n, float m) {
-    if (x.s == 1 && y.s == 1) {
-        for (int64_t i = 0; i < n; i++) y.p[i] = exp_f(x.p[i] - m);
-    } else {
-        for (int64_t i = 0; i < n; i++) y.p[i * y.s] = exp_f(x.p[i * x.s] - m);
-    }
+double exp_shifted(Col x, Col y, int64_t n, float m, const DenseCol& d) {
+    if (x.s == 1 && y.s == 1) return d.exp(x.p, y.p, n, m);
+    for (int64_t i = 0; i < n; i++) y.p[i * y.s] = exp_f(x.p[i * x.s] - m);
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += y.p[i * y.s];
     return s;
 }
 
-void scale_col(Col y, int64_t n, float f) {
-    if (y.s == 1) {
-        for (int64_t i = 0; i < n; i++) y.p[i] *= f;
-    } else {
-        for (int64_t i = 0; i < n; i++) y.p[i * y.s] *= f;
-    }
+void scale_col(Col y, int64_t n, float f, const DenseCol& d) {
+    if (y.s == 1) return d.scale(y.p, n, f);
+    for (int64_t i = 0; i < n; i++) y.p[i * y.s] *= f;
 }
 
 }  // namespace
 
+namespace {
+void softmax_col(Col x, Col y, int64_t n, const DenseCol& d) {
+    float m = col_max(x, n, d);
+    double s = exp_shifted(x, y, n, m, d);
+    scale_col(y, n, float(1.0 / s), d);
+}
+}  // namespace
+
+void softmax_col_at(Isa path, const float* x, float* y, int64_t n) {
+    softmax_col({const_cast<float*>(x), 1}, {y, 1}, n, dense_runs[int(path)]);
+}
+
 void CpuDevice::softmax(const Matrix& x, const Matrix& y) {
     Timed t(this, Kernel::softmax);
     const int64_t n = x.rows;
-    per_column(x, [&](int64_t j) {
-        Col xc = column(x, j), yc = column(y, j);
-        float m = col_max(xc, n);
-        double s = exp_shifted(xc, yc, n, m);
-        scale_col(yc, n, float(1.0 / s));
-    });
+    const DenseCol& d = dense_runs[int(isa())];
+    per_column(x, [&](int64_t j) { softmax_col(column(x, j), column(y, j), n, d); });
 }
 
 // Every label an integer in 1..k (checked first: a bad one throws before anything is written).
@@ -89,15 +128,16 @@ void CpuDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Matrix
     Timed t(this, Kernel::softmax_xent);
     const int64_t k = z.rows;
     const bool has_loss = loss.buf != nullptr;
+    const DenseCol& d = dense_runs[int(isa())];
     check_indices(labels, z.cols, {"softmax_xent", "labels", "a class index", uint64_t(k)});
     per_column(z, [&](int64_t j) {
         Col zc = column(z, j), dc = column(dz, j);
         int64_t c = int64_t(element(labels, j)) - 1;
-        float m = col_max(zc, k);
+        float m = col_max(zc, k, d);
         float zl = zc.p[c * zc.s];  // read before dz (which may be z) is written
-        double s = exp_shifted(zc, dc, k, m);
+        double s = exp_shifted(zc, dc, k, m, d);
         if (has_loss) fbase(loss)[loss.offset + j * loss.inc()] = float(std::log(s) + double(m) - zl);
-        scale_col(dc, k, float(double(scale) / s));
+        scale_col(dc, k, float(double(scale) / s), d);
         dc.p[c * dc.s] -= scale;
     });
 }

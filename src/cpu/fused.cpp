@@ -50,14 +50,30 @@ void per_column(const Matrix& m, F&& f) {
 // y ← f·y), compiled three times like elementwise.cpp's loops (isa.hpp): for
 // x86-64-v4 (512-bit vectors), x86-64-v3 and the baseline x86-64; the process
 // takes dense_runs[isa()]. vela_core is built with -ffp-contract=off and each
-// pass keeps its order (the max and the double sum one element at a time), so
-// every path gives the same bits (tests/test_cpu_isa.cpp).
+// pass keeps its order (the double sum one element at a time), so
+// every path gives the same bits (tests/test_cpu_isa.cpp). The max runs in 16
+// lanes (rows k, k + 16, ... each; four SSE registers on every path: one
+// chain of compares 512 long was the pass's bound), then across them: the same largest number
+// as one element at a time (a NaN is never taken, either way), but for the sign
+// of a zero maximum, which no result sees (x − (±0) and e^(±0) are the same).
+using F4 = float __attribute__((vector_size(16)));  // GCC's vector extension: one SSE register
 #define VELA_V4 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
 #define VELA_V3 __attribute__((target("arch=x86-64-v3")))
 #define VELA_DENSE_AT(suffix, attr)                                                               \
     attr float max_##suffix(const float* x, int64_t n) {                                          \
         float m = -std::numeric_limits<float>::infinity();                                        \
-        for (int64_t i = 0; i < n; i++) m = x[i] > m ? x[i] : m;                                  \
+        int64_t i = 0;                                                                            \
+        if (n >= 32) {                                                                            \
+            F4 l0 = {m, m, m, m}, l1 = l0, l2 = l0, l3 = l0, v[4];                                \
+            for (; i + 16 <= n; i += 16) {                                                        \
+                __builtin_memcpy(v, x + i, sizeof v);                                             \
+                l0 = v[0] > l0 ? v[0] : l0, l1 = v[1] > l1 ? v[1] : l1;                           \
+                l2 = v[2] > l2 ? v[2] : l2, l3 = v[3] > l3 ? v[3] : l3;                           \
+            }                                                                                     \
+            for (F4 l : {l0, l1, l2, l3})                                                         \
+                for (int k = 0; k < 4; k++) m = l[k] > m ? l[k] : m;                              \
+        }                                                                                         \
+        for (; i < n; i++) m = x[i] > m ? x[i] : m;                                               \
         return m;                                                                                 \
     }                                                                                             \
     attr double exp_##suffix(const float* x, float* y, int64_t n, float m) {                      \
@@ -164,8 +180,7 @@ inline void argmax_step(float v, int64_t i, float& bv, int64_t& bi) {
     bi = (i & m) | (bi & ~m);
 }
 
-// Four lanes, one SSE register on the baseline x86-64 (GCC's vector extension).
-using F4 = float __attribute__((vector_size(16)));
+// F4 (above): four lanes, one SSE register on the baseline x86-64.
 using I4 = int32_t __attribute__((vector_size(16)));
 
 // One lane block's step: v replaces the lane's best when argmax_takes would.

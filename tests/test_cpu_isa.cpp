@@ -140,6 +140,43 @@ TEST_CASE("cpu isa: the cpu's exp and sigmoid are opmath's, bit for bit, on ever
     }
 }
 
+TEST_CASE("cpu isa: softmax gives the same bits on every path, within 3 ulp of float64", "[cpu][isa]") {
+    // Columns of lengths around each path's vector widths and tails, values
+    // spread over [−40, 40) (so some e^(x − max) are tiny) and a column with ties.
+    for (int64_t n : {1, 3, 16, 17, 33, 512, 1001}) {
+        std::vector<float> x(size_t(n), 0.0f);
+        for (int64_t i = 0; i < n; i++) x[size_t(i)] = float(-40.0 + 80.0 * double((i * 7919) % 1009) / 1009.0);
+        if (n == 33) x[5] = x[20] = 39.0f;
+        // float64 of e^(x − m) / Σ, with x − m rounded to float as the kernel's
+        // formula has it (its rounding alone moves e^(x − m) by up to 40 ulp here)
+        float m = -INFINITY;
+        double s = 0;
+        for (float v : x) m = std::fmax(m, v);
+        for (float v : x) s += std::exp(double(v - m));
+        std::vector<float> base(x.size());
+        softmax_col_at(Isa::base, x.data(), base.data(), n);
+        for (Isa path : paths()) {
+            INFO(isa_describe(path) << ", n = " << n);
+            std::vector<float> got(x.size());
+            softmax_col_at(path, x.data(), got.data(), n);
+            CHECK(std::memcmp(got.data(), base.data(), x.size() * sizeof(float)) == 0);
+            double worst = 0;
+            for (size_t i = 0; i < x.size(); i++) {
+                const double want = std::exp(double(x[i] - m)) / s;
+                if (want >= 0x1p-126) worst = std::fmax(worst, ulps_at(got[i], want, want));
+            }
+            CHECK(worst <= 3.0);
+        }
+    }
+    // A NaN past the first 16 rows (in the max's lanes): NaN in every row, on every path.
+    std::vector<float> x(100, 1.0f), got(100);
+    x[57] = NAN;
+    for (Isa path : paths()) {
+        softmax_col_at(path, x.data(), got.data(), 100);
+        for (float v : got) CHECK(std::isnan(v));
+    }
+}
+
 TEST_CASE("cpu isa: every path's binary ops and fused backward against float64", "[cpu][isa]") {
     std::vector<float> a, b;
     for (int k = 0; k < 4001; k++) {

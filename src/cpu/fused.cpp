@@ -11,6 +11,7 @@
 
 #include "core/index_check.hpp"
 #include "cpu/cpu_kernels.hpp"
+#include "cpu/isa.hpp"
 #include "cpu/vmath.hpp"
 
 namespace vela::cpu {
@@ -45,43 +46,97 @@ void per_column(const Matrix& m, F&& f) {
     });
 }
 
-float col_max(Col x, int64_t n) {
+// A dense column's three passes (the max, y ← exp(x − m) with Σ y in double,
+// y ← f·y), compiled three times like elementwise.cpp's loops (isa.hpp): for
+// x86-64-v4 (512-bit vectors), x86-64-v3 and the baseline x86-64; the process
+// takes dense_runs[isa()]. vela_core is built with -ffp-contract=off and each
+// pass keeps its order (the double sum one element at a time), so
+// every path gives the same bits (tests/test_cpu_isa.cpp). The max runs in 16
+// lanes (rows k, k + 16, ... each; four SSE registers on every path: one
+// chain of compares 512 long was the pass's bound), then across them: the same largest number
+// as one element at a time (a NaN is never taken, either way), but for the sign
+// of a zero maximum, which no result sees (x − (±0) and e^(±0) are the same).
+using F4 = float __attribute__((vector_size(16)));  // GCC's vector extension: one SSE register
+#define VELA_V4 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#define VELA_V3 __attribute__((target("arch=x86-64-v3")))
+#define VELA_DENSE_AT(suffix, attr)                                                               \
+    attr float max_##suffix(const float* x, int64_t n) {                                          \
+        float m = -std::numeric_limits<float>::infinity();                                        \
+        int64_t i = 0;                                                                            \
+        if (n >= 32) {                                                                            \
+            F4 l0 = {m, m, m, m}, l1 = l0, l2 = l0, l3 = l0, v[4];                                \
+            for (; i + 16 <= n; i += 16) {                                                        \
+                __builtin_memcpy(v, x + i, sizeof v);                                             \
+                l0 = v[0] > l0 ? v[0] : l0, l1 = v[1] > l1 ? v[1] : l1;                           \
+                l2 = v[2] > l2 ? v[2] : l2, l3 = v[3] > l3 ? v[3] : l3;                           \
+            }                                                                                     \
+            for (F4 l : {l0, l1, l2, l3})                                                         \
+                for (int k = 0; k < 4; k++) m = l[k] > m ? l[k] : m;                              \
+        }                                                                                         \
+        for (; i < n; i++) m = x[i] > m ? x[i] : m;                                               \
+        return m;                                                                                 \
+    }                                                                                             \
+    attr double exp_##suffix(const float* x, float* y, int64_t n, float m) {                      \
+        for (int64_t i = 0; i < n; i++) y[i] = exp_f(x[i] - m);                                   \
+        double s = 0;                                                                             \
+        for (int64_t i = 0; i < n; i++) s += y[i];                                                \
+        return s;                                                                                 \
+    }                                                                                             \
+    attr void scale_##suffix(float* y, int64_t n, float f) {                                      \
+        for (int64_t i = 0; i < n; i++) y[i] *= f;                                                \
+    }
+VELA_DENSE_AT(v4, VELA_V4)
+VELA_DENSE_AT(v3, VELA_V3)
+VELA_DENSE_AT(base, )
+#undef VELA_DENSE_AT
+struct DenseCol {
+    float (*max)(const float*, int64_t);
+    double (*exp)(const float*, float*, int64_t, float);
+    void (*scale)(float*, int64_t, float);
+};
+const DenseCol dense_runs[kIsaCount] = {
+    {max_base, exp_base, scale_base}, {max_v3, exp_v3, scale_v3}, {max_v4, exp_v4, scale_v4}};
+
+float col_max(Col x, int64_t n, const DenseCol& d) {
+    if (x.s == 1) return d.max(x.p, n);
     float m = -std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < n; i++) m = x.p[i * x.s] > m ? x.p[i * x.s] : m;
     return m;
 }
 
 // y ← exp(x − m) and returns Σ y in double.
-double exp_shifted(Col x, Col y, int64_t n, float m) {
-    if (x.s == 1 && y.s == 1) {
-        for (int64_t i = 0; i < n; i++) y.p[i] = exp_f(x.p[i] - m);
-    } else {
-        for (int64_t i = 0; i < n; i++) y.p[i * y.s] = exp_f(x.p[i * x.s] - m);
-    }
+double exp_shifted(Col x, Col y, int64_t n, float m, const DenseCol& d) {
+    if (x.s == 1 && y.s == 1) return d.exp(x.p, y.p, n, m);
+    for (int64_t i = 0; i < n; i++) y.p[i * y.s] = exp_f(x.p[i * x.s] - m);
     double s = 0;
     for (int64_t i = 0; i < n; i++) s += y.p[i * y.s];
     return s;
 }
 
-void scale_col(Col y, int64_t n, float f) {
-    if (y.s == 1) {
-        for (int64_t i = 0; i < n; i++) y.p[i] *= f;
-    } else {
-        for (int64_t i = 0; i < n; i++) y.p[i * y.s] *= f;
-    }
+void scale_col(Col y, int64_t n, float f, const DenseCol& d) {
+    if (y.s == 1) return d.scale(y.p, n, f);
+    for (int64_t i = 0; i < n; i++) y.p[i * y.s] *= f;
 }
 
 }  // namespace
 
+namespace {
+void softmax_col(Col x, Col y, int64_t n, const DenseCol& d) {
+    float m = col_max(x, n, d);
+    double s = exp_shifted(x, y, n, m, d);
+    scale_col(y, n, float(1.0 / s), d);
+}
+}  // namespace
+
+void softmax_col_at(Isa path, const float* x, float* y, int64_t n) {
+    softmax_col({const_cast<float*>(x), 1}, {y, 1}, n, dense_runs[int(path)]);
+}
+
 void CpuDevice::softmax(const Matrix& x, const Matrix& y) {
     Timed t(this, Kernel::softmax);
     const int64_t n = x.rows;
-    per_column(x, [&](int64_t j) {
-        Col xc = column(x, j), yc = column(y, j);
-        float m = col_max(xc, n);
-        double s = exp_shifted(xc, yc, n, m);
-        scale_col(yc, n, float(1.0 / s));
-    });
+    const DenseCol& d = dense_runs[int(isa())];
+    per_column(x, [&](int64_t j) { softmax_col(column(x, j), column(y, j), n, d); });
 }
 
 // Every label an integer in 1..k (checked first: a bad one throws before anything is written).
@@ -89,15 +144,16 @@ void CpuDevice::softmax_xent(const Matrix& z, const Matrix& labels, const Matrix
     Timed t(this, Kernel::softmax_xent);
     const int64_t k = z.rows;
     const bool has_loss = loss.buf != nullptr;
+    const DenseCol& d = dense_runs[int(isa())];
     check_indices(labels, z.cols, {"softmax_xent", "labels", "a class index", uint64_t(k)});
     per_column(z, [&](int64_t j) {
         Col zc = column(z, j), dc = column(dz, j);
         int64_t c = int64_t(element(labels, j)) - 1;
-        float m = col_max(zc, k);
+        float m = col_max(zc, k, d);
         float zl = zc.p[c * zc.s];  // read before dz (which may be z) is written
-        double s = exp_shifted(zc, dc, k, m);
+        double s = exp_shifted(zc, dc, k, m, d);
         if (has_loss) fbase(loss)[loss.offset + j * loss.inc()] = float(std::log(s) + double(m) - zl);
-        scale_col(dc, k, float(double(scale) / s));
+        scale_col(dc, k, float(double(scale) / s), d);
         dc.p[c * dc.s] -= scale;
     });
 }
@@ -124,8 +180,7 @@ inline void argmax_step(float v, int64_t i, float& bv, int64_t& bi) {
     bi = (i & m) | (bi & ~m);
 }
 
-// Four lanes, one SSE register on the baseline x86-64 (GCC's vector extension).
-using F4 = float __attribute__((vector_size(16)));
+// F4 (above): four lanes, one SSE register on the baseline x86-64.
 using I4 = int32_t __attribute__((vector_size(16)));
 
 // One lane block's step: v replaces the lane's best when argmax_takes would.

@@ -40,6 +40,8 @@ inline Isa isa() {
 void unary_run_at(Isa isa, Unary op, const float* x, float* y, int64_t n, const float* params);
 void binary_run_at(Isa isa, Binary op, const float* a, const float* b, float* c, int64_t n);
 void act_backward_run_at(Isa isa, Act act, const float* da, const float* x, float* delta, int64_t n);
+// softmax of one dense column of n floats (fused.cpp), y ← e^(x − max) / Σ.
+void softmax_col_at(Isa isa, const float* x, float* y, int64_t n);
 
 // The results of memory-bound elementwise ops (elementwise.cpp, memory_bound)
 // of at least stream_min() floats (8M: 32 MiB) are computed into a block in

@@ -26,8 +26,9 @@ local paths = {
 }
 
 -- In the child: tanh, exp, sigmoid and gelu over [−10, 10], add and relu, each
--- element against its reference in ulps of float32 at the reference; prints
--- the path and the worst of each.
+-- element against its reference in ulps of float32 at the reference, and
+-- softmax against float64; prints the path, the worst of each and softmax's bits' hash
+-- (the same on every path).
 local check = [==[
 local n = 20001
 local v = {}
@@ -56,9 +57,29 @@ for _, r in ipairs(runs) do
   end
   out[#out + 1] = r[1] .. "=" .. worst
 end
+-- softmax of each column of a 1001 × 3 matrix (values in [−40, 40)) against
+-- float64, and a hash of its bits (FNV-1a) that every path must share
+local sm = {}
+for k = 1, 3003 do sm[k] = f32(-40 + 80 * ((k * 7919) % 1009) / 1009) end
+local z = vela.softmax(vela.matrix(1001, 3, sm, "cpu"), vela.zeros(1001, 3, "cpu"))
+local worst, h = 0, 0xcbf29ce484222325
+for j = 0, 2 do
+  local m, s = -math.huge, 0
+  for i = 1, 1001 do m = math.max(m, sm[j * 1001 + i]) end
+  -- x − m rounded to float, as the kernel's formula has it (that rounding alone moves e^(x − m) by up to 40 ulp)
+  for i = 1, 1001 do s = s + math.exp(f32(sm[j * 1001 + i] - m)) end
+  for i = 1, 1001 do
+    local got, want = z:get(i, j + 1), math.exp(f32(sm[j * 1001 + i] - m)) / s
+    if want >= 2.0 ^ -126 then worst = math.max(worst, ulps(got, want)) end
+    for c in string.pack("f", got):gmatch(".") do h = (h ~ c:byte()) * 0x100000001b3 end
+  end
+end
+out[#out + 1] = "softmax=" .. worst
+out[#out + 1] = ("bits:%016x"):format(h)
 print(table.concat(out, ";"))
 ]==]
-local bounds = {tanh = 3, exp = 3, sigmoid = 3, gelu = 2, relu = 0.5, add = 0.5}
+local bounds = {tanh = 3, exp = 3, sigmoid = 3, gelu = 2, relu = 0.5, add = 0.5, softmax = 3}
+local softmax_bits = {}
 
 for _, p in ipairs(paths) do
   local name, present, describe = table.unpack(p)
@@ -73,7 +94,9 @@ for _, p in ipairs(paths) do
         assert(tonumber(worst) <= bounds[op], ("%s on %s: %s ulp (bound %g)"):format(op, name, worst, bounds[op]))
         seen = seen + 1
       end
-      assert(seen == 6, out)
+      assert(seen == 7, out)
+      softmax_bits[name] = assert(rest:match("bits:(%x+)"), out)
+      assert(softmax_bits[name] == softmax_bits.base, "softmax's bits on " .. name .. " differ from base's: " .. out)
     end)
   else
     t.test("VELA_CPU_ISA=" .. name .. ": refused, naming what this CPU lacks", function()

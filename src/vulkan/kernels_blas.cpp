@@ -200,8 +200,13 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // each load is a loop over the lanes there, so wider blocks share
         // them over more fma; 12 before, docs/results.md "lavapipe's GEMM"),
         // 16 for the portable one (SwiftShader: 10-25% faster than 12; 20, 24
-        // and MR = 4 slower; docs/gemm.md).
-        uint32_t nr = p.n <= 4 ? 4 : regblock64(caps) ? 24 : 16;
+        // and MR = 4 slower; docs/gemm.md). The texel kernel (lavapipe, where
+        // a fetch of b costs an eighth of a load by address) takes 16 with
+        // MR = 8: 16 divides the MLP's n (128, 256, 784) where 24 leaves a
+        // part block, and the block holds 128 accumulators instead of 192;
+        // thin products (MR 2 or 4) keep 24 (docs/results.md, "The texel
+        // GEMM's block for the MLP").
+        uint32_t nr = p.n <= 4 ? 4 : texel && mr == 8 ? 16 : regblock64(caps) ? 24 : 16;
         // 8-byte loads of a need an even address and leading dimension; for
         // row pairs also an even row count, so a pair never leaves the column.
         // bmm: every block's address too (its step a multiple of 2 or 4 elements).

@@ -81,8 +81,7 @@ constexpr int64_t kMinCols = 8, kMinRows = 16;
 // Cuts [0, n) into `parts` pieces whose starts are multiples of `align`; calls f(b, e) on the pool.
 template <class F>
 void split(int64_t n, int64_t parts, int64_t align, F&& f) {
-    int64_t step = (n + parts - 1) / parts;
-    step = (step + align - 1) / align * align;
+    const int64_t step = piece_step(n, parts, align);
     parallel_for(n, step, [&](int64_t b, int64_t e) {
         // The pool hands out ranges of at least `step` items that start at multiples of it.
         for (int64_t i = b; i < e; i += step) f(i, std::min(e, i + step));

@@ -57,8 +57,6 @@ void per_column(const Matrix& m, F&& f) {
 // as one element at a time (a NaN is never taken, either way), but for the sign
 // of a zero maximum, which no result sees (x − (±0) and e^(±0) are the same).
 using F4 = float __attribute__((vector_size(16)));  // GCC's vector extension: one SSE register
-#define VELA_V4 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
-#define VELA_V3 __attribute__((target("arch=x86-64-v3")))
 #define VELA_DENSE_AT(suffix, attr)                                                               \
     attr float max_##suffix(const float* x, int64_t n) {                                          \
         float m = -std::numeric_limits<float>::infinity();                                        \
@@ -336,8 +334,8 @@ void CpuDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matrix& 
     // from its own cache.
     constexpr int64_t kAhead = 4;
     const int64_t grain = m >= kGrain ? 1 : kGrain / std::max<int64_t>(m, 1);
-    // (starts at multiples of 8, as blas.cpp's split() cuts a product's columns)
-    const int64_t per_thread = ((dst.cols + pool_threads() - 1) / pool_threads() + 7) / 8 * 8;
+    // (starts at multiples of 8, as blas.cpp's split() cuts a product's columns: kMinCols)
+    const int64_t per_thread = piece_step(dst.cols, pool_threads(), 8);
     parallel_for(dst.cols, std::max(grain, per_thread), [&](int64_t jb, int64_t je) {
         for (int64_t j = jb; j < std::min(je, jb + kAhead); j++) prefetch(j);
         for (int64_t j = jb; j < je; j++) {

@@ -34,6 +34,12 @@ inline Isa isa() {
     return i;
 }
 
+// The function attributes that compile a loop for the v4 and v3 paths (the
+// baseline takes none): elementwise.cpp's and fused.cpp's loops use them.
+// (GCC's target_clones cannot ask for 512-bit vectors: its v4 clone used 256.)
+#define VELA_V4 __attribute__((target("arch=x86-64-v4,prefer-vector-width=512")))
+#define VELA_V3 __attribute__((target("arch=x86-64-v3")))
+
 // One dense stride-1 loop of a given path, whatever the process runs: the
 // tests check every path this CPU supports against the float64 references.
 // params: linear_frac's p0..p3 (null: zeros).

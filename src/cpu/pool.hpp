@@ -15,6 +15,13 @@ int pool_threads();
 // Runs fn over [0, n) in chunks of at least `grain` items.
 void pool_run(int64_t n, int64_t grain, RangeFn fn, void* ctx);
 
+// The length of each of `parts` pieces of [0, n) whose starts are multiples of
+// `align` (blas.cpp cuts a product's columns so; gather_cols cuts a batch the
+// same way, so that each thread then multiplies the columns it gathered).
+inline int64_t piece_step(int64_t n, int64_t parts, int64_t align) {
+    return ((n + parts - 1) / parts + align - 1) / align * align;
+}
+
 // parallel_for(n, grain, [&](int64_t b, int64_t e) { ... }) without allocation.
 template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& f) {

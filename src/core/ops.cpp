@@ -177,9 +177,7 @@ void mm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix&
 
 void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix& y) {
     const char* fn = "mv";
-    check_live(fn, "a", a), check_live(fn, "x", x), check_live(fn, "y", y);
-    same_device(fn, "a", a, "x", x), same_device(fn, "a", a, "y", y);
-    need_f32(fn, "a", a), need_f32(fn, "x", x), need_f32(fn, "y", y);
+    f32_operands(fn, {{"a", a}, {"x", x}, {"y", y}});
     if (!x.is_vector() || x.size() != a.cols)
         fail("mv: a is %s but x is %s (x must be a vector of a's %lld columns)", describe(a).c_str(),
              describe(x).c_str(), (long long)a.cols);
@@ -192,9 +190,7 @@ void mv(float alpha, const Matrix& a, const Matrix& x, float beta, const Matrix&
 
 void rk(float alpha, const Matrix& x, const Matrix& y, const Matrix& a) {
     const char* fn = "rk";
-    check_live(fn, "x", x), check_live(fn, "y", y), check_live(fn, "a", a);
-    same_device(fn, "x", x, "y", y), same_device(fn, "x", x, "a", a);
-    need_f32(fn, "x", x), need_f32(fn, "y", y), need_f32(fn, "a", a);
+    f32_operands(fn, {{"x", x}, {"y", y}, {"a", a}});
     if (!x.is_vector() || x.size() != a.rows)
         fail("rk: a is %s but x is %s (x must be a vector of a's %lld rows)", describe(a).c_str(), describe(x).c_str(),
              (long long)a.rows);
@@ -252,9 +248,7 @@ void fill(const Matrix& x, float v) {
 
 double dot(const Matrix& x, const Matrix& y) {
     const char* fn = "dot";
-    check_live(fn, "x", x), check_live(fn, "y", y);
-    same_device(fn, "x", x, "y", y);
-    need_f32(fn, "x", x), need_f32(fn, "y", y);
+    f32_operands(fn, {{"x", x}, {"y", y}});
     Matrix tmp;
     const Matrix& yy = like(fn, "x", x, "y", y, tmp);
     return x.device().reduce(Reduce::dot, x, &yy);

@@ -27,9 +27,7 @@ Matrix first_block(const Matrix& x, int64_t count, bool t, int64_t& step) {
 void bmm(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, int64_t count, bool ta,
          bool tb) {
     const char* fn = "bmm";
-    check_live(fn, "a", a), check_live(fn, "b", b), check_live(fn, "c", c);
-    same_device(fn, "a", a, "b", b), same_device(fn, "a", a, "c", c);
-    need_f32(fn, "a", a), need_f32(fn, "b", b), need_f32(fn, "c", c);
+    f32_operands(fn, {{"a", a}, {"b", b}, {"c", c}});
     if (count < 1) fail("%s: count is %lld but must be a positive integer (the number of blocks)", fn, (long long)count);
     const Matrix* ops[] = {&a, &b, &c};
     const char* names[] = {"a", "b", "c"};

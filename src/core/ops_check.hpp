@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "core/error.hpp"
@@ -35,6 +36,27 @@ inline void same_device(const char* fn, const char* an, const Matrix& a, const c
     }
 }
 
+// m is live, float32 and on x's device (x checked by the caller).
+inline void operand(const char* fn, const char* name, const Matrix& m, const char* xn, const Matrix& x) {
+    check_live(fn, name, m);
+    same_device(fn, xn, x, name, m);
+    need_f32(fn, name, m);
+}
+
+// Every operand live, then each on the first one's device, then each float32,
+// in the order given: f32_operands(fn, {{"a", a}, {"x", x}, {"y", y}}).
+struct Named {
+    const char* name;
+    const Matrix& m;
+};
+inline void f32_operands(const char* fn, std::initializer_list<Named> ops) {
+    for (const Named& o : ops) check_live(fn, o.name, o.m);
+    const Named& first = *ops.begin();
+    for (const Named& o : ops)
+        if (&o != &first) same_device(fn, first.name, first.m, o.name, o.m);
+    for (const Named& o : ops) need_f32(fn, o.name, o.m);
+}
+
 // Exactly the same elements in the same order: in-place use of a kernel.
 inline bool same_elements(const Matrix& a, const Matrix& b) {
     if (a.buf != b.buf || a.size() != b.size()) return false;
@@ -59,9 +81,7 @@ inline void no_overlap(const char* fn, const char* out, const Matrix& o, const c
 // a's columns equal to b's rows, c of a's rows and b's columns, c overlapping
 // neither input. `cn` names c in the messages (mm's c, mm_sgd_step's g).
 inline void check_mm(const char* fn, const Matrix& a, const Matrix& b, const char* cn, const Matrix& c) {
-    check_live(fn, "a", a), check_live(fn, "b", b), check_live(fn, cn, c);
-    same_device(fn, "a", a, "b", b), same_device(fn, "a", a, cn, c);
-    need_f32(fn, "a", a), need_f32(fn, "b", b), need_f32(fn, cn, c);
+    f32_operands(fn, {{"a", a}, {"b", b}, {cn, c}});
     if (a.cols != b.rows)
         fail("%s: a is %s but b is %s (a's columns must equal b's rows)", fn, describe(a).c_str(), describe(b).c_str());
     if (c.rows != a.rows || c.cols != b.cols)
@@ -107,9 +127,7 @@ inline void check_index(const char* fn, const Matrix& m, int64_t i, int64_t j) {
 
 // The common checks of a two-operand level-1 kernel; returns y in x's shape.
 inline const Matrix& pair(const char* fn, const Matrix& x, const Matrix& y, Matrix& tmp) {
-    check_live(fn, "x", x), check_live(fn, "y", y);
-    same_device(fn, "x", x, "y", y);
-    need_f32(fn, "x", x), need_f32(fn, "y", y);
+    f32_operands(fn, {{"x", x}, {"y", y}});
     const Matrix& yy = like(fn, "x", x, "y", y, tmp);
     no_partial_overlap(fn, "y", yy, "x", x);
     return yy;

@@ -17,12 +17,8 @@ using namespace opcheck;
 void unary(Unary op, const Matrix& x, const Matrix& y, const float* params) {
     if (op >= Unary::count_) fail("unary: unknown operation %d", int(op));
     const char* fn = unary_name(op);
-    check_live(fn, "x", x), check_live(fn, "y", y);
-    same_device(fn, "x", x, "y", y);
-    need_f32(fn, "x", x), need_f32(fn, "y", y);
     Matrix tmp;
-    const Matrix& yy = like(fn, "x", x, "y", y, tmp);
-    no_partial_overlap(fn, "y", yy, "x", x);
+    const Matrix& yy = pair(fn, x, y, tmp);
     if (unary_params(op) > 0 && !params) fail("%s: its %d parameters are missing", fn, unary_params(op));
     x.device().unary(op, x, yy, params);
 }
@@ -51,9 +47,7 @@ void broadcast_shape(const char* fn, const Matrix& a, const Matrix& b, int64_t& 
 void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
     if (op >= Binary::count_) fail("binary: unknown operation %d", int(op));
     const char* fn = binary_name(op);
-    check_live(fn, "a", a), check_live(fn, "b", b), check_live(fn, "c", c);
-    same_device(fn, "a", a, "b", b), same_device(fn, "a", a, "c", c);
-    need_f32(fn, "a", a), need_f32(fn, "b", b), need_f32(fn, "c", c);
+    f32_operands(fn, {{"a", a}, {"b", b}, {"c", c}});
     int64_t rows, cols;
     broadcast_shape(fn, a, b, rows, cols);
     if (rows == a.rows && cols == a.cols) {  // no broadcast of a: b and c may be vectors in any orientation
@@ -79,9 +73,7 @@ void binary(Binary op, const Matrix& a, const Matrix& b, const Matrix& c) {
 
 void softmax(const Matrix& x, const Matrix& y) {
     const char* fn = "softmax";
-    check_live(fn, "x", x), check_live(fn, "y", y);
-    same_device(fn, "x", x, "y", y);
-    need_f32(fn, "x", x), need_f32(fn, "y", y);
+    f32_operands(fn, {{"x", x}, {"y", y}});
     need_shape(fn, "y", y, x.rows, x.cols, "the shape of x");
     no_partial_overlap(fn, "y", y, "x", x);
     x.device().softmax(x, y);
@@ -112,9 +104,7 @@ void softmax_xent(const Matrix& z, const Matrix& labels, const Matrix& loss, flo
 void arg_extreme(const Matrix& x, const Matrix& idx, Extreme e) {
     const bool lo = e == Extreme::smallest;
     const char* fn = lo ? "argmin" : "argmax";
-    check_live(fn, "x", x), check_live(fn, "idx", idx);
-    same_device(fn, "x", x, "idx", idx);
-    need_f32(fn, "x", x), need_f32(fn, "idx", idx);
+    f32_operands(fn, {{"x", x}, {"idx", idx}});
     if (x.rows == 0 && x.cols > 0)
         fail("%s: x is %s (a column without rows has no %s)", fn, describe(x).c_str(), lo ? "minimum" : "maximum");
     need_vector(fn, "idx", idx, x.cols, "one index per column of x");
@@ -139,9 +129,7 @@ void gather_cols(const Matrix& src, const Matrix& idx, const Matrix& dst, float 
 
 void add_bias(const Matrix& b, const Matrix& y) {
     const char* fn = "add_bias";
-    check_live(fn, "b", b), check_live(fn, "y", y);
-    same_device(fn, "b", b, "y", y);
-    need_f32(fn, "b", b), need_f32(fn, "y", y);
+    f32_operands(fn, {{"b", b}, {"y", y}});
     need_vector(fn, "b", b, y.rows, "one bias per row of y");
     no_overlap(fn, "y", y, "b", b);
     y.device().add_bias(b, y);
@@ -149,9 +137,7 @@ void add_bias(const Matrix& b, const Matrix& y) {
 
 void dense(const Matrix& w, const Matrix& x, const Matrix& b, Act act, const Matrix& y) {
     const char* fn = "dense";
-    check_live(fn, "w", w), check_live(fn, "x", x), check_live(fn, "b", b), check_live(fn, "y", y);
-    same_device(fn, "w", w, "x", x), same_device(fn, "w", w, "b", b), same_device(fn, "w", w, "y", y);
-    need_f32(fn, "w", w), need_f32(fn, "x", x), need_f32(fn, "b", b), need_f32(fn, "y", y);
+    f32_operands(fn, {{"w", w}, {"x", x}, {"b", b}, {"y", y}});
     if (act >= Act::count_) fail("dense: unknown activation %d", int(act));
     if (w.cols != x.rows)
         fail("dense: w is %s but x is %s (w's columns must equal x's rows)", describe(w).c_str(), describe(x).c_str());
@@ -165,9 +151,7 @@ void act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delt
     if (act >= Act::count_) fail("act_backward: unknown activation %d", int(act));
     const char* fn = act_backward_name(act);
     const char* xn = act_prime_from_z(act) ? "z" : "a";
-    check_live(fn, "da", da), check_live(fn, xn, x), check_live(fn, "delta", delta);
-    same_device(fn, "da", da, xn, x), same_device(fn, "da", da, "delta", delta);
-    need_f32(fn, "da", da), need_f32(fn, xn, x), need_f32(fn, "delta", delta);
+    f32_operands(fn, {{"da", da}, {xn, x}, {"delta", delta}});
     Matrix tx, td;
     const Matrix& xx = like(fn, "da", da, xn, x, tx);
     const Matrix& dd = like(fn, "da", da, "delta", delta, td);

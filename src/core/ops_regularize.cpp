@@ -13,13 +13,6 @@ using namespace opcheck;
 
 namespace {
 
-// A float32 operand on x's device.
-void operand(const char* fn, const char* name, const Matrix& m, const char* xn, const Matrix& x) {
-    check_live(fn, name, m);
-    same_device(fn, xn, x, name, m);
-    need_f32(fn, name, m);
-}
-
 // The number of features of x for `group` rows each.
 int64_t features(const char* fn, const Matrix& x, int64_t group) {
     if (group < 1) fail("%s: group is %lld but must be ≥ 1 (rows per feature)", fn, (long long)group);

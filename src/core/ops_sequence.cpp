@@ -11,17 +11,6 @@ namespace vela {
 
 using namespace opcheck;
 
-namespace {
-
-// An operand on x's device, float32.
-void operand(const char* fn, const char* name, const Matrix& m, const char* xn, const Matrix& x) {
-    check_live(fn, name, m);
-    same_device(fn, xn, x, name, m);
-    need_f32(fn, name, m);
-}
-
-}  // namespace
-
 void layernorm(const Matrix& x, const Matrix& gamma, const Matrix& beta, float eps, const Matrix& mean,
                const Matrix& rstd, const Matrix& y) {
     const char* fn = "layernorm";

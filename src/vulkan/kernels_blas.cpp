@@ -137,8 +137,6 @@ bool use_texel(VulkanDevice& r, const Matrix& a, const Matrix& b, const Matrix& 
     return texel_on && !batch && r.caps().texel_views && regblock64(r.caps()) && r.buffer(a).alloc.texel1 &&
            r.buffer(b).alloc.texel1 && r.buffer(c).alloc.texel1;
 }
-// m's element (0, 0) as a float index into its block's texel views.
-uint64_t texel_index(VulkanDevice& r, const Matrix& m) { return r.buffer(m).alloc.offset / 4 + uint64_t(m.offset); }
 
 bool use_regblock(const Caps& caps) {
     if (!caps.subgroup_ballot) return false;  // it needs subgroupBroadcast
@@ -187,9 +185,9 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
     const bool regblock = use_regblock(caps);
     const bool texel = regblock && use_texel(r, a, b, c, batch);
     if (texel) {
-        p.a = texel_index(r, a);  // float indices into the texel views, not addresses
-        p.b = texel_index(r, b);
-        p.c = texel_index(r, c);
+        p.a = texel_index(a);  // float indices into the texel views, not addresses
+        p.b = texel_index(b);
+        p.c = texel_index(c);
     }
     if (regblock) {
         // 8 rows per lane (docs/gemm.md); smaller blocks for thin matrices so
@@ -426,7 +424,7 @@ void VulkanDevice::mv(float alpha, const Matrix& a, const Matrix& x, float beta,
     // One invocation per row through the texel views (mv_tex.comp) where the
     // device and every operand's block have them: positions in floats.
     auto &ba = buffer(a).alloc, &bx = buffer(x).alloc, &by = buffer(y).alloc;
-    const bool texel = !reduce && caps.texel_views && texel_kernels_on() && ba.texel1 && bx.texel1 && by.texel1;
+    const bool texel = !reduce && texel_kernels(caps) && ba.texel1 && bx.texel1 && by.texel1;
     const uint64_t unit = texel ? 1 : sizeof(float);
     if (texel) p.a = texel_index(a), p.x = texel_index(x), p.y = texel_index(y);
     // Columns of op(a) in passes of kMvChunk, the later ones adding to y (β = 1).

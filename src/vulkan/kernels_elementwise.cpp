@@ -85,7 +85,7 @@ void VulkanDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Mat
 void VulkanDevice::act_backward(Act act, const Matrix& da, const Matrix& x, const Matrix& delta) {
     // Through the texel views where the device and all three operands allow
     // it (backward_tex.comp; not batched: batch.comp reads by address).
-    if (caps().texel_views && texel_kernels_on() && texel_dense4(da) && texel_dense4(x) && texel_dense4(delta) &&
+    if (texel_kernels(caps()) && texel_dense4(da) && texel_dense4(x) && texel_dense4(delta) &&
         delta.size() > 0) {
         ElementPush p;
         p.x.addr = texel_index(da), p.y.addr = texel_index(x), p.z.addr = texel_index(delta);
@@ -143,7 +143,7 @@ void VulkanDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matri
     // applies and every operand's block has them, src and dst from a texel's start.
     auto& bs = buffer(src).alloc;
     const uint64_t src_at = u8 ? bs.offset + uint64_t(src.offset) : texel_index(src);
-    if (vec4 && caps().texel_views && texel_kernels_on() && bs.texel4 && buffer(idx).alloc.texel1 &&
+    if (vec4 && texel_kernels(caps()) && bs.texel4 && buffer(idx).alloc.texel1 &&
         texel_dense4(dst) && src_at % 4 == 0) {
         p.x.addr = src_at, p.y.addr = texel_index(idx), p.z.addr = texel_index(dst);
         d.shader = "gather_cols_tex";

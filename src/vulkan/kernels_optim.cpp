@@ -46,7 +46,7 @@ void VulkanDevice::optim_step(Optim kind, const Matrix& w, const Matrix& g, cons
     // sgd through the texel views (optim_tex.comp; lavapipe's MLP epoch spent
     // 30% of its device time in sgd_step through buffer addresses, docs/results.md):
     // the same operations, each operand's first word its float index in its block.
-    if (kind == Optim::sgd && vec4 && caps().texel_views && texel_kernels_on() && texel_dense4(w) &&
+    if (kind == Optim::sgd && vec4 && texel_kernels(caps()) && texel_dense4(w) &&
         texel_dense4(g) && texel_dense4(s1)) {
         p.w.addr = texel_index(w), p.g.addr = texel_index(g), p.s1.addr = texel_index(s1);
         d.shader = "optim_tex";

@@ -17,6 +17,9 @@ void set_texel_kernels(bool on);
 bool texel_kernels_on();
 uint64_t texel_kernel_count();
 void count_texel_kernel();
+// The device has texel views and the switch is on: the kernels above may take
+// their texel shaders, for operands their blocks' views reach.
+inline bool texel_kernels(const Caps& caps) { return caps.texel_views && texel_kernels_on(); }
 
 // m's element (0, 0) as a float index into its block's texel views.
 inline uint64_t texel_index(const Matrix& m) {

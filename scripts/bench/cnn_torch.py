@@ -23,7 +23,6 @@ import argparse
 import os
 import resource
 import sys
-import time
 
 
 def main():
@@ -39,7 +38,7 @@ def main():
     import numpy as np
     import torch
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from mnist_torch import read_idx  # the MLP twin's IDX reader
+    from mnist_torch import fit, read_idx  # the MLP twin's IDX reader and training loop
     if a.threads:
         torch.set_num_threads(a.threads)
         torch.set_num_interop_threads(a.threads)
@@ -58,28 +57,7 @@ def main():
     nn = torch.nn
     net = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 5), nn.ReLU(),
                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1024, 128), nn.ReLU(), nn.Linear(128, 10))
-    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
-    lossfn = torch.nn.CrossEntropyLoss()
-    n = len(xtr)
-    rates, cpu_rates = [], []
-    for epoch in range(1, a.epochs + 1):
-        perm = torch.randperm(n)
-        t0, c0 = time.perf_counter(), time.process_time()
-        total = 0.0
-        for i in range(0, n, a.batch):
-            idx = perm[i:i + a.batch]
-            opt.zero_grad()
-            loss = lossfn(net(xtr[idx]), ytr[idx])
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
-        dt = time.perf_counter() - t0
-        rates.append(n / dt)
-        cpu_rates.append(n / (time.process_time() - c0))
-        with torch.no_grad():
-            acc = sum((net(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum().item()
-                      for i in range(0, len(xte), 1000)) / len(xte)
-        print(f"epoch {epoch}  loss {total / n:.4f}  test {100 * acc:.2f}%  {dt:.2f} s  {n / dt:.0f} ex/s", flush=True)
+    rates, cpu_rates, acc = fit(net, xtr, ytr, xte, yte, a.epochs, a.batch, eval_batch=1000)
     print(f"{max(rates):8.0f} ex/s ({max(cpu_rates):6.0f} per cpu-second)   test {100 * acc:.2f}% after {a.epochs} epochs"
           f"   peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
           f"   (torch {torch.__version__}, {torch.get_num_threads()} threads)")

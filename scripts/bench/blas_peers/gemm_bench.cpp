@@ -1,0 +1,200 @@
+// sgemm at vela's shapes through one library, chosen at compile time
+// (-DPEER_OPENBLAS, -DPEER_BLIS or -DPEER_DNNL): one binary per library, since
+// OpenBLAS and BLIS both export cblas_sgemm. Built and run by run.sh.
+//
+//   gemm_<lib> THREADS MODE [ms_per_rep] [reps]
+//
+// MODE lib:   one call on the library's own THREADS threads.
+// MODE split: vela's cut (src/cpu/blas.cpp): THREADS column pieces of c, each a
+//             one-thread library call on its own thread (the caller takes piece 0,
+//             a spinning worker the others), as vela's pool does.
+// For every shape: one line "gemm LIB THREADS MODE SHAPE gflops_wall gflops_cpu",
+// each the median of `reps` timings of back-to-back calls lasting >= ms_per_rep.
+// cpu = process cpu time (every thread, CLOCK_PROCESS_CPUTIME_ID).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(PEER_OPENBLAS)
+extern "C" {
+enum { ColMajor = 102, NoTrans = 111, Trans = 112 };
+void cblas_sgemm(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+void openblas_set_num_threads(int);
+char* openblas_get_corename();
+char* openblas_get_config();
+}
+static const char* kLib = "openblas";
+static void set_threads(int n) { openblas_set_num_threads(n); }
+static std::string kernels() { return std::string(openblas_get_corename()) + " (" + openblas_get_config() + ")"; }
+#elif defined(PEER_BLIS)
+#include <cstdint>
+extern "C" {
+enum { ColMajor = 102, NoTrans = 111, Trans = 112 };
+void cblas_sgemm(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
+void bli_thread_set_num_threads(int64_t);
+int bli_arch_query_id();
+const char* bli_arch_string(int);
+const char* bli_info_get_version_str();
+}
+static const char* kLib = "blis";
+static void set_threads(int n) { bli_thread_set_num_threads(n); }
+static std::string kernels() {
+    return std::string(bli_arch_string(bli_arch_query_id())) + " (BLIS " + bli_info_get_version_str() + ")";
+}
+#elif defined(PEER_DNNL)
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+enum { ColMajor = 102, NoTrans = 111, Trans = 112 };
+static const char* kLib = "dnnl";
+static void set_threads(int n) { omp_set_num_threads(n); }
+#include "dnnl_isa.hpp"
+static std::string kernels() { return dnnl_isa_line() + ", dnnl_sgemm"; }
+// dnnl_sgemm is row-major: column-major C = op(A)·op(B) is row-major Cᵀ = op(B)ᵀ·op(A)ᵀ.
+static void cblas_sgemm(int, int ta, int tb, int m, int n, int k, float alpha, const float* a, int lda,
+                        const float* b, int ldb, float beta, float* c, int ldc) {
+    dnnl_sgemm(tb == Trans ? 'T' : 'N', ta == Trans ? 'T' : 'N', n, m, k, alpha, b, ldb, a, lda, beta, c, ldc);
+}
+#else
+#error "define PEER_OPENBLAS, PEER_BLIS or PEER_DNNL"
+#endif
+
+namespace {
+
+double now(clockid_t id) {
+    timespec t;
+    clock_gettime(id, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// c (m×n) = op(a)·op(b), column-major, as vela calls it (transposes and leading dimensions).
+struct Shape {
+    const char* name;
+    int ta, tb, m, n, k;
+};
+
+// The shapes, checked against lua/vela/nn.lua, lua/vela/conv.lua and src/cpu/blas.cpp:
+//  MLP 784-256-10, batch 128 (features × batch, W is out × in):
+//   forward a = W·x            256×784 · 784×128                  NN
+//   dW      = δ·xᵀ             256×128 · (784×128)ᵀ               NT (xᵀ a transposed view)
+//   dx      = Wᵀ·δ             (256×784)ᵀ · 256×128               TN (a hidden 784-wide layer's dx;
+//                              the MLP's first layer computes none)
+//  CNN second conv (32→64, 5×5 on 12×12, P = 64 positions, batch 128), im2col path:
+//   forward u  = colsᵀ·Wᵀ      (800×8192)ᵀ · (64×800)ᵀ            TT  8192×64×800
+//   dW         = duᵀ·colsᵀ     (8192×64)ᵀ · (800×8192)ᵀ           TT  64×800×8192
+//   dcols      = Wᵀ·duᵀ        per part of 10 images (vela's part): TT  800×640×64
+const Shape kShapes[] = {
+    {"sq1024_NN", NoTrans, NoTrans, 1024, 1024, 1024},
+    {"mlp_fwd_NN_256x128x784", NoTrans, NoTrans, 256, 128, 784},
+    {"mlp_dW_NT_256x784x128", NoTrans, Trans, 256, 784, 128},
+    {"mlp_dx_TN_784x128x256", Trans, NoTrans, 784, 128, 256},
+    {"conv2_fwd_TT_8192x64x800", Trans, Trans, 8192, 64, 800},
+    {"conv2_dW_TT_64x800x8192", Trans, Trans, 64, 800, 8192},
+    {"conv2_dx_TT_800x640x64", Trans, Trans, 800, 640, 64},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: %s THREADS lib|split [ms_per_rep=60] [reps=5]\n", argv[0]);
+        return 2;
+    }
+    const int threads = std::atoi(argv[1]);
+    const std::string mode = argv[2];
+    const double ms = argc > 3 ? std::atof(argv[3]) : 60;
+    const int reps = argc > 4 ? std::atoi(argv[4]) : 5;
+    if (threads < 1 || (mode != "lib" && mode != "split")) {
+        std::fprintf(stderr, "%s: THREADS >= 1 and MODE lib or split\n", argv[0]);
+        return 2;
+    }
+    set_threads(mode == "lib" ? threads : 1);
+    std::printf("kernels %s %s\n", kLib, kernels().c_str());
+
+    // Split mode's workers: each runs piece t of the current job when go changes.
+    std::vector<std::thread> pool;
+    std::atomic<long> gen{0}, finished{0};
+    std::atomic<bool> quit{false};
+    std::function<void(int)> piece;
+    if (mode == "split")
+        for (int t = 1; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                set_threads(1);
+                long seen = 0;
+                for (;;) {
+                    long g;
+                    while ((g = gen.load(std::memory_order_acquire)) == seen && !quit.load()) __builtin_ia32_pause();
+                    if (quit.load()) return;
+                    seen = g;
+                    piece(t);
+                    finished.fetch_add(1, std::memory_order_acq_rel);
+                }
+            });
+
+    for (const Shape& s : kShapes) {
+        const int lda = s.ta == Trans ? s.k : s.m, ldb = s.tb == Trans ? s.n : s.k, ldc = s.m;
+        std::vector<float> a(size_t(s.m) * s.k), b(size_t(s.k) * s.n), c(size_t(s.m) * s.n);
+        for (size_t i = 0; i < a.size(); ++i) a[i] = float((i * 7919) % 1000) / 1000.f - 0.5f;
+        for (size_t i = 0; i < b.size(); ++i) b[i] = float((i * 104729) % 1000) / 1000.f - 0.5f;
+        // vela's piece_step(n, parts, 8): column pieces starting at multiples of 8
+        const int step = ((s.n + threads - 1) / threads + 7) / 8 * 8;
+        auto gemm_cols = [&](int c0, int c1) {
+            if (c1 <= c0) return;
+            const float* bp = b.data() + (s.tb == Trans ? size_t(c0) : size_t(c0) * ldb);
+            cblas_sgemm(ColMajor, s.ta, s.tb, s.m, c1 - c0, s.k, 1.f, a.data(), lda, bp, ldb, 0.f,
+                        c.data() + size_t(c0) * ldc, ldc);
+        };
+        piece = [&](int t) { gemm_cols(t * step, std::min(s.n, (t + 1) * step)); };
+        auto call = [&] {
+            if (mode == "lib" || threads == 1) return gemm_cols(0, s.n);
+            const long before = finished.load();
+            gen.fetch_add(1, std::memory_order_acq_rel);
+            piece(0);
+            while (finished.load(std::memory_order_acquire) - before < threads - 1) __builtin_ia32_pause();
+        };
+        call();
+        // check one column against a double reference (a wrong transpose or ld shows here)
+        double worst = 0;
+        for (int j : {0, s.n - 1})
+            for (int i = 0; i < s.m; i += std::max(1, s.m / 64)) {
+                double r = 0, mag = 0;
+                for (int p = 0; p < s.k; ++p) {
+                    const double x = s.ta == Trans ? a[size_t(i) * lda + p] : a[size_t(p) * lda + i];
+                    const double y = s.tb == Trans ? b[size_t(p) * ldb + j] : b[size_t(j) * ldb + p];
+                    r += x * y, mag += std::fabs(x * y);
+                }
+                worst = std::max(worst, std::fabs(c[size_t(j) * ldc + i] - r) / (mag + 1e-30));
+            }
+        if (worst > 1e-5) {
+            std::printf("gemm %s %d %s %s WRONG (relative error %.2g)\n", kLib, threads, mode.c_str(), s.name, worst);
+            continue;
+        }
+        const double flops = 2.0 * s.m * s.n * s.k;
+        // calls per timing: enough for ms milliseconds, from one timed call
+        double t0 = now(CLOCK_MONOTONIC);
+        call();
+        const double one = std::max(now(CLOCK_MONOTONIC) - t0, 1e-6);
+        const int calls = std::max(1, int(ms / 1e3 / one));
+        std::vector<double> wall, cpu;
+        for (int r = 0; r < reps; ++r) {
+            const double w0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
+            for (int i = 0; i < calls; ++i) call();
+            const double c1 = now(CLOCK_PROCESS_CPUTIME_ID), w1 = now(CLOCK_MONOTONIC);
+            wall.push_back(flops * calls / (w1 - w0) / 1e9);
+            cpu.push_back(flops * calls / (c1 - c0) / 1e9);
+        }
+        std::sort(wall.begin(), wall.end());
+        std::sort(cpu.begin(), cpu.end());
+        std::printf("gemm %s %d %s %s %.1f %.1f\n", kLib, threads, mode.c_str(), s.name, wall[reps / 2], cpu[reps / 2]);
+        std::fflush(stdout);
+    }
+    quit = true;
+    for (auto& t : pool) t.join();
+    return 0;
+}

@@ -14,7 +14,8 @@
 # C ...); the summary prints the medians over the rounds (each run's figure is
 # itself the median of 5 timings) with their range, wall and per cpu-second
 # (process cpu time, every thread), and the load average seen by each round.
-# Raw lines: build/blas_peers/raw-DATE.txt (summary.py FILE prints them again). docs/cpu.md, "BLIS and oneDNN from Debian".
+# Raw lines: build/blas_peers/raw-DATE.txt (summary.py FILE prints them again).
+# docs/cpu.md, "BLIS and oneDNN from Debian".
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 rounds=${1:-7}

@@ -6,8 +6,9 @@
 //
 // MODE lib:   one call on the library's own THREADS threads.
 // MODE split: vela's cut (src/cpu/blas.cpp): THREADS column pieces of c, each a
-//             one-thread library call on its own thread (the caller takes piece 0,
-//             a spinning worker the others), as vela's pool does.
+//             one-thread library call; the caller takes piece 0, spinning workers
+//             claim the others, and the caller takes any piece still unclaimed
+//             (vela's pool does the same; it also puts idle workers to sleep).
 // For every shape: one line "gemm LIB THREADS MODE SHAPE gflops_wall gflops_cpu",
 // each the median of `reps` timings of back-to-back calls lasting >= ms_per_rep.
 // cpu = process cpu time (every thread, CLOCK_PROCESS_CPUTIME_ID).
@@ -117,14 +118,22 @@ int main(int argc, char** argv) {
     set_threads(mode == "lib" ? threads : 1);
     std::printf("kernels %s %s\n", kLib, kernels().c_str());
 
-    // Split mode's workers: each runs piece t of the current job when go changes.
+    // Split mode's workers spin for a job, then claim its pieces as the caller
+    // does (vela's pool: a descheduled worker's piece is taken by the caller).
     std::vector<std::thread> pool;
-    std::atomic<long> gen{0}, finished{0};
+    std::atomic<long> gen{0};
+    std::atomic<int> claim{0}, finished{0};
     std::atomic<bool> quit{false};
     std::function<void(int)> piece;
+    auto work = [&] {  // claims and runs pieces of the current job until none is left
+        for (int p; (p = claim.fetch_add(1, std::memory_order_acq_rel)) < threads;) {
+            piece(p);
+            finished.fetch_add(1, std::memory_order_acq_rel);
+        }
+    };
     if (mode == "split")
         for (int t = 1; t < threads; ++t)
-            pool.emplace_back([&, t] {
+            pool.emplace_back([&] {
                 set_threads(1);
                 long seen = 0;
                 for (;;) {
@@ -132,8 +141,7 @@ int main(int argc, char** argv) {
                     while ((g = gen.load(std::memory_order_acquire)) == seen && !quit.load()) __builtin_ia32_pause();
                     if (quit.load()) return;
                     seen = g;
-                    piece(t);
-                    finished.fetch_add(1, std::memory_order_acq_rel);
+                    work();
                 }
             });
 
@@ -153,10 +161,14 @@ int main(int argc, char** argv) {
         piece = [&](int t) { gemm_cols(t * step, std::min(s.n, (t + 1) * step)); };
         auto call = [&] {
             if (mode == "lib" || threads == 1) return gemm_cols(0, s.n);
-            const long before = finished.load();
+            // the caller takes piece 0 before publishing (as vela's pool), then any left
+            finished.store(0, std::memory_order_relaxed);
+            claim.store(1, std::memory_order_release);
             gen.fetch_add(1, std::memory_order_acq_rel);
             piece(0);
-            while (finished.load(std::memory_order_acquire) - before < threads - 1) __builtin_ia32_pause();
+            finished.fetch_add(1, std::memory_order_acq_rel);
+            work();
+            while (finished.load(std::memory_order_acquire) < threads) __builtin_ia32_pause();
         };
         call();
         // check one column against a double reference (a wrong transpose or ld shows here)

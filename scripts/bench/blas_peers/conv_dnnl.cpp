@@ -23,16 +23,11 @@
 #include <vector>
 
 #include "dnnl_isa.hpp"
+#include "timing.hpp"
 
 using namespace dnnl;
 
 namespace {
-
-double now(clockid_t id) {
-    timespec t;
-    clock_gettime(id, &t);
-    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
 
 struct Layer {
     const char* name;
@@ -46,25 +41,6 @@ void fill(memory& m) {
     auto* p = static_cast<float*>(m.get_data_handle());
     const size_t n = m.get_desc().get_size() / sizeof(float);
     for (size_t i = 0; i < n; ++i) p[i] = float((i * 7919) % 1000) / 1000.f - 0.5f;
-}
-
-// median GFLOP/s (wall, per cpu-second) of back-to-back calls
-std::pair<double, double> time_it(const std::function<void()>& f, double flops, double ms, int reps) {
-    f();
-    const double t0 = now(CLOCK_MONOTONIC);
-    f();
-    const int calls = std::max(1, int(ms / 1e3 / std::max(now(CLOCK_MONOTONIC) - t0, 1e-6)));
-    std::vector<double> wall, cpu;
-    for (int r = 0; r < reps; ++r) {
-        const double w0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
-        for (int i = 0; i < calls; ++i) f();
-        const double c1 = now(CLOCK_PROCESS_CPUTIME_ID), w1 = now(CLOCK_MONOTONIC);
-        wall.push_back(flops * calls / (w1 - w0) / 1e9);
-        cpu.push_back(flops * calls / (c1 - c0) / 1e9);
-    }
-    std::sort(wall.begin(), wall.end());
-    std::sort(cpu.begin(), cpu.end());
-    return {wall[reps / 2], cpu[reps / 2]};
 }
 
 void run(const Layer& L, bool plain, int threads, double ms, int reps, engine& eng, stream& s) {

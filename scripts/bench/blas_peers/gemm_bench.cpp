@@ -66,13 +66,9 @@ static void cblas_sgemm(int, int ta, int tb, int m, int n, int k, float alpha, c
 #error "define PEER_OPENBLAS, PEER_BLIS or PEER_DNNL"
 #endif
 
-namespace {
+#include "timing.hpp"
 
-double now(clockid_t id) {
-    timespec t;
-    clock_gettime(id, &t);
-    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
+namespace {
 
 // c (m×n) = op(a)·op(b), column-major, as vela calls it (transposes and leading dimensions).
 struct Shape {
@@ -188,22 +184,8 @@ int main(int argc, char** argv) {
             continue;
         }
         const double flops = 2.0 * s.m * s.n * s.k;
-        // calls per timing: enough for ms milliseconds, from one timed call
-        double t0 = now(CLOCK_MONOTONIC);
-        call();
-        const double one = std::max(now(CLOCK_MONOTONIC) - t0, 1e-6);
-        const int calls = std::max(1, int(ms / 1e3 / one));
-        std::vector<double> wall, cpu;
-        for (int r = 0; r < reps; ++r) {
-            const double w0 = now(CLOCK_MONOTONIC), c0 = now(CLOCK_PROCESS_CPUTIME_ID);
-            for (int i = 0; i < calls; ++i) call();
-            const double c1 = now(CLOCK_PROCESS_CPUTIME_ID), w1 = now(CLOCK_MONOTONIC);
-            wall.push_back(flops * calls / (w1 - w0) / 1e9);
-            cpu.push_back(flops * calls / (c1 - c0) / 1e9);
-        }
-        std::sort(wall.begin(), wall.end());
-        std::sort(cpu.begin(), cpu.end());
-        std::printf("gemm %s %d %s %s %.1f %.1f\n", kLib, threads, mode.c_str(), s.name, wall[reps / 2], cpu[reps / 2]);
+        const auto [wall, cpu] = time_it(call, flops, ms, reps);
+        std::printf("gemm %s %d %s %s %.1f %.1f\n", kLib, threads, mode.c_str(), s.name, wall, cpu);
         std::fflush(stdout);
     }
     quit = true;

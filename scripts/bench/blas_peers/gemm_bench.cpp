@@ -2,8 +2,9 @@
 // (-DPEER_OPENBLAS, -DPEER_BLIS or -DPEER_DNNL): one binary per library, since
 // OpenBLAS and BLIS both export cblas_sgemm. Built and run by run.sh.
 //
-//   gemm_<lib> THREADS MODE [ms_per_rep] [reps]
+//   gemm_<lib> SHAPES THREADS MODE [ms_per_rep] [reps]
 //
+// SHAPES: a file of "name N|T N|T m n k" lines (shapes.txt: vela's calls).
 // MODE lib:   one call on the library's own THREADS threads.
 // MODE split: vela's cut (src/cpu/blas.cpp): THREADS column pieces of c, each a
 //             one-thread library call; the caller takes piece 0, spinning workers
@@ -18,7 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -70,43 +73,46 @@ static void cblas_sgemm(int, int ta, int tb, int m, int n, int k, float alpha, c
 
 namespace {
 
-// c (m×n) = op(a)·op(b), column-major, as vela calls it (transposes and leading dimensions).
+// One line of shapes.txt: c (m×n) = op(a)·op(b), column-major.
 struct Shape {
-    const char* name;
+    std::string name;
     int ta, tb, m, n, k;
 };
 
-// The shapes, checked against lua/vela/nn.lua, lua/vela/conv.lua and src/cpu/blas.cpp:
-//  MLP 784-256-10, batch 128 (features × batch, W is out × in):
-//   forward a = W·x            256×784 · 784×128                  NN
-//   dW      = δ·xᵀ             256×128 · (784×128)ᵀ               NT (xᵀ a transposed view)
-//   dx      = Wᵀ·δ             (256×784)ᵀ · 256×128               TN (a hidden 784-wide layer's dx;
-//                              the MLP's first layer computes none)
-//  CNN second conv (32→64, 5×5 on 12×12, P = 64 positions, batch 128), im2col path:
-//   forward u  = colsᵀ·Wᵀ      (800×8192)ᵀ · (64×800)ᵀ            TT  8192×64×800
-//   dW         = duᵀ·colsᵀ     (8192×64)ᵀ · (800×8192)ᵀ           TT  64×800×8192
-//   dcols      = Wᵀ·duᵀ        per part of 10 images (vela's part): TT  800×640×64
-const Shape kShapes[] = {
-    {"sq1024_NN", NoTrans, NoTrans, 1024, 1024, 1024},
-    {"mlp_fwd_NN_256x128x784", NoTrans, NoTrans, 256, 128, 784},
-    {"mlp_dW_NT_256x784x128", NoTrans, Trans, 256, 784, 128},
-    {"mlp_dx_TN_784x128x256", Trans, NoTrans, 784, 128, 256},
-    {"conv2_fwd_TT_8192x64x800", Trans, Trans, 8192, 64, 800},
-    {"conv2_dW_TT_64x800x8192", Trans, Trans, 64, 800, 8192},
-    {"conv2_dx_TT_800x640x64", Trans, Trans, 800, 640, 64},
-};
+std::vector<Shape> read_shapes(const char* path) {
+    std::vector<Shape> out;
+    std::ifstream in(path);
+    if (!in) {
+        std::fprintf(stderr, "gemm_bench: cannot read %s\n", path);
+        std::exit(2);
+    }
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        std::istringstream f(line);
+        Shape s;
+        std::string ta, tb;
+        if (!(f >> s.name >> ta >> tb >> s.m >> s.n >> s.k) || s.m < 1 || s.n < 1 || s.k < 1) {
+            std::fprintf(stderr, "gemm_bench: %s: bad line '%s' (name N|T N|T m n k)\n", path, line.c_str());
+            std::exit(2);
+        }
+        s.ta = ta == "T" ? Trans : NoTrans, s.tb = tb == "T" ? Trans : NoTrans;
+        out.push_back(s);
+    }
+    return out;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 3) {
-        std::fprintf(stderr, "usage: %s THREADS lib|split [ms_per_rep=60] [reps=5]\n", argv[0]);
+    if (argc < 4) {
+        std::fprintf(stderr, "usage: %s SHAPES THREADS lib|split [ms_per_rep=60] [reps=5]\n", argv[0]);
         return 2;
     }
-    const int threads = std::atoi(argv[1]);
-    const std::string mode = argv[2];
-    const double ms = argc > 3 ? std::atof(argv[3]) : 60;
-    const int reps = argc > 4 ? std::atoi(argv[4]) : 5;
+    const std::vector<Shape> shapes = read_shapes(argv[1]);
+    const int threads = std::atoi(argv[2]);
+    const std::string mode = argv[3];
+    const double ms = argc > 4 ? std::atof(argv[4]) : 60;
+    const int reps = argc > 5 ? std::atoi(argv[5]) : 5;
     if (threads < 1 || (mode != "lib" && mode != "split")) {
         std::fprintf(stderr, "%s: THREADS >= 1 and MODE lib or split\n", argv[0]);
         return 2;
@@ -141,7 +147,7 @@ int main(int argc, char** argv) {
                 }
             });
 
-    for (const Shape& s : kShapes) {
+    for (const Shape& s : shapes) {
         const int lda = s.ta == Trans ? s.k : s.m, ldb = s.tb == Trans ? s.n : s.k, ldc = s.m;
         std::vector<float> a(size_t(s.m) * s.k), b(size_t(s.k) * s.n), c(size_t(s.m) * s.n);
         for (size_t i = 0; i < a.size(); ++i) a[i] = float((i * 7919) % 1000) / 1000.f - 0.5f;
@@ -180,12 +186,12 @@ int main(int argc, char** argv) {
                 worst = std::max(worst, std::fabs(c[size_t(j) * ldc + i] - r) / (mag + 1e-30));
             }
         if (worst > 1e-5) {
-            std::printf("gemm %s %d %s %s WRONG (relative error %.2g)\n", kLib, threads, mode.c_str(), s.name, worst);
+            std::printf("gemm %s %d %s %s WRONG (relative error %.2g)\n", kLib, threads, mode.c_str(), s.name.c_str(), worst);
             continue;
         }
         const double flops = 2.0 * s.m * s.n * s.k;
         const auto [wall, cpu] = time_it(call, flops, ms, reps);
-        std::printf("gemm %s %d %s %s %.1f %.1f\n", kLib, threads, mode.c_str(), s.name, wall, cpu);
+        std::printf("gemm %s %d %s %s %.1f %.1f\n", kLib, threads, mode.c_str(), s.name.c_str(), wall, cpu);
         std::fflush(stdout);
     }
     quit = true;

@@ -64,9 +64,9 @@ for r in $(seq 1 "$rounds"); do
   echo "round $r/$rounds ($(cut -d' ' -f1-3 /proc/loadavg))" >&2
   echo "load $r $(cut -d' ' -f1 /proc/loadavg)" >> "$raw"
   for t in 1 2; do
-    for l in openblas blis dnnl; do "$out/gemm_$l" "$t" lib >> "$raw"; done
+    for l in openblas blis dnnl; do "$out/gemm_$l" "$here/shapes.txt" "$t" lib >> "$raw"; done
     if [ "$t" = 2 ]; then
-      for l in openblas blis dnnl; do "$out/gemm_$l" 2 split >> "$raw"; done
+      for l in openblas blis dnnl; do "$out/gemm_$l" "$here/shapes.txt" 2 split >> "$raw"; done
     fi
     "$vela" "$here/vela_peers.lua" "$t" 60 5 peak >> "$raw"
     "$out/conv_dnnl" "$t" >> "$raw"

@@ -1,4 +1,4 @@
--- vela's own side of run.sh: its mm at the shapes of gemm_bench.cpp (the same
+-- vela's own side of run.sh: its mm at the shapes of shapes.txt (the same
 -- transposes as lua/vela/nn.lua and lua/vela/conv.lua, so the same OpenBLAS
 -- calls, cut across vela's pool), its direct conv kernels at the CNN's two
 -- conv layers, the second conv's dx path (from_images, mm, fill, col2im in
@@ -9,6 +9,7 @@
 local vela = require "vela"
 local native = require "vela.bench_native"
 local threads = math.tointeger(tonumber(arg[1] or "")) or error("vela_peers.lua: THREADS must be an integer", 0)
+local shapes_path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/shapes.txt"
 local ms, reps = tonumber(arg[2] or 60), math.tointeger(tonumber(arg[3] or 5))
 vela.device("cpu")
 vela.threads(threads)
@@ -39,16 +40,15 @@ local function time_it(f, flops)
   return median(wall), median(cpu)
 end
 
--- {name, ta, tb, m, n, k} as gemm_bench.cpp
-local shapes = {
-  {"sq1024_NN", false, false, 1024, 1024, 1024},
-  {"mlp_fwd_NN_256x128x784", false, false, 256, 128, 784},
-  {"mlp_dW_NT_256x784x128", false, true, 256, 784, 128},
-  {"mlp_dx_TN_784x128x256", true, false, 784, 128, 256},
-  {"conv2_fwd_TT_8192x64x800", true, true, 8192, 64, 800},
-  {"conv2_dW_TT_64x800x8192", true, true, 64, 800, 8192},
-  {"conv2_dx_TT_800x640x64", true, true, 800, 640, 64},
-}
+-- the shapes of gemm_bench.cpp: shapes.txt beside this script, "name N|T N|T m n k"
+local shapes = {}
+for line in io.lines(shapes_path) do
+  if not line:match("^#") and line:match("%S") then
+    local name, ta, tb, m, n, k = line:match("^(%S+)%s+([NT])%s+([NT])%s+(%d+)%s+(%d+)%s+(%d+)%s*$")
+    if not name then error(("vela_peers.lua: %s: bad line '%s' (name N|T N|T m n k)"):format(shapes_path, line), 0) end
+    shapes[#shapes + 1] = {name, ta == "T", tb == "T", tonumber(m), tonumber(n), tonumber(k)}
+  end
+end
 for i, s in ipairs(shapes) do
   local name, ta, tb, m, n, k = table.unpack(s)
   local a = ta and vela.rand(k, m, i):t() or vela.rand(m, k, i)

@@ -12,13 +12,8 @@ local nn = require "vela.nn"
 
 local host, values = t.host, t.values
 
-local function geo(g)
-  local kh, kw = type(g.k) == "table" and g.k[1] or g.k, type(g.k) == "table" and g.k[2] or g.k
-  local s, p = g.stride or 1, g.pad or 0
-  local sh, sw = type(s) == "table" and s[1] or s, type(s) == "table" and s[2] or s
-  local ph, pw = type(p) == "table" and p[1] or p, type(p) == "table" and p[2] or p
-  return g.c or 1, kh, kw, sh, sw, ph, pw, (g.h + 2 * ph - kh) // sh + 1, (g.w + 2 * pw - kw) // sw + 1
-end
+local check = dofile("tests/lua/helpers/conv_check.lua")
+local geo = check.geo
 
 -- float64: each dz(o, p, j)·W(o, r) scattered to the pixel under offset r of
 -- output p's window; also Σ|terms| per pixel (for the float32 error bound).
@@ -52,13 +47,7 @@ end
 
 -- Recursive float32 summation of K terms: within K·2⁻²⁴·Σ|terms| of the exact sum.
 local function close(got, want, abs, K, what)
-  for i = 1, #want do
-    for j = 1, #want[i] do
-      local gv, wv = got[i][j], want[i][j]
-      assert(math.abs(gv - wv) <= K * 2 ^ -24 * abs[i][j],
-        ("%s: (%d, %d) is %.9g, want %.9g"):format(what, i, j, gv, wv))
-    end
-  end
+  check.close(got, want, function(i, j) return K * 2 ^ -24 * abs[i][j] end, what)
 end
 
 local cases = {

@@ -244,7 +244,7 @@ void document() {
       std::string("The input gradient of conv, overwritten: dx(pixel, j) ← Σ_o Σ_p w(o, r)·dz(o·P + p, j) over "
                   "the outputs p whose window holds the pixel (r its offset there; 0 where no window reaches); dz "
                   "(out·oh·ow)×n (the gradient before the activation), w out×(c·k·k) as conv's, dx (c·h·w)×n. The "
-                  "same as mm(w:t(), du:t(), cols) then fill(dx, 0) and col2im(cols, dx, g) with du = from_images(dz), "
+                  "same as from_images(dz, du), mm(w:t(), du:t(), cols), fill(dx, 0) and col2im(cols, dx, g), "
                   "without the windows; on the cpu direct (AVX2 for stride 1 without padding: nn.conv2d's backward "
                   "takes it there; scalar loops elsewhere), one shader on Vulkan. ") +
           geom + ". e.g. g = {c = 2, h = 6, w = 6, k = 3}; dx = conv_dgrad(ones(2 * 16, 4), ones(2, 18), zeros(72, 4), "

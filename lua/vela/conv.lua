@@ -19,8 +19,9 @@
 -- On the cpu a stride-1 unpadded layer's forward is one vela.conv instead
 -- (direct loops, no windows; on AVX2, or always for one input channel), and
 -- its dW and db one vela.conv_wgrad (one input channel, or on AVX2 kw ≤ 5
--- and a multiple of 16 output channels), dx still col2im(Wᵀ·duᵀ) by parts;
--- see Conv2d:_buffers.
+-- and a multiple of 16 output channels), and on AVX2 with several input
+-- channels its dx one vela.conv_dgrad (else col2im(Wᵀ·duᵀ) by parts); see
+-- Conv2d:_buffers.
 local vela = require "vela"
 local options = require "vela.options"
 local layer = require "vela.layer"
@@ -209,6 +210,8 @@ function Conv2d:_buffers()
   self.direct_forward = self.direct or (plain and (self.dev:info().limits.loops or ""):match("^x86%-64%-v") ~= nil)
   -- and dW, db by vela.conv_wgrad where its AVX2 tile fits (kw ≤ 5, out a multiple of 16)
   self.direct_wgrad = self.direct or (self.direct_forward and self.kw <= 5 and self.channels_out % 16 == 0)
+  -- and dx by vela.conv_dgrad (register tiles over dz and W, no windows, no col2im) on AVX2
+  self.direct_dgrad = self.direct_forward and not self.direct
   self.cols_parts, self.cols_views = {}, {}
   local shapes = {z = self.outputs, delta = self.outputs, dx = self.inputs}
   if from_z[self.activation] then shapes.a = self.outputs end
@@ -359,7 +362,8 @@ end
 -- After a forward in evaluation mode each part's windows are made again. δ
 -- is made a part at a time, as the forward's act. Where conv_wgrad is fast
 -- on the cpu (direct_wgrad), dW and db are one conv_wgrad over the batch's δ
--- and the parts make only du, dcols and dx.
+-- and the parts make only du, dcols and dx; where conv_dgrad is (direct_dgrad:
+-- AVX2, several input channels) dx is one conv_dgrad over δ instead.
 function Conv2d:backward(da, need_dx)
   local b = check_grad(self, da, self.outputs, "conv2d")
   local n = self.n
@@ -368,6 +372,7 @@ function Conv2d:backward(da, need_dx)
     local delta = act == "identity" and da or layer.delta(act, da, b.z, a, b.delta)
     vela.conv_wgrad(self.x, delta, self.dw, self.db, self.g)
     if need_dx == false then return end
+    if self.direct_dgrad then return vela.conv_dgrad(delta, self.w, b.dx, self.g) end
     local m = self:_part_size(n)
     for j = 1, n, m do  -- dx = col2im(Wᵀ·duᵀ) a part at a time
       local k = math.min(m, n - j + 1)
@@ -394,7 +399,7 @@ function Conv2d:backward(da, need_dx)
     vela.from_images(delta, v.u)
     vela.mm(1, v.ut, self:_cols_at(n, j, k, kept, true), beta, self.dw)
     vela.mv(1, v.ut, v.ones, beta, self.db)
-    if need_dx ~= false then
+    if need_dx ~= false and not self.direct_dgrad then
       local dx = cols_of(self, b.dx, j, k)
       vela.mm(self.wt, v.ut, c)  -- dcols over the windows (dW has read them)
       vela.fill(dx, 0)
@@ -402,6 +407,7 @@ function Conv2d:backward(da, need_dx)
     end
   end
   if need_dx == false then return end
+  if self.direct_dgrad then vela.conv_dgrad(layer.backward[act] and b.delta or da, self.w, b.dx, self.g) end
   return b.dx
 end
 

@@ -57,7 +57,7 @@ return function(nn, classes)
 
   -- nn.conv2d (conv.lua)
   doc("nn.conv2d", "nn.conv2d(in_ch, out_ch, k [, {stride = 1, pad = 0, activation = 'identity', input = {h =, w =}, seed =, init =, device =}])",
-    "A 2-D convolution a = act(W ⋆ x + b) over images in vela's layout (C·H·W rows, one image per column; see ?layout): im2col, one mm and to_images with the bias; backward by mm and col2im. k, stride and pad are numbers or {height, width}. W is out_ch × (in_ch·k·k), He-initialized for relu. The first image layer of a net is told its image size (input = {h = 28, w = 28}, or 28 for square images); nn.sequential gives the others theirs. layer.image is the {c, h, w} it gives. Example: nn.sequential{nn.conv2d(1, 8, 5, {activation = 'relu', input = 28}), nn.maxpool2d(2), nn.flatten(), nn.linear(8 * 12 * 12, 10)}. PyTorch nn.Conv2d, Torch7 SpatialConvolutionMM.",
+    "A 2-D convolution a = act(W ⋆ x + b) over images in vela's layout (C·H·W rows, one image per column; see ?layout): im2col, one mm and to_images with the bias; backward by mm and col2im (on the cpu a stride-1 unpadded layer runs conv, conv_wgrad and conv_dgrad instead, without windows, where the CPU has AVX2; a one-channel layer conv and conv_wgrad everywhere). k, stride and pad are numbers or {height, width}. W is out_ch × (in_ch·k·k), He-initialized for relu. The first image layer of a net is told its image size (input = {h = 28, w = 28}, or 28 for square images); nn.sequential gives the others theirs. layer.image is the {c, h, w} it gives. Example: nn.sequential{nn.conv2d(1, 8, 5, {activation = 'relu', input = 28}), nn.maxpool2d(2), nn.flatten(), nn.linear(8 * 12 * 12, 10)}. PyTorch nn.Conv2d, Torch7 SpatialConvolutionMM.",
     nn.conv2d)
 
   -- pooling (pool.lua)

@@ -1,7 +1,8 @@
 -- Where the CNN's training step (examples/cnn.lua's net, batch 128, the
 -- cpu) spends its processor time, per phase: each layer's forward and
 -- backward alone, the whole step (forward, backward of a fixed output
--- gradient in place of a loss, SGD), and the second conv's kernels
+-- gradient in place of a loss, SGD), the second conv's dx alone (its
+-- backward with dx less its backward without), and the second conv's kernels
 -- (vela.profile over its forward + backward). Best of `rounds` timings of
 -- `reps` calls, ms of wall clock and of process cpu time (all threads), the
 -- minimum being what a loaded machine disturbs least.
@@ -50,6 +51,12 @@ print(("cnn_phases: batch %d, %d threads, best of %d × %d (ms per call; forward
 for _, r in ipairs(rows) do
   print(("  %-32s forward %7.3f wall %7.3f cpu   backward %7.3f wall %7.3f cpu"):format(table.unpack(r)))
 end
+-- The second conv's dx alone: its backward with dx less its backward without.
+local conv2 = net.layers[3]
+local dw1, dc1 = best(function() conv2:forward(ins[3]); conv2:backward(outs[3], true) end)
+local dw0, dc0 = best(function() conv2:forward(ins[3]); conv2:backward(outs[3], false) end)
+print(("  %-32s dx alone (backward with dx − without) %7.3f wall %7.3f cpu"):format(tostring(conv2), dw1 - dw0,
+  dc1 - dc0))
 local g = vela.rand(10, B, 8)
 local opt = optim.sgd{lr = 0.0, momentum = 0.9}
 local params = net:params()
@@ -59,7 +66,6 @@ local sw, sc = best(function()
   opt:step(params)
 end)
 print(("  layers alone: %.3f ms cpu; whole step (forward, backward, SGD): %.3f wall %.3f cpu"):format(total_c, sw, sc))
-local conv2 = net.layers[3]
 local p = vela.profile(function()
   for _ = 1, opts.reps do conv2:forward(ins[3]); conv2:backward(outs[3], true) end
 end)

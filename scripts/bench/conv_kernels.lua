@@ -10,7 +10,10 @@
 -- to_images, from_images (64 channels × 64 positions), maxpool, maxpool_bw
 -- (2×2 pools of 32×24×24 images), conv (with relu) and conv_wgrad (dW and db)
 -- for the second conv (their windows, GEMM matrix and ones vector are the
--- device's; a Vulkan device keeps them between calls). Processor time per
+-- device's; a Vulkan device keeps them between calls), conv_dgrad (dx) and
+-- dx_windows (the same dx as nn.conv2d made it before conv_dgrad: per part of
+-- 10 images from_images, mm into the part's windows, fill, col2im; Vulkan: the
+-- batch as one part). Processor time per
 -- call (os.clock: every thread of the process) is printed beside the wall.
 local vela = require "vela"
 local dev, what = arg[1] or "vulkan:0", arg[2] or "im2col"
@@ -26,6 +29,11 @@ local py, pidx = vela.zeros(32 * 144, B), vela.zeros(32 * 144, B)
 local pdx = vela.zeros(32 * 576, B)
 vela.maxpool(px, py, pidx, pg)
 local w, dw, db = vela.rand(64, 800, 5), vela.zeros(64, 800), vela.zeros(64, 1)
+local parts = {}  -- dx_windows' parts
+for j = 1, B, dev == "cpu" and 10 or B do
+  local k = math.min(dev == "cpu" and 10 or B, B - j + 1)
+  parts[#parts + 1] = {z = z:columns(j, k), x = x:columns(j, k), u = vela.zeros(64 * k, 64), cols = vela.zeros(800, 64 * k)}
+end
 local calls = {
   im2col = function() vela.im2col(x, cols, g) end,
   col2im = function() vela.col2im(cols, x, g) end,
@@ -35,6 +43,12 @@ local calls = {
   maxpool_bw = function() vela.maxpool_backward(py, pidx, pdx, pg) end,
   conv = function() vela.conv(x, w, b, z, g, "relu") end,
   conv_wgrad = function() vela.conv_wgrad(x, z, dw, db, g) end,
+  conv_dgrad = function() vela.conv_dgrad(z, w, x, g) end,
+  dx_windows = function()
+    for _, p in ipairs(parts) do
+      vela.from_images(p.z, p.u); vela.mm(w:t(), p.u:t(), p.cols); vela.fill(p.x, 0); vela.col2im(p.cols, p.x, g)
+    end
+  end,
 }
 local call = calls[what]
 if not call then error("conv_kernels.lua: unknown kernel " .. tostring(what), 0) end

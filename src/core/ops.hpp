@@ -111,6 +111,7 @@ void to_images(const Matrix& u, const Matrix& b, const Matrix& y);  // b: an emp
 void from_images(const Matrix& y, const Matrix& u);
 void conv VELA_SIG_conv;              // b, db: an empty Matrix for none
 void conv_wgrad VELA_SIG_conv_wgrad;
+void conv_dgrad VELA_SIG_conv_dgrad;
 
 // Sequence layers (core/ops_sequence.cpp; Device for the equations). x: m×n, one token per column;
 // gamma, beta, dgamma, dbeta: m-vectors; mean, rstd: n-vectors; eps > 0; y may be x.

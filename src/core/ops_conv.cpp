@@ -215,4 +215,15 @@ void conv_wgrad VELA_SIG_conv_wgrad {
     x.device().conv_wgrad(g, x, dz, dw, db);
 }
 
+void conv_dgrad VELA_SIG_conv_dgrad {
+    const char* fn = "conv_dgrad";
+    live_f32(fn, "dz", dz), live_f32(fn, "w", w), live_f32(fn, "dx", dx);
+    same_device(fn, "dz", dz, "w", w), same_device(fn, "dz", dz, "dx", dx);
+    check_geom(fn, g, false);
+    need_images(fn, "dx", dx, g);
+    need_filters(fn, "w", w, "dz", dz, dx, g);
+    no_overlap(fn, "dx", dx, "dz", dz), no_overlap(fn, "dx", dx, "w", w);
+    dz.device().conv_dgrad(g, dz, w, dx);
+}
+
 }  // namespace vela

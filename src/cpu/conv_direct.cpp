@@ -31,6 +31,7 @@
 
 namespace vela::cpu {
 
+using convwalk::lanes;
 using convwalk::Plane;
 using convwalk::plane;
 
@@ -44,12 +45,6 @@ constexpr int64_t kFwdBlock = 4;  // output channels per task of the fast conv
 bool fast_geometry(const ConvGeom& g, const Plane& X, const Plane& Y, bool one_channel = true) {
     return (g.c == 1 || !one_channel) && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && X.rs == 1 && Y.rs == 1 &&
            g.kh * g.kw <= 1024 && isa() != Isa::base;
-}
-
-// Lane masks for the first `left` lanes of 8 (all when left ≥ 8).
-__attribute__((target("avx2,fma"))) inline __m256i lanes(int64_t left) {
-    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::min<int64_t>(left, 8))), idx);
 }
 
 // A run of up to 8 output positions of one output row: its first input

@@ -3,6 +3,8 @@
 // pairs, and the walk over a pooling window's outputs with the image span
 // under each.
 #pragma once
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
 
@@ -18,6 +20,13 @@ struct Plane {
     float& at(int64_t i, int64_t j) const { return p[i * rs + j * cs]; }
 };
 inline Plane plane(const Matrix& m) { return {fptr(m), m.row_step(), m.col_step()}; }
+
+// Lane masks for the first `left` lanes of 8 (all when left ≥ 8): the direct
+// convolution's masked runs (conv_direct.cpp, conv_dgrad.cpp).
+__attribute__((target("avx2,fma"))) inline __m256i lanes(int64_t left) {
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(std::min<int64_t>(left, 8))), idx);
+}
 
 // Runs f(c, n) for every (channel, sample) pair, in parallel, each pair
 // carrying `work` elements (for the grain).

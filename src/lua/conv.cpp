@@ -164,6 +164,16 @@ int l_conv_wgrad(lua_State* L) {
     return 1;
 }
 
+// conv_dgrad(dz, w, dx, g): dx ← the input gradient.
+int l_conv_dgrad(lua_State* L) {
+    check_nargs(L, 4);
+    auto [dz, w, dx] = check_matrices<3>(L);
+    ConvGeom g = check_geom(L, 4, "conv_dgrad", false);
+    guarded(L, [&] { conv_dgrad(g, dz, w, dx); });
+    lua_pushvalue(L, 3);
+    return 1;
+}
+
 const luaL_Reg conv_kernels[] = {
     {"im2col", l_im2col},
     {"col2im", l_col2im},
@@ -175,6 +185,7 @@ const luaL_Reg conv_kernels[] = {
     {"from_images", matrix_kernel<from_images, 2>},  // from_images(y, u) -> u
     {"conv", l_conv},
     {"conv_wgrad", l_conv_wgrad},
+    {"conv_dgrad", l_conv_dgrad},
     {nullptr, nullptr}};
 
 void document() {
@@ -229,6 +240,15 @@ void document() {
                   "db(o) ← Σ_j Σ_p dz(o·P + p, j) (db nil for none); x (c·h·w)×n, dz (out·oh·ow)×n (the gradient "
                   "before the activation), dw out×(c·k·k), any view (its transpose too). ") +
           geom + ". e.g. conv_wgrad(x, dz, dw, db, {c = 1, h = 28, w = 28, k = 5}).");
+    d("conv_dgrad", "conv_dgrad(dz, w, dx, g) -> dx",
+      std::string("The input gradient of conv, overwritten: dx(pixel, j) ← Σ_o Σ_p w(o, r)·dz(o·P + p, j) over "
+                  "the outputs p whose window holds the pixel (r its offset there; 0 where no window reaches); dz "
+                  "(out·oh·ow)×n (the gradient before the activation), w out×(c·k·k) as conv's, dx (c·h·w)×n. The "
+                  "same as from_images(dz, du), mm(w:t(), du:t(), cols), fill(dx, 0) and col2im(cols, dx, g), "
+                  "without the windows; on the cpu direct (AVX2 for stride 1 without padding: nn.conv2d's backward "
+                  "takes it there; scalar loops elsewhere), one shader on Vulkan. ") +
+          geom + ". e.g. g = {c = 2, h = 6, w = 6, k = 3}; dx = conv_dgrad(ones(2 * 16, 4), ones(2, 18), zeros(72, 4), "
+                 "g) (dx's corner pixels 2, the middle ones 18). torch.nn.grad.conv2d_input.");
 }
 
 }  // namespace

@@ -14,16 +14,10 @@ local host = t.host
 
 local values = t.values  -- deterministic float32 values in [-2, 2)
 
--- The geometry's numbers, 0-based pixel of a host image, 0 in the padding.
-local function geo(g)
-  local kh, kw = type(g.k) == "table" and g.k[1] or g.k, type(g.k) == "table" and g.k[2] or g.k
-  local s, p = g.stride or 1, g.pad or 0
-  local sh, sw = type(s) == "table" and s[1] or s, type(s) == "table" and s[2] or s
-  local ph, pw = type(p) == "table" and p[1] or p, type(p) == "table" and p[2] or p
-  local c = g.c or 1
-  return c, kh, kw, sh, sw, ph, pw, (g.h + 2 * ph - kh) // sh + 1, (g.w + 2 * pw - kw) // sw + 1
-end
+local check = dofile("tests/lua/helpers/conv_check.lua")
+local geo = check.geo  -- the geometry's numbers
 
+-- 0-based pixel of a host image, 0 in the padding.
 local function window(X, g, j, r, oy, ox)
   local c, kh, kw, sh, sw, ph, pw = geo(g)
   local ch, ky, kx = r // (kh * kw), r // kw % kh, r % kw
@@ -76,12 +70,7 @@ end
 
 -- Relative to the sum of the terms' sizes (float32 accumulation of R or n·P terms).
 local function close(got, want, scale, tol, what)
-  for i = 1, #want do
-    for j = 1, #want[i] do
-      local gv, wv = got[i][j], want[i][j]
-      assert(math.abs(gv - wv) <= tol * scale, ("%s: (%d, %d) is %.9g, want %.9g"):format(what, i, j, gv, wv))
-    end
-  end
+  check.close(got, want, function() return tol * scale end, what)
 end
 
 local cases = {

@@ -196,14 +196,6 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // a 10-row output layer does not compute 64 rows.
         uint32_t sg = std::clamp<uint32_t>(caps.subgroup_size, 1, caps.max_workgroup_invocations);
         uint32_t mr = p.m <= 2 * sg ? 2 : p.m <= 4 * sg ? 4 : 8;
-        // The portable kernel (SwiftShader) takes 16 rows per lane with 4-byte
-        // loads of a where m fills such blocks: a load costs SwiftShader the
-        // same per float at any width (a 16-byte load is four 4-byte ones per
-        // lane), so the larger block's fewer loads per multiply-add are the
-        // gain, 10-30% per cpu-second (docs/results.md, "SwiftShader's GEMM
-        // against its own ceiling"). The sums are the same, in the same order.
-        const bool rows16 = !regblock64(caps) && p.m >= 16 * sg;
-        if (rows16) mr = 16;
         // NR = 24 for the 64-bit kernel (lavapipe, with the pair loads of b:
         // each load is a loop over the lanes there, so wider blocks share
         // them over more fma; 12 before, docs/results.md "lavapipe's GEMM"),
@@ -219,15 +211,14 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         // row pairs also an even row count, so a pair never leaves the column.
         // bmm: every block's address too (its step a multiple of 2 or 4 elements).
         const uint64_t bsa = batch ? uint64_t(batch->sa) : 0;
-        const bool pair_ok = !texel && p.a % 8 == 0 && p.lda % 2 == 0 && sg % 2 == 0 && (ta || p.m % 2 == 0) && bsa % 2 == 0;
-        const bool pair = pair_ok && !rows16;
+        bool pair = !texel && p.a % 8 == 0 && p.lda % 2 == 0 && sg % 2 == 0 && (ta || p.m % 2 == 0) && bsa % 2 == 0;
         // The portable kernel (no shaderInt64) loads 16 bytes where a's
         // address, ld and (untransposed) row count allow it: on SwiftShader
         // 12% faster than pairs (docs/gemm.md). The 64-bit kernel keeps pairs
         // (a 16-byte load is four per-lane loops on lavapipe, no gain).
         // The texel kernel loads 16-byte texels of a (one texelFetch, as
         // cheap as a 4-byte one there) on the same conditions, in floats.
-        bool quad = !rows16 && (texel ? p.a % 4 == 0 : !regblock64(caps) && p.a % 16 == 0) && p.lda % 4 == 0 && sg % 4 == 0 &&
+        bool quad = (texel ? p.a % 4 == 0 : !regblock64(caps) && p.a % 16 == 0) && p.lda % 4 == 0 && sg % 4 == 0 &&
                     mr % 4 == 0 && (ta || p.m % 4 == 0) && bsa % 4 == 0;
         // 8-byte loads of b (64-bit kernel): along k (op(b) untransposed) or
         // along j (transposed; column pairs need an even n, and NR even).
@@ -269,7 +260,7 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
             r.stream().pipelines().stand_in(shader, chosen.data, chosen.count, work, stand_in_budget)) {
             rspec.mr = 2;
             rspec.nr = 4;
-            rspec.pair = pair_ok ? 1u : 0u;  // 16-byte loads need MR a multiple of 4 (texel: pair is false)
+            rspec.pair = pair ? 1u : 0u;  // 16-byte loads need MR a multiple of 4 (texel: pair is false)
             ++stand_ins;
             // And the 1×1 block for the 2×4 one while it is not made, over a
             // sixteenth of the budget: its compile is a quarter of the 2×4

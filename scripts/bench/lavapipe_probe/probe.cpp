@@ -1,4 +1,4 @@
-// A bare Vulkan compute harness for probe.sh (not part of vela): runs one
+// A bare Vulkan compute harness for probe.sh and ../swiftshader_probe/probe.sh (not part of vela): runs one
 // SPIR-V shader over `groups` workgroups `reps` times on the first device (the
 // loader's VK_ICD_FILENAMES picks the driver) and prints the best wall and
 // process CPU time, and per `unit` (the shader's operations, or flops) the
@@ -26,8 +26,9 @@ int main(int argc,char**argv){
   VkInstance inst; CK(vkCreateInstance(&ici,0,&inst));
   uint32_t n=1; VkPhysicalDevice pd; vkEnumeratePhysicalDevices(inst,&n,&pd);
   float pr=1; VkDeviceQueueCreateInfo q{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}; q.queueCount=1; q.pQueuePriorities=&pr;
+  VkPhysicalDeviceFeatures have; vkGetPhysicalDeviceFeatures(pd,&have);  // SwiftShader has no shaderInt64
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES}; f12.bufferDeviceAddress=1;
-  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2}; f2.pNext=&f12; f2.features.shaderInt64=1;
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2}; f2.pNext=&f12; f2.features.shaderInt64=have.shaderInt64;
   VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO}; dci.pNext=&f2; dci.queueCreateInfoCount=1; dci.pQueueCreateInfos=&q;
   VkDevice dev; CK(vkCreateDevice(pd,&dci,0,&dev)); VkQueue queue; vkGetDeviceQueue(dev,0,0,&queue);
   size_t bytes=256<<20;
@@ -83,6 +84,9 @@ int main(int argc,char**argv){
   vkCmdDispatch(cb,groups,1,1); CK(vkEndCommandBuffer(cb));
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO}; si.commandBufferCount=1; si.pCommandBuffers=&cb;
   CK(vkQueueSubmit(queue,1,&si,0)); vkQueueWaitIdle(queue);
+  auto threads=[]{ FILE* f=fopen("/proc/self/status","r"); char line[256]; int t=0;
+    while(f&&fgets(line,sizeof line,f)) if(!strncmp(line,"Threads:",8)) t=atoi(line+8); if(f) fclose(f); return t; };
+  if(getenv("PROBE_THREADS")) fprintf(stderr,"threads in the process after the first dispatch: %d\n",threads());
   double best=1e9, bestc=1e9;
   for(int r=0;r<reps;r++){ auto t0=std::chrono::steady_clock::now(); clock_t c0=clock();
     CK(vkQueueSubmit(queue,1,&si,0)); vkQueueWaitIdle(queue);

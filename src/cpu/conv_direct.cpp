@@ -194,26 +194,27 @@ __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Pl
 }
 
 // conv_wgrad's fast path for several input channels, over a chunk of m
-// samples: dp the chunk's dz moved to [sample][position][channel] (out
-// floats per position), xp one input channel ch's m planes (h·w each,
-// contiguous). For output channels [o0, o0 + 16) and one window row ky, the
-// kw ≤ 5 window columns × 2 vectors of 8 channels are 10 accumulators; each
-// position adds its two dz vectors times the kw pixels under it (broadcast),
+// samples: dp the chunk's dz for output channels [o0, o0 + 16), moved to
+// [sample][position][16 channels] (64-byte aligned, so each position's two
+// vectors are one cache line, and the block is read in order), xp one input
+// channel ch's m planes (h·w each, contiguous). For one window row ky, the KW
+// ≤ 5 window columns × 2 vectors of 8 channels are 10 accumulators; each
+// position adds its two dz vectors times the KW pixels under it (broadcast),
 // so no horizontal sums: part(o, r) ← the chunk's sum, in the order of the
 // samples and positions.
+template <int KW>
 __attribute__((target("avx2,fma"))) void wgrad_rows(const ConvGeom& g, const float* xp, const float* dp, int64_t m,
                                                    int64_t out, int64_t o0, int64_t ch, int64_t ky, float* part) {
-    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, R = g.patch(), hw = g.h * g.w, nk = g.kw;
-    __m256 acc[5][2];
-    _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+    const int64_t oh = g.oh(), ow = g.ow(), R = g.patch(), hw = g.h * g.w, w = g.w;
+    __m256 acc[KW][2];
+    _Pragma("GCC unroll 8") for (int k = 0; k < KW; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+    const float* d = dp;
     for (int64_t n = 0; n < m; n++) {
-        const float* img = xp + n * hw + ky * g.w;
-        const float* d = dp + n * P * out + o0;
-        for (int64_t oy = 0; oy < oh; oy++, img += g.w)
-            for (int64_t ox = 0; ox < ow; ox++, d += out) {
-                const __m256 a0 = _mm256_loadu_ps(d), a1 = _mm256_loadu_ps(d + 8);
-                _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
-                    if (k >= nk) break;
+        const float* img = xp + n * hw + ky * w;
+        for (int64_t oy = 0; oy < oh; oy++, img += w)
+            for (int64_t ox = 0; ox < ow; ox++, d += 16) {
+                const __m256 a0 = _mm256_load_ps(d), a1 = _mm256_load_ps(d + 8);
+                _Pragma("GCC unroll 8") for (int k = 0; k < KW; k++) {
                     const __m256 xv = _mm256_broadcast_ss(img + ox + k);
                     acc[k][0] = _mm256_fmadd_ps(xv, a0, acc[k][0]);
                     acc[k][1] = _mm256_fmadd_ps(xv, a1, acc[k][1]);
@@ -221,8 +222,7 @@ __attribute__((target("avx2,fma"))) void wgrad_rows(const ConvGeom& g, const flo
             }
     }
     alignas(32) float t[16];
-    _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
-        if (k >= nk) break;
+    _Pragma("GCC unroll 8") for (int k = 0; k < KW; k++) {
         _mm256_store_ps(t, acc[k][0]);
         _mm256_store_ps(t + 8, acc[k][1]);
         const int64_t r = (ch * g.kh + ky) * g.kw + k;
@@ -230,26 +230,49 @@ __attribute__((target("avx2,fma"))) void wgrad_rows(const ConvGeom& g, const flo
     }
 }
 
+// A float buffer whose data starts on a 64-byte boundary.
+struct Aligned {
+    std::vector<float> v;
+    float* p;
+    explicit Aligned(size_t n) : v(n + 16) {
+        const auto a = reinterpret_cast<uintptr_t>(v.data());
+        p = v.data() + ((64 - a % 64) % 64) / sizeof(float);
+    }
+};
+
 // Several input channels (kw ≤ 5, out a multiple of 16): per chunk of
-// samples, dz moved to [sample][position][channel] and each input channel's
-// planes copied contiguous (in place the samples' planes lie 16–18 KB
-// apart and share a few cache sets), then wgrad_rows; db from the moved dz.
+// samples, dz moved to blocks of 16 channels, [block][sample][position][16],
+// and each input channel's planes copied contiguous (in place the samples'
+// planes lie 16–18 KB apart and share a few cache sets), then wgrad_rows;
+// db from the moved dz.
 void wgrad_chunk(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out, int64_t n0, int64_t n1, float* part,
                  float* dbp) {
     const int64_t m = n1 - n0, P = g.positions(), hw = g.h * g.w;
-    std::vector<float> dp(size_t(m * P * out)), xp(size_t(m * hw));
+    Aligned dp(size_t(m * P * out)), xp(size_t(m * hw));
     for (int64_t n = 0; n < m; n++)
         for (int64_t o = 0; o < out; o++) {
             const float* src = &D.at(o * P, n0 + n);
-            float* d = &dp[size_t(n * P * out + o)];
+            float* d = dp.p + ((o / 16 * m + n) * P) * 16 + o % 16;
             float s = 0.0f;
-            for (int64_t p = 0; p < P; p++) d[p * out] = src[p], s += src[p];
+            for (int64_t p = 0; p < P; p++) d[p * 16] = src[p], s += src[p];
             dbp[o] += s;
         }
     for (int64_t ch = 0; ch < g.c; ch++) {
-        for (int64_t n = 0; n < m; n++) std::copy_n(&X.at(ch * hw, n0 + n), hw, &xp[size_t(n * hw)]);
-        for (int64_t o0 = 0; o0 < out; o0 += 16)
-            for (int64_t ky = 0; ky < g.kh; ky++) wgrad_rows(g, xp.data(), dp.data(), m, out, o0, ch, ky, part);
+        for (int64_t n = 0; n < m; n++) std::copy_n(&X.at(ch * hw, n0 + n), hw, xp.p + n * hw);
+        for (int64_t o0 = 0; o0 < out; o0 += 16) {
+            const float* d = dp.p + o0 * m * P;
+            for (int64_t ky = 0; ky < g.kh; ky++) {
+#define VELA_WGRAD_ROWS(KW) wgrad_rows<KW>(g, xp.p, d, m, out, o0, ch, ky, part)
+                switch (g.kw) {
+                    case 1: VELA_WGRAD_ROWS(1); break;
+                    case 2: VELA_WGRAD_ROWS(2); break;
+                    case 3: VELA_WGRAD_ROWS(3); break;
+                    case 4: VELA_WGRAD_ROWS(4); break;
+                    default: VELA_WGRAD_ROWS(5); break;
+                }
+#undef VELA_WGRAD_ROWS
+            }
+        }
     }
 }
 

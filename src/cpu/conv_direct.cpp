@@ -23,6 +23,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "cpu/conv_walk.hpp"
@@ -230,13 +231,14 @@ __attribute__((target("avx2,fma"))) void wgrad_rows(const ConvGeom& g, const flo
     }
 }
 
-// A float buffer whose data starts on a 64-byte boundary.
+// A float buffer whose data starts on a 64-byte boundary (not zeroed: every
+// float is written before it is read).
 struct Aligned {
-    std::vector<float> v;
+    std::unique_ptr<float[]> v;
     float* p;
-    explicit Aligned(size_t n) : v(n + 16) {
-        const auto a = reinterpret_cast<uintptr_t>(v.data());
-        p = v.data() + ((64 - a % 64) % 64) / sizeof(float);
+    explicit Aligned(size_t n) : v(new float[n + 16]) {
+        const auto a = reinterpret_cast<uintptr_t>(v.get());
+        p = v.get() + ((64 - a % 64) % 64) / sizeof(float);
     }
 };
 
@@ -409,18 +411,24 @@ void CpuDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& dz,
             }
         });
     }
-    for (int64_t o = 0; o < out; o++) {
-        for (int64_t r = 0; r < R; r++) {
-            float s = 0.0f;
-            for (int64_t c = 0; c < chunks; c++) s += part[size_t((c * out + o) * R + r)];
-            DW.at(o, r) = s;
+    // The chunks' sums in chunk order (from 0.0f, as one running sum), each
+    // output channel's row on one thread, the row's columns side by side.
+    parallel_for(out, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, chunks * R)), [&](int64_t b0, int64_t e) {
+        std::vector<float> s(static_cast<size_t>(R));
+        for (int64_t o = b0; o < e; o++) {
+            std::fill(s.begin(), s.end(), 0.0f);
+            for (int64_t c = 0; c < chunks; c++) {
+                const float* pr = &part[size_t((c * out + o) * R)];
+                for (int64_t r = 0; r < R; r++) s[size_t(r)] += pr[r];
+            }
+            for (int64_t r = 0; r < R; r++) DW.at(o, r) = s[size_t(r)];
+            if (db.buf) {
+                float sb = 0.0f;
+                for (int64_t c = 0; c < chunks; c++) sb += dbp[size_t(c * out + o)];
+                fptr(db)[o * db.inc()] = sb;
+            }
         }
-        if (db.buf) {
-            float s = 0.0f;
-            for (int64_t c = 0; c < chunks; c++) s += dbp[size_t(c * out + o)];
-            fptr(db)[o * db.inc()] = s;
-        }
-    }
+    });
 }
 
 }  // namespace vela::cpu

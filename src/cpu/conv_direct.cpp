@@ -13,8 +13,9 @@
 // then the bias and relu in the same registers; conv_wgrad holds, for one
 // input channel, 2 channels × 5 window columns, summing dz × the shifted
 // image over the positions, and for several (kw ≤ 5, out a multiple of 16)
-// 16 channels × 5 window columns, dz moved to channels-last so that each
-// position adds 2 vectors of dz times 5 broadcast pixels. Anything else
+// 16 channels × 5 window columns, dz moved to channels-last (blocks of 16
+// channels, 64-byte aligned, by 8×8 transposes) so that each position adds
+// 2 vectors of dz times kw broadcast pixels (kw a template constant). Anything else
 // takes the scalar loops below (any geometry). Each output is summed in a
 // fixed order: the window offsets in im2col's row order for conv; for
 // conv_wgrad fixed chunks of kChunk (kChunkMany) samples, each chunk's sum
@@ -242,6 +243,43 @@ struct Aligned {
     }
 };
 
+// 8 channels' dz planes of one sample (src, P floats each, P apart) moved to
+// d[p·16 + j] (channel j of 8, position p), 8 positions at a time through an
+// 8×8 transpose in registers; db[j] += the plane's sum, summed from 0 in
+// position order (each lane one channel's running sum).
+__attribute__((target("avx2,fma"))) void move_block(const float* src, int64_t P, float* d, float* db) {
+    __m256 s = _mm256_setzero_ps();
+    int64_t p = 0;
+    for (; p + 8 <= P; p += 8) {
+        __m256 r[8], u[8], v[8];
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_ps(src + j * P + p);
+        _Pragma("GCC unroll 4") for (int j = 0; j < 8; j += 2) {
+            u[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+            u[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+        }
+        _Pragma("GCC unroll 2") for (int j = 0; j < 8; j += 4) {
+            v[j] = _mm256_shuffle_ps(u[j], u[j + 2], _MM_SHUFFLE(1, 0, 1, 0));
+            v[j + 1] = _mm256_shuffle_ps(u[j], u[j + 2], _MM_SHUFFLE(3, 2, 3, 2));
+            v[j + 2] = _mm256_shuffle_ps(u[j + 1], u[j + 3], _MM_SHUFFLE(1, 0, 1, 0));
+            v[j + 3] = _mm256_shuffle_ps(u[j + 1], u[j + 3], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+        // position i of the 8: v[i % 4] (rows 0–3) and v[4 + i % 4] (rows 4–7), lanes i / 4
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
+            const __m256 t = i < 4 ? _mm256_permute2f128_ps(v[i], v[i + 4], 0x20)
+                                   : _mm256_permute2f128_ps(v[i - 4], v[i], 0x31);
+            _mm256_store_ps(d + (p + i) * 16, t);
+            s = _mm256_add_ps(s, t);
+        }
+    }
+    alignas(32) float t[8];
+    _mm256_store_ps(t, s);
+    for (int64_t j = 0; j < 8; j++) {
+        float sj = t[j];
+        for (int64_t q = p; q < P; q++) d[q * 16 + j] = src[j * P + q], sj += src[j * P + q];
+        db[j] += sj;
+    }
+}
+
 // Several input channels (kw ≤ 5, out a multiple of 16): per chunk of
 // samples, dz moved to blocks of 16 channels, [block][sample][position][16],
 // and each input channel's planes copied contiguous (in place the samples'
@@ -252,13 +290,8 @@ void wgrad_chunk(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out,
     const int64_t m = n1 - n0, P = g.positions(), hw = g.h * g.w;
     Aligned dp(size_t(m * P * out)), xp(size_t(m * hw));
     for (int64_t n = 0; n < m; n++)
-        for (int64_t o = 0; o < out; o++) {
-            const float* src = &D.at(o * P, n0 + n);
-            float* d = dp.p + ((o / 16 * m + n) * P) * 16 + o % 16;
-            float s = 0.0f;
-            for (int64_t p = 0; p < P; p++) d[p * 16] = src[p], s += src[p];
-            dbp[o] += s;
-        }
+        for (int64_t o = 0; o < out; o += 8)
+            move_block(&D.at(o * P, n0 + n), P, dp.p + ((o / 16 * m + n) * P) * 16 + o % 16, dbp + o);
     for (int64_t ch = 0; ch < g.c; ch++) {
         for (int64_t n = 0; n < m; n++) std::copy_n(&X.at(ch * hw, n0 + n), hw, xp.p + n * hw);
         for (int64_t o0 = 0; o0 < out; o0 += 16) {

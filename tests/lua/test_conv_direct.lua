@@ -84,8 +84,8 @@ local cases = {
   {name = "2 channels, 4×5, 3×3, 16 outputs, 17 samples (conv_wgrad's tile for several channels: 2 chunks)",
    g = {c = 2, h = 4, w = 5, k = 3}, out = 16, n = 17},
   -- conv_wgrad on the cpu only (its tile for several channels; conv's does not depend on kw or out):
-  {name = "2 channels, 6×7, 5×5, 32 outputs, 5 samples (that tile, 5 window columns, 2 blocks of 16 outputs)",
-   g = {c = 2, h = 6, w = 7, k = 5}, out = 32, n = 5, wgrad_only = true},
+  {name = "2 channels, 6×9, 5×5, 32 outputs, 5 samples (that tile, 5 window columns, 2 blocks of 16 outputs; 10 positions: 8 moved by the transpose, 2 after)",
+   g = {c = 2, h = 6, w = 9, k = 5}, out = 32, n = 5, wgrad_only = true},
   {name = "2 channels, 3×6, 2×4, 16 outputs, 3 samples (that tile, 4 window columns)",
    g = {c = 2, h = 3, w = 6, k = {2, 4}}, out = 16, n = 3, wgrad_only = true},
   {name = "two channels, stride 2, pad 1 (the general path)", g = {c = 2, h = 7, w = 6, k = 3, stride = {2, 1}, pad = 1},

@@ -13,8 +13,9 @@
 // then the bias and relu in the same registers; conv_wgrad holds, for one
 // input channel, 2 channels × 5 window columns, summing dz × the shifted
 // image over the positions, and for several (kw ≤ 5, out a multiple of 16)
-// 16 channels × 5 window columns, dz moved to channels-last so that each
-// position adds 2 vectors of dz times 5 broadcast pixels. Anything else
+// 16 channels × 5 window columns, dz moved to channels-last (blocks of 16
+// channels, 64-byte aligned, by 8×8 transposes) so that each position adds
+// 2 vectors of dz times kw broadcast pixels (kw a template constant). Anything else
 // takes the scalar loops below (any geometry). Each output is summed in a
 // fixed order: the window offsets in im2col's row order for conv; for
 // conv_wgrad fixed chunks of kChunk (kChunkMany) samples, each chunk's sum
@@ -23,6 +24,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "cpu/conv_walk.hpp"
@@ -194,26 +196,27 @@ __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Pl
 }
 
 // conv_wgrad's fast path for several input channels, over a chunk of m
-// samples: dp the chunk's dz moved to [sample][position][channel] (out
-// floats per position), xp one input channel ch's m planes (h·w each,
-// contiguous). For output channels [o0, o0 + 16) and one window row ky, the
-// kw ≤ 5 window columns × 2 vectors of 8 channels are 10 accumulators; each
-// position adds its two dz vectors times the kw pixels under it (broadcast),
+// samples: dp the chunk's dz for output channels [o0, o0 + 16), moved to
+// [sample][position][16 channels] (64-byte aligned, so each position's two
+// vectors are one cache line, and the block is read in order), xp one input
+// channel ch's m planes (h·w each, contiguous). For one window row ky, the KW
+// ≤ 5 window columns × 2 vectors of 8 channels are 10 accumulators; each
+// position adds its two dz vectors times the KW pixels under it (broadcast),
 // so no horizontal sums: part(o, r) ← the chunk's sum, in the order of the
 // samples and positions.
+template <int KW>
 __attribute__((target("avx2,fma"))) void wgrad_rows(const ConvGeom& g, const float* xp, const float* dp, int64_t m,
                                                    int64_t out, int64_t o0, int64_t ch, int64_t ky, float* part) {
-    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, R = g.patch(), hw = g.h * g.w, nk = g.kw;
-    __m256 acc[5][2];
-    _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+    const int64_t oh = g.oh(), ow = g.ow(), R = g.patch(), hw = g.h * g.w, w = g.w;
+    __m256 acc[KW][2];
+    _Pragma("GCC unroll 8") for (int k = 0; k < KW; k++) acc[k][0] = acc[k][1] = _mm256_setzero_ps();
+    const float* d = dp;
     for (int64_t n = 0; n < m; n++) {
-        const float* img = xp + n * hw + ky * g.w;
-        const float* d = dp + n * P * out + o0;
-        for (int64_t oy = 0; oy < oh; oy++, img += g.w)
-            for (int64_t ox = 0; ox < ow; ox++, d += out) {
-                const __m256 a0 = _mm256_loadu_ps(d), a1 = _mm256_loadu_ps(d + 8);
-                _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
-                    if (k >= nk) break;
+        const float* img = xp + n * hw + ky * w;
+        for (int64_t oy = 0; oy < oh; oy++, img += w)
+            for (int64_t ox = 0; ox < ow; ox++, d += 16) {
+                const __m256 a0 = _mm256_load_ps(d), a1 = _mm256_load_ps(d + 8);
+                _Pragma("GCC unroll 8") for (int k = 0; k < KW; k++) {
                     const __m256 xv = _mm256_broadcast_ss(img + ox + k);
                     acc[k][0] = _mm256_fmadd_ps(xv, a0, acc[k][0]);
                     acc[k][1] = _mm256_fmadd_ps(xv, a1, acc[k][1]);
@@ -221,8 +224,7 @@ __attribute__((target("avx2,fma"))) void wgrad_rows(const ConvGeom& g, const flo
             }
     }
     alignas(32) float t[16];
-    _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) {
-        if (k >= nk) break;
+    _Pragma("GCC unroll 8") for (int k = 0; k < KW; k++) {
         _mm256_store_ps(t, acc[k][0]);
         _mm256_store_ps(t + 8, acc[k][1]);
         const int64_t r = (ch * g.kh + ky) * g.kw + k;
@@ -230,26 +232,82 @@ __attribute__((target("avx2,fma"))) void wgrad_rows(const ConvGeom& g, const flo
     }
 }
 
+// A float buffer whose data starts on a 64-byte boundary (not zeroed: every
+// float is written before it is read).
+struct Aligned {
+    std::unique_ptr<float[]> v;
+    float* p;
+    explicit Aligned(size_t n) : v(new float[n + 16]) {
+        const auto a = reinterpret_cast<uintptr_t>(v.get());
+        p = v.get() + ((64 - a % 64) % 64) / sizeof(float);
+    }
+};
+
+// 8 channels' dz planes of one sample (src, P floats each, P apart) moved to
+// d[p·16 + j] (channel j of 8, position p), 8 positions at a time through an
+// 8×8 transpose in registers; db[j] += the plane's sum, summed from 0 in
+// position order (each lane one channel's running sum).
+__attribute__((target("avx2,fma"))) void move_block(const float* src, int64_t P, float* d, float* db) {
+    __m256 s = _mm256_setzero_ps();
+    int64_t p = 0;
+    for (; p + 8 <= P; p += 8) {
+        __m256 r[8], u[8], v[8];
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) r[j] = _mm256_loadu_ps(src + j * P + p);
+        _Pragma("GCC unroll 4") for (int j = 0; j < 8; j += 2) {
+            u[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+            u[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+        }
+        _Pragma("GCC unroll 2") for (int j = 0; j < 8; j += 4) {
+            v[j] = _mm256_shuffle_ps(u[j], u[j + 2], _MM_SHUFFLE(1, 0, 1, 0));
+            v[j + 1] = _mm256_shuffle_ps(u[j], u[j + 2], _MM_SHUFFLE(3, 2, 3, 2));
+            v[j + 2] = _mm256_shuffle_ps(u[j + 1], u[j + 3], _MM_SHUFFLE(1, 0, 1, 0));
+            v[j + 3] = _mm256_shuffle_ps(u[j + 1], u[j + 3], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+        // position i of the 8: v[i % 4] (rows 0–3) and v[4 + i % 4] (rows 4–7), lanes i / 4
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) {
+            const __m256 t = i < 4 ? _mm256_permute2f128_ps(v[i], v[i + 4], 0x20)
+                                   : _mm256_permute2f128_ps(v[i - 4], v[i], 0x31);
+            _mm256_store_ps(d + (p + i) * 16, t);
+            s = _mm256_add_ps(s, t);
+        }
+    }
+    alignas(32) float t[8];
+    _mm256_store_ps(t, s);
+    for (int64_t j = 0; j < 8; j++) {
+        float sj = t[j];
+        for (int64_t q = p; q < P; q++) d[q * 16 + j] = src[j * P + q], sj += src[j * P + q];
+        db[j] += sj;
+    }
+}
+
 // Several input channels (kw ≤ 5, out a multiple of 16): per chunk of
-// samples, dz moved to [sample][position][channel] and each input channel's
-// planes copied contiguous (in place the samples' planes lie 16–18 KB
-// apart and share a few cache sets), then wgrad_rows; db from the moved dz.
+// samples, dz moved to blocks of 16 channels, [block][sample][position][16],
+// and each input channel's planes copied contiguous (in place the samples'
+// planes lie 16–18 KB apart and share a few cache sets), then wgrad_rows;
+// db from the moved dz.
 void wgrad_chunk(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out, int64_t n0, int64_t n1, float* part,
                  float* dbp) {
     const int64_t m = n1 - n0, P = g.positions(), hw = g.h * g.w;
-    std::vector<float> dp(size_t(m * P * out)), xp(size_t(m * hw));
+    Aligned dp(size_t(m * P * out)), xp(size_t(m * hw));
     for (int64_t n = 0; n < m; n++)
-        for (int64_t o = 0; o < out; o++) {
-            const float* src = &D.at(o * P, n0 + n);
-            float* d = &dp[size_t(n * P * out + o)];
-            float s = 0.0f;
-            for (int64_t p = 0; p < P; p++) d[p * out] = src[p], s += src[p];
-            dbp[o] += s;
-        }
+        for (int64_t o = 0; o < out; o += 8)
+            move_block(&D.at(o * P, n0 + n), P, dp.p + ((o / 16 * m + n) * P) * 16 + o % 16, dbp + o);
     for (int64_t ch = 0; ch < g.c; ch++) {
-        for (int64_t n = 0; n < m; n++) std::copy_n(&X.at(ch * hw, n0 + n), hw, &xp[size_t(n * hw)]);
-        for (int64_t o0 = 0; o0 < out; o0 += 16)
-            for (int64_t ky = 0; ky < g.kh; ky++) wgrad_rows(g, xp.data(), dp.data(), m, out, o0, ch, ky, part);
+        for (int64_t n = 0; n < m; n++) std::copy_n(&X.at(ch * hw, n0 + n), hw, xp.p + n * hw);
+        for (int64_t o0 = 0; o0 < out; o0 += 16) {
+            const float* d = dp.p + o0 * m * P;
+            for (int64_t ky = 0; ky < g.kh; ky++) {
+#define VELA_WGRAD_ROWS(KW) wgrad_rows<KW>(g, xp.p, d, m, out, o0, ch, ky, part)
+                switch (g.kw) {
+                    case 1: VELA_WGRAD_ROWS(1); break;
+                    case 2: VELA_WGRAD_ROWS(2); break;
+                    case 3: VELA_WGRAD_ROWS(3); break;
+                    case 4: VELA_WGRAD_ROWS(4); break;
+                    default: VELA_WGRAD_ROWS(5); break;
+                }
+#undef VELA_WGRAD_ROWS
+            }
+        }
     }
 }
 
@@ -386,18 +444,24 @@ void CpuDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& dz,
             }
         });
     }
-    for (int64_t o = 0; o < out; o++) {
-        for (int64_t r = 0; r < R; r++) {
-            float s = 0.0f;
-            for (int64_t c = 0; c < chunks; c++) s += part[size_t((c * out + o) * R + r)];
-            DW.at(o, r) = s;
+    // The chunks' sums in chunk order (from 0.0f, as one running sum), each
+    // output channel's row on one thread, the row's columns side by side.
+    parallel_for(out, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, chunks * R)), [&](int64_t b0, int64_t e) {
+        std::vector<float> s(static_cast<size_t>(R));
+        for (int64_t o = b0; o < e; o++) {
+            std::fill(s.begin(), s.end(), 0.0f);
+            for (int64_t c = 0; c < chunks; c++) {
+                const float* pr = &part[size_t((c * out + o) * R)];
+                for (int64_t r = 0; r < R; r++) s[size_t(r)] += pr[r];
+            }
+            for (int64_t r = 0; r < R; r++) DW.at(o, r) = s[size_t(r)];
+            if (db.buf) {
+                float sb = 0.0f;
+                for (int64_t c = 0; c < chunks; c++) sb += dbp[size_t(c * out + o)];
+                fptr(db)[o * db.inc()] = sb;
+            }
         }
-        if (db.buf) {
-            float s = 0.0f;
-            for (int64_t c = 0; c < chunks; c++) s += dbp[size_t(c * out + o)];
-            fptr(db)[o * db.inc()] = s;
-        }
-    }
+    });
 }
 
 }  // namespace vela::cpu

@@ -10,7 +10,7 @@
 // the claim, runs it and counts it in `finished`; the caller returns when every
 // chunk is counted. A worker that sleeps through a job cannot touch it.
 //
-// Waking: a worker spins (pause) for kSpin after its last chunk, since the next
+// Waking: a worker spins (pause) for kSpin (50 µs) after its last chunk, since the next
 // kernel of a training step follows within microseconds, then sleeps on a futex
 // (std::atomic::wait). The caller only makes the futex call when a worker sleeps.
 #include "cpu/pool.hpp"
@@ -32,7 +32,12 @@ using Clock = std::chrono::steady_clock;
 
 // How long an idle worker spins before it sleeps. A training step's kernels
 // come tens of microseconds apart; waking a sleeping thread costs about as much.
-constexpr auto kSpin = std::chrono::microseconds(200);
+// 50 µs: the MLP's gaps are mostly shorter (it sleeps as often as with 200),
+// and in the CNN's step the ~6 gaps a step longer than 200 µs (Lua between
+// layers, the serial parts) cost 50 µs of spinning each instead of 200: the
+// worker's spin per step 1.5 → 0.35 ms of a ~56 ms step (docs/results.md,
+// helper cnnwg).
+constexpr auto kSpin = std::chrono::microseconds(50);
 
 constexpr int kIdxBits = 20;
 constexpr uint64_t kIdxMask = (uint64_t(1) << kIdxBits) - 1;

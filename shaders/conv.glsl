@@ -2,16 +2,13 @@
 // col2im, pool, pool_backward): three views, the geometry of core/conv.hpp and
 // the block of window offsets (or covering outputs) this pass handles,
 // mirroring struct ConvPush in src/vulkan/kernels_conv.cpp (128 bytes).
-// Requires common.glsl and udiv.glsl. A shader with a push block of its own
-// (conv_dgrad.comp) defines VELA_CONV_OWN_PUSH first and gets only the helpers
-// that do not read p (holding, block).
+// Requires common.glsl and udiv.glsl.
 //
 // Bounded loops: llvmpipe ends every loop of an invocation once its loops
 // together have run 65,535 iterations, silently. A kernel that walks a window
 // walks one block of at most by × bx positions per dispatch (by·bx ≤ 4,096,
 // chosen by the host), and the host records as many passes as the window
 // needs, each carrying the partial result in the output.
-#ifndef VELA_CONV_OWN_PUSH
 layout(push_constant) uniform Push {
     View a;  // the input: x (im2col, pool), cols (col2im), dy (pool_backward)
     View b;  // idx (maxpool, maxpool_backward); unused otherwise
@@ -28,7 +25,6 @@ layout(push_constant) uniform Push {
 uint out_h() { return udiv(p.h + 2u * p.ph - p.kh, p.sh) + 1u; }
 uint out_w() { return udiv(p.w + 2u * p.pw - p.kw, p.sw) + 1u; }
 bool first_pass() { return p.y0 == 0u && p.x0 == 0u; }
-#endif
 
 // The output positions o whose window (starting at o·s − pad) holds pixel i of
 // an axis: o in [lo, hi), empty when hi ≤ lo.

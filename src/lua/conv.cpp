@@ -246,7 +246,7 @@ void document() {
                   "(out·oh·ow)×n (the gradient before the activation), w out×(c·k·k) as conv's, dx (c·h·w)×n. The "
                   "same as from_images(dz, du), mm(w:t(), du:t(), cols), fill(dx, 0) and col2im(cols, dx, g), "
                   "without the windows; on the cpu direct (AVX2 for stride 1 without padding: nn.conv2d's backward "
-                  "takes it there; scalar loops elsewhere), one shader on Vulkan. ") +
+                  "takes it there; scalar loops elsewhere), on Vulkan those steps. ") +
           geom + ". e.g. g = {c = 2, h = 6, w = 6, k = 3}; dx = conv_dgrad(ones(2 * 16, 4), ones(2, 18), zeros(72, 4), "
                  "g) (dx's corner pixels 2, the middle ones 18). torch.nn.grad.conv2d_input.");
 }

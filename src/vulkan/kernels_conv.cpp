@@ -1,8 +1,7 @@
 // Convolution and pooling kernels: im2col (shaders/im2col.comp), col2im
 // (col2im.comp), max and average pooling (pool.comp) and their backward steps
 // (pool_backward.comp; pool_scatter.comp for max pooling whose windows do not
-// overlap), the input gradient of a convolution (conv_dgrad.comp) and the
-// layout moves around a convolution's GEMM (images.comp).
+// overlap), and the layout moves around a convolution's GEMM (images.comp).
 // One invocation per output element (four for im2col; one per window for
 // pool_scatter), gathering, so no two invocations write one element and no
 // atomics are needed; loops over a window
@@ -28,14 +27,6 @@ static_assert(sizeof(ConvPush) == 128);  // the least maxPushConstantsSize Vulka
 // the block's rows, at most 2·kBlock loop iterations, far below the 65,535
 // after which llvmpipe ends an invocation's loops.
 constexpr uint64_t kBlock = 4096;
-
-// Mirrors the push block of shaders/conv_dgrad.comp.
-struct DgradPush {
-    View a, b, c;
-    uint32_t ch = 0, h = 0, w = 0, kh = 0, kw = 0, sh = 0, sw = 0, ph = 0, pw = 0, n = 0;
-    uint32_t outs = 0, o0 = 0, y0 = 0, x0 = 0;
-};
-static_assert(sizeof(DgradPush) == 128);
 
 // Mirrors the push block of shaders/images.comp.
 struct ImagesPush {
@@ -101,26 +92,6 @@ void VulkanDevice::col2im(const ConvGeom& g, const Matrix& cols, const Matrix& x
     p.c = view(x);
     passes(*this, p, covering(g.kh, g.sh), covering(g.kw, g.sw), "col2im", "col2im", uint64_t(x.size()), 0,
            {&cols, &x}, {&x});
-}
-
-// One invocation per dx element (shaders/conv_dgrad.comp), one pass per block
-// of output channels and covering outputs: the shader works out the same
-// blocks from the geometry (at most kBlock sums per invocation and pass).
-void VulkanDevice::conv_dgrad(const ConvGeom& g, const Matrix& dz, const Matrix& w, const Matrix& dx) {
-    DgradPush p;
-    p.a = view(dz), p.b = view(w), p.c = view(dx);
-    p.ch = uint32_t(g.c), p.h = uint32_t(g.h), p.w = uint32_t(g.w);
-    p.kh = uint32_t(g.kh), p.kw = uint32_t(g.kw), p.sh = uint32_t(g.sh), p.sw = uint32_t(g.sw);
-    p.ph = uint32_t(g.ph), p.pw = uint32_t(g.pw), p.n = uint32_t(dx.cols), p.outs = uint32_t(w.rows);
-    const uint64_t ey = covering(g.kh, g.sh), ex = covering(g.kw, g.sw);
-    const uint64_t bx = std::min(ex, kBlock), by = std::min(ey, std::max<uint64_t>(1, kBlock / bx));
-    const uint64_t bo = std::max<uint64_t>(1, kBlock / (by * bx));
-    for (uint64_t o0 = 0; o0 < uint64_t(w.rows); o0 += bo)
-        for (uint64_t y0 = 0; y0 < ey; y0 += by)
-            for (uint64_t x0 = 0; x0 < ex; x0 += bx) {
-                p.o0 = uint32_t(o0), p.y0 = uint32_t(y0), p.x0 = uint32_t(x0);
-                go(*this, "conv_dgrad", "conv_dgrad", &p, sizeof p, uint64_t(dx.size()), 0, {&dz, &w, &dx}, {&dx});
-            }
 }
 
 void VulkanDevice::maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, const Matrix& idx) {
@@ -189,8 +160,9 @@ void VulkanDevice::from_images(const Matrix& y, const Matrix& u) {
     go(*this, "images", "from_images", &p, sizeof p, uint64_t(y.size()), 1, {&y}, {&u});
 }
 
-// conv and conv_wgrad: no shader of their own; the steps nn.conv2d takes on
-// this device (im2col, one GEMM, the layout move). Their window matrix
+// conv, conv_wgrad and conv_dgrad: no shader of their own; the steps
+// nn.conv2d takes on this device (im2col, one GEMM, the layout move; for
+// conv_dgrad the move, one GEMM and col2im). Their window matrix
 // (cols), GEMM matrix (u) and ones vector live in the device's conv scratch
 // (VulkanDevice::conv_scratch_), kept between calls: each buffer grows to the
 // largest asked for, up to kScratchMax bytes (larger ones are made per call
@@ -249,6 +221,16 @@ void VulkanDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& 
     im2col(g, x, cols);
     mm(1.0f, u.t(), cols.t(), 0.0f, dw);
     if (db.buf) mv(1.0f, u.t(), temp(*this, conv_scratch_[2], pn, 1, true), 0.0f, db);
+}
+
+void VulkanDevice::conv_dgrad(const ConvGeom& g, const Matrix& dz, const Matrix& w, const Matrix& dx) {
+    const int64_t pn = g.positions() * dx.cols;
+    if (pn == 0) return;
+    Matrix u = temp(*this, conv_scratch_[1], pn, w.rows), cols = temp(*this, conv_scratch_[0], g.patch(), pn);
+    from_images(dz, u);
+    mm(1.0f, w.t(), u.t(), 0.0f, cols);  // each window's gradient: Wᵀ·duᵀ
+    fill(dx, 0.0f);
+    col2im(g, cols, dx);
 }
 
 }  // namespace vela::vk

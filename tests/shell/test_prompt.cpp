@@ -234,8 +234,13 @@ TEST_CASE("prompt: Ctrl-R finds an earlier line", "[shell][pty]") {
     Session s;
     CHECK(s.run("40 + 2", "\r\n42\r\n"));
     CHECK(s.run("x = 0", "> "));
-    s.pty.send("\x12");  // Ctrl-R, then part of the line, then Enter runs it again
+    // Ctrl-R, then part of the line, then Enter runs it again. Each key waits
+    // for libedit's answer (its "bck:" search prompt, then the line found): a
+    // loaded machine once saw the keys typed ahead of the search lost.
+    s.pty.send("\x12");
+    CHECK(s.pty.expect("bck:"));
     s.pty.send("40 +");
+    CHECK(s.pty.expect("40 + 2"));
     s.pty.send("\n");
     CHECK(s.pty.expect("42"));
     CHECK(s.run("1", "\r\n1\r\n"));

@@ -364,10 +364,13 @@ end
 -- on the cpu (direct_wgrad), dW and db are one conv_wgrad over the batch's δ
 -- and the parts make only du, dcols and dx; where conv_dgrad is (direct_dgrad:
 -- AVX2, several input channels) dx is one conv_dgrad over δ instead.
-function Conv2d:backward(da, need_dx)
+--
+-- act_done (nn.sequential's, internal): da already is δ (a max pool after
+-- this layer applied its relu′: Pool:takes_act in lua/vela/pool.lua).
+function Conv2d:backward(da, need_dx, _, act_done)
   local b = check_grad(self, da, self.outputs, "conv2d")
   local n = self.n
-  local act, a = self.activation, b.a or b.z
+  local act, a = act_done and "identity" or self.activation, b.a or b.z
   if self.direct_wgrad then  -- dW, db from δ over the whole batch, no windows
     local delta = act == "identity" and da or layer.delta(act, da, b.z, a, b.delta)
     vela.conv_wgrad(self.x, delta, self.dw, self.db, self.g)

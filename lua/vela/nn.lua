@@ -227,9 +227,21 @@ end
 
 -- opt: nn.fit's optimizer, given to the layers, each nn.linear updating its W
 -- inside its dW product (Linear:backward; Sequential:_steps_left).
+-- A layer with takes_act(before) true (a max pool after a relu conv:
+-- lua/vela/pool.lua) applies the act′ of the layer before it in its own
+-- backward, which then takes its gradient as δ (the same values, from a
+-- smaller pass).
 function Sequential:_backward(dout, opt)
-  for i = #self.layers, 1, -1 do
-    dout = self.layers[i]:backward(dout, i > 1, opt)
+  local layers, i = self.layers, #self.layers
+  while i >= 1 do
+    local l, before = layers[i], layers[i - 1]
+    if before and l.takes_act and l:takes_act(before) then
+      dout = before:backward(l:backward(dout, true, opt, true), i > 2, opt, true)
+      i = i - 2
+    else
+      dout = l:backward(dout, i > 1, opt)
+      i = i - 1
+    end
   end
 end
 

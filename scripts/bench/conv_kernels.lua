@@ -10,7 +10,8 @@
 -- to_images, from_images (64 channels × 64 positions), maxpool, maxpool_bw
 -- (2×2 pools of 32×24×24 images), conv (with relu) and conv_wgrad (dW and db)
 -- for the second conv (their windows, GEMM matrix and ones vector are the
--- device's; a Vulkan device keeps them between calls), conv_dgrad (dx) and
+-- device's; a Vulkan device keeps them between calls), conv1_wgrad (dW and db
+-- of the first conv, 1→32, 5×5 on 28×28: the cpu's one-channel tile), conv_dgrad (dx) and
 -- dx_windows (the same dx as nn.conv2d made it before conv_dgrad: per part of
 -- 10 images from_images, mm into the part's windows, fill, col2im; Vulkan: the
 -- batch as one part). Processor time per
@@ -29,6 +30,8 @@ local py, pidx = vela.zeros(32 * 144, B), vela.zeros(32 * 144, B)
 local pdx = vela.zeros(32 * 576, B)
 vela.maxpool(px, py, pidx, pg)
 local w, dw, db = vela.rand(64, 800, 5), vela.zeros(64, 800), vela.zeros(64, 1)
+local g1 = {c = 1, h = 28, w = 28, k = {5, 5}, stride = {1, 1}, pad = {0, 0}}
+local x1, dw1, db1 = vela.rand(784, B, 6), vela.zeros(32, 25), vela.zeros(32, 1)
 local parts = {}  -- dx_windows' parts
 for j = 1, B, dev == "cpu" and 10 or B do
   local k = math.min(dev == "cpu" and 10 or B, B - j + 1)
@@ -43,6 +46,7 @@ local calls = {
   maxpool_bw = function() vela.maxpool_backward(py, pidx, pdx, pg) end,
   conv = function() vela.conv(x, w, b, z, g, "relu") end,
   conv_wgrad = function() vela.conv_wgrad(x, z, dw, db, g) end,
+  conv1_wgrad = function() vela.conv_wgrad(x1, pdx, dw1, db1, g1) end,
   conv_dgrad = function() vela.conv_dgrad(z, w, x, g) end,
   dx_windows = function()
     for _, p in ipairs(parts) do

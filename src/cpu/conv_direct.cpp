@@ -159,40 +159,48 @@ __attribute__((target("avx2,fma"))) inline void wgrad_step(const float* d0, cons
 
 // conv_wgrad's fast path for channels o0, o0 + 1 (nb of them) over samples
 // [n0, n1): part(j, r) ← Σ dz(o0 + j, position) · window_r, dbp(j) ← Σ dz.
+// Each block of window offsets (ky, kx0 .. kx0 + 4) keeps 2 × 5 accumulators;
+// a sample's dz and image are read for all the blocks in turn (their sums
+// kept in st between samples), so each sample's dz comes from memory once and
+// then from L1, not once per window row from L2. Each accumulator sees the
+// same products in the same order (samples, then positions) as with the
+// blocks outermost: the same sums.
 __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Plane& X, const Plane& D, int64_t o0,
                                                     int64_t nb, int64_t n0, int64_t n1, float* part, float* dbp) {
     const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, R = g.kh * g.kw;
-    for (int64_t ky = 0; ky < g.kh; ky++)
-        for (int64_t kx0 = 0; kx0 < g.kw; kx0 += 5) {
-            const int64_t nk = std::min<int64_t>(5, g.kw - kx0);
-            __m256 acc[2][5], db[2];
-            _Pragma("GCC unroll 8") for (int j = 0; j < 2; j++) {
-                db[j] = _mm256_setzero_ps();
-                _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) acc[j][k] = _mm256_setzero_ps();
+    const int64_t kb = (g.kw + 4) / 5, blocks = g.kh * kb;
+    std::vector<float> st(size_t(blocks * 80), 0.0f);  // block b's 2 × 5 accumulators at 80·b
+    __m256 db[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    const __m256i all = lanes(8), tail = lanes(ow % 8);
+    for (int64_t n = n0; n < n1; n++) {
+        const float* img = &X.at(0, n);
+        const float* d0 = &D.at(o0 * P, n);
+        const float* d1 = nb > 1 ? d0 + P : d0;
+        for (int64_t b = 0; b < blocks; b++) {
+            const int64_t ky = b / kb, kx0 = (b % kb) * 5, nk = std::min<int64_t>(5, g.kw - kx0);
+            float* s = &st[size_t(b * 80)];
+            __m256 acc[2][5];
+            _Pragma("GCC unroll 8") for (int j = 0; j < 2; j++)
+                _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) acc[j][k] = _mm256_loadu_ps(s + 8 * (j * 5 + k));
+            const bool with_db = b == 0;
+            for (int64_t oy = 0; oy < oh; oy++) {
+                const float* row = img + (oy + ky) * g.w + kx0;
+                const float* e0 = d0 + oy * ow;
+                const float* e1 = d1 + oy * ow;
+                int64_t ox = 0;
+                for (; ox + 8 <= ow; ox += 8) wgrad_step<false>(e0 + ox, e1 + ox, row + ox, all, nk, with_db, acc, db);
+                if (ox < ow) wgrad_step<true>(e0 + ox, e1 + ox, row + ox, tail, nk, with_db, acc, db);
             }
-            const bool with_db = ky == 0 && kx0 == 0;
-            for (int64_t n = n0; n < n1; n++) {
-                const float* img = &X.at(0, n);
-                const float* d0 = &D.at(o0 * P, n);
-                const float* d1 = nb > 1 ? d0 + P : d0;
-                for (int64_t oy = 0; oy < oh; oy++) {
-                    const float* row = img + (oy + ky) * g.w + kx0;
-                    const float* e0 = d0 + oy * ow;
-                    const float* e1 = d1 + oy * ow;
-                    int64_t ox = 0;
-                    const __m256i all = lanes(8);
-                    for (; ox + 8 <= ow; ox += 8)
-                        wgrad_step<false>(e0 + ox, e1 + ox, row + ox, all, nk, with_db, acc, db);
-                    if (ox < ow) wgrad_step<true>(e0 + ox, e1 + ox, row + ox, lanes(ow - ox), nk, with_db, acc, db);
-                }
-            }
-            _Pragma("GCC unroll 8") for (int j = 0; j < 2; j++) {
-                if (j >= nb) break;  // constant indices only, so the accumulators stay in registers
-                _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++)
-                    if (k < nk) part[j * R + ky * g.kw + kx0 + k] = hsum(acc[j][k]);
-                if (with_db) dbp[j] = hsum(db[j]);
-            }
+            _Pragma("GCC unroll 8") for (int j = 0; j < 2; j++)
+                _Pragma("GCC unroll 8") for (int k = 0; k < 5; k++) _mm256_storeu_ps(s + 8 * (j * 5 + k), acc[j][k]);
         }
+    }
+    for (int64_t b = 0; b < blocks; b++) {
+        const int64_t ky = b / kb, kx0 = (b % kb) * 5, nk = std::min<int64_t>(5, g.kw - kx0);
+        for (int64_t j = 0; j < nb; j++)
+            for (int64_t k = 0; k < nk; k++) part[j * R + ky * g.kw + kx0 + k] = hsum(_mm256_loadu_ps(&st[size_t(b * 80 + 8 * (j * 5 + k))]));
+    }
+    for (int64_t j = 0; j < nb; j++) dbp[j] = hsum(db[j]);
 }
 
 // conv_wgrad's fast path for several input channels, over a chunk of m

@@ -291,6 +291,21 @@ TEST_CASE("kernels: conv maxpool picks the first maximum; NaN loses, an all-NaN 
         maxpool(g8, x8m, y8, i8);
         same(to_host(y8), {5, nan, 7, -INFINITY, 5, nan, 7, -INFINITY});
         same(to_host(i8), {2, 3, 22, 7, 10, 11, 30, 15});  // 1-based rows: r·16 + column + 1
+        // Eight more windows on the AVX2 path (pixels top-left, top-right, bottom-left,
+        // bottom-right): NaN first then numbers; a number after NaNs; ties (−0 and 0: the
+        // first); a larger value after a NaN; −Inf after NaN; all equal; all −Inf; NaN after the maximum.
+        const float wins[8][4] = {{nan, 3, 1, 4},  {nan, nan, 2, nan}, {0, -0.0f, 0, 0},   {2, nan, 2, 3},
+                                  {nan, -INFINITY, nan, nan}, {1, 1, 1, 1}, {-INFINITY, -INFINITY, -INFINITY, -INFINITY},
+                                  {3, 2, nan, 1}};
+        std::vector<float> xw(32);
+        for (int64_t k = 0; k < 8; k++) {
+            xw[size_t(2 * k)] = wins[k][0], xw[size_t(2 * k + 1)] = wins[k][1];
+            xw[size_t(16 + 2 * k)] = wins[k][2], xw[size_t(16 + 2 * k + 1)] = wins[k][3];
+        }
+        Matrix xwm = from_host(d, 32, 1, xw.data()), yw = zeros(d, 8, 1), iw = zeros(d, 8, 1);
+        maxpool(g8, xwm, yw, iw);
+        same(to_host(yw), {4, 2, 0, 3, -INFINITY, 1, -INFINITY, 3});
+        same(to_host(iw), {18, 19, 5, 24, 10, 11, 13, 15});
         // The general loop (3×3 windows, stride 1, padding 1): NaN first, then −Inf.
         ConvGeom g3 = geom(1, 2, 2, 3, 3, 1, 1, 1, 1);
         std::vector<float> x3 = {nan, -INFINITY, nan, nan};

@@ -53,8 +53,7 @@ __attribute__((target("avx2"))) static int64_t max2x2_row_avx2(const float* r0, 
     // pixels gives windows 0 1 4 5 | 2 3 6 7, so the indices are made in
     // that order and both results put back in window order by one permute.
     const __m256 step = _mm256_setr_ps(0.0f, 2.0f, 8.0f, 10.0f, 4.0f, 6.0f, 12.0f, 14.0f);
-    const __m256 one = _mm256_set1_ps(1.0f), fw = _mm256_set1_ps(float(w)), zero = _mm256_setzero_ps();
-    const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    const __m256 one = _mm256_set1_ps(1.0f), fw = _mm256_set1_ps(float(w));
     int64_t ox = 0;
     for (; ox + 8 <= ow; ox += 8) {
         const __m256 a0 = _mm256_loadu_ps(r0 + 2 * ox), a1 = _mm256_loadu_ps(r0 + 2 * ox + 8);
@@ -65,11 +64,12 @@ __attribute__((target("avx2"))) static int64_t max2x2_row_avx2(const float* r0, 
                              _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)),
                              _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
         const __m256 at[4] = {f, _mm256_add_ps(f, one), _mm256_add_ps(f, fw), _mm256_add_ps(_mm256_add_ps(f, fw), one)};
-        __m256 bv = ninf, bi = zero;
-        for (int k = 0; k < 4; k++) {
-            const __m256 take = _mm256_or_ps(
-                _mm256_or_ps(_mm256_cmp_ps(v[k], bv, _CMP_GT_OQ), _mm256_cmp_ps(bi, zero, _CMP_EQ_OQ)),
-                _mm256_and_ps(_mm256_cmp_ps(bv, bv, _CMP_UNORD_Q), _mm256_cmp_ps(v[k], v[k], _CMP_ORD_Q)));
+        // The first pixel always wins at first (nothing has won yet); after
+        // it, v wins when it is a number and not ≤ the best so far: larger,
+        // or the best so far is NaN (NLE_UQ is true when either is NaN).
+        __m256 bv = v[0], bi = at[0];
+        for (int k = 1; k < 4; k++) {
+            const __m256 take = _mm256_and_ps(_mm256_cmp_ps(v[k], bv, _CMP_NLE_UQ), _mm256_cmp_ps(v[k], v[k], _CMP_ORD_Q));
             bv = _mm256_blendv_ps(bv, v[k], take);
             bi = _mm256_blendv_ps(bi, at[k], take);
         }

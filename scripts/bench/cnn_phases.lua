@@ -3,7 +3,8 @@
 -- backward alone, the whole step (forward, backward of a fixed output
 -- gradient in place of a loss, SGD), the second conv's dx alone (its
 -- backward with dx less its backward without), and the second conv's kernels
--- (vela.profile over its forward + backward). Best of `rounds` timings of
+-- (vela.profile over its forward + backward), and the first conv + pool's
+-- backward as nn.sequential runs it and layer by layer. Best of `rounds` timings of
 -- `reps` calls, ms of wall clock and of process cpu time (all threads), the
 -- minimum being what a loaded machine disturbs least.
 --
@@ -57,6 +58,18 @@ local dw1, dc1 = best(function() conv2:forward(ins[3]); conv2:backward(outs[3], 
 local dw0, dc0 = best(function() conv2:forward(ins[3]); conv2:backward(outs[3], false) end)
 print(("  %-32s dx alone (backward with dx − without) %7.3f wall %7.3f cpu"):format(tostring(conv2), dw1 - dw0,
   dc1 - dc0))
+-- The first conv and pool's backward as nn.sequential runs them (the pool
+-- applying the conv's relu′ on its outputs: Pool:takes_act), beside the
+-- layer-by-layer backward of the rows above (each layer its own).
+local pair = nn.sequential{net.layers[1], net.layers[2]}
+local pw, pc = best(function() pair:forward(x); pair:backward(outs[2]) end)
+local lw, lc = best(function()
+  pair:forward(x)
+  net.layers[1]:backward(net.layers[2]:backward(outs[2], true), false)
+end)
+local fw1, fc1 = best(function() pair:forward(x) end)
+print(("  first conv + pool backward: nn.sequential's %7.3f wall %7.3f cpu, layer by layer %7.3f wall %7.3f cpu"):format(
+  pw - fw1, pc - fc1, lw - fw1, lc - fc1))
 local g = vela.rand(10, B, 8)
 local opt = optim.sgd{lr = 0.0, momentum = 0.9}
 local params = net:params()

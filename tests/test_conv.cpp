@@ -306,6 +306,18 @@ TEST_CASE("kernels: conv maxpool picks the first maximum; NaN loses, an all-NaN 
         maxpool(g8, xwm, yw, iw);
         same(to_host(yw), {4, 2, 0, 3, -INFINITY, 1, -INFINITY, 3});
         same(to_host(iw), {18, 19, 5, 24, 10, 11, 13, 15});
+        // The same windows four at a time (the SSE loop: 4 windows in a row).
+        for (int64_t h = 0; h < 2; h++) {
+            std::vector<float> xs(16);
+            for (int64_t k = 0; k < 4; k++) {
+                const float* p = wins[h * 4 + k];
+                xs[size_t(2 * k)] = p[0], xs[size_t(2 * k + 1)] = p[1], xs[size_t(8 + 2 * k)] = p[2], xs[size_t(8 + 2 * k + 1)] = p[3];
+            }
+            Matrix xsm = from_host(d, 16, 1, xs.data()), ys = zeros(d, 4, 1), is = zeros(d, 4, 1);
+            maxpool(g4, xsm, ys, is);
+            same(to_host(ys), h == 0 ? std::vector<float>{4, 2, 0, 3} : std::vector<float>{-INFINITY, 1, -INFINITY, 3});
+            same(to_host(is), h == 0 ? std::vector<float>{10, 11, 5, 16} : std::vector<float>{2, 3, 5, 7});
+        }
         // The general loop (3×3 windows, stride 1, padding 1): NaN first, then −Inf.
         ConvGeom g3 = geom(1, 2, 2, 3, 3, 1, 1, 1, 1);
         std::vector<float> x3 = {nan, -INFINITY, nan, nan};

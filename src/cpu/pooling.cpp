@@ -113,7 +113,6 @@ static inline void max2x2_row(const float* r0, const float* r1, int64_t w, int64
 #if defined(__SSE2__)
     // Four windows at a time: their pixels split into even and odd columns.
     const __m128 step = _mm_setr_ps(0.0f, 2.0f, 4.0f, 6.0f), one = _mm_set1_ps(1.0f), fw = _mm_set1_ps(float(w));
-    const __m128 zero = _mm_setzero_ps(), ninf = _mm_set1_ps(-std::numeric_limits<float>::infinity());
     for (; ox + 4 <= ow; ox += 4) {
         const __m128 a0 = _mm_loadu_ps(r0 + 2 * ox), a1 = _mm_loadu_ps(r0 + 2 * ox + 4);
         const __m128 b0 = _mm_loadu_ps(r1 + 2 * ox), b1 = _mm_loadu_ps(r1 + 2 * ox + 4);
@@ -121,10 +120,9 @@ static inline void max2x2_row(const float* r0, const float* r1, int64_t w, int64
         const __m128 v[4] = {_mm_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
                              _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), _mm_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
         const __m128 at[4] = {f, _mm_add_ps(f, one), _mm_add_ps(f, fw), _mm_add_ps(_mm_add_ps(f, fw), one)};
-        __m128 bv = ninf, bi = zero;
-        for (int k = 0; k < 4; k++) {
-            const __m128 take = _mm_or_ps(_mm_or_ps(_mm_cmpgt_ps(v[k], bv), _mm_cmpeq_ps(bi, zero)),
-                                          _mm_and_ps(_mm_cmpunord_ps(bv, bv), _mm_cmpord_ps(v[k], v[k])));
+        __m128 bv = v[0], bi = at[0];  // as in max2x2_row_avx2
+        for (int k = 1; k < 4; k++) {
+            const __m128 take = _mm_and_ps(_mm_cmpnle_ps(v[k], bv), _mm_cmpord_ps(v[k], v[k]));
             bv = _mm_or_ps(_mm_and_ps(take, v[k]), _mm_andnot_ps(take, bv));
             bi = _mm_or_ps(_mm_and_ps(take, at[k]), _mm_andnot_ps(take, bi));
         }

@@ -218,6 +218,8 @@ TEST_CASE("kernels: conv max and average pooling and their backward steps agains
         geom(4, 24, 24, 2, 2, 2, 2, 0, 0), geom(2, 5, 7, 5, 4, 3, 1, 2, 0),
         // 2×2 stride 2 with an odd last row and column, and rows of 4 windows and a rest
         geom(2, 9, 11, 2, 2, 2, 2, 0, 0), geom(1, 3, 19, 2, 2, 2, 2, 0, 0),
+        // rows of exactly 4 windows (the cpu's two-rows-a-vector loop): an odd last column and row, an odd row count
+        geom(2, 9, 9, 2, 2, 2, 2, 0, 0), geom(3, 6, 8, 2, 2, 2, 2, 0, 0),
         // windows apart (stride > window) with padding: pixels in no window
         geom(2, 9, 10, 2, 3, 3, 4, 1, 1)};
     on_every_device([&](Device& d) {
@@ -306,18 +308,34 @@ TEST_CASE("kernels: conv maxpool picks the first maximum; NaN loses, an all-NaN 
         maxpool(g8, xwm, yw, iw);
         same(to_host(yw), {4, 2, 0, 3, -INFINITY, 1, -INFINITY, 3});
         same(to_host(iw), {18, 19, 5, 24, 10, 11, 13, 15});
-        // The same windows four at a time (the SSE loop: 4 windows in a row).
+        // The same windows four at a time: 4 windows in a row (the SSE loop), then as
+        // one 4×8 image (two output rows of 4: the AVX2 two-rows loop).
+        std::vector<float> x48(32);
         for (int64_t h = 0; h < 2; h++) {
             std::vector<float> xs(16);
             for (int64_t k = 0; k < 4; k++) {
                 const float* p = wins[h * 4 + k];
                 xs[size_t(2 * k)] = p[0], xs[size_t(2 * k + 1)] = p[1], xs[size_t(8 + 2 * k)] = p[2], xs[size_t(8 + 2 * k + 1)] = p[3];
             }
+            std::copy(xs.begin(), xs.end(), x48.begin() + h * 16);
             Matrix xsm = from_host(d, 16, 1, xs.data()), ys = zeros(d, 4, 1), is = zeros(d, 4, 1);
             maxpool(g4, xsm, ys, is);
             same(to_host(ys), h == 0 ? std::vector<float>{4, 2, 0, 3} : std::vector<float>{-INFINITY, 1, -INFINITY, 3});
             same(to_host(is), h == 0 ? std::vector<float>{10, 11, 5, 16} : std::vector<float>{2, 3, 5, 7});
         }
+        ConvGeom g48 = geom(1, 4, 8, 2, 2, 2, 2, 0, 0);
+        Matrix x48m = from_host(d, 32, 1, x48.data()), y48 = zeros(d, 8, 1), i48 = zeros(d, 8, 1);
+        maxpool(g48, x48m, y48, i48);
+        same(to_host(y48), {4, 2, 0, 3, -INFINITY, 1, -INFINITY, 3});
+        same(to_host(i48), {10, 11, 5, 16, 18, 19, 21, 23});
+        // and back: each window's gradient at the pixel i48 names
+        std::vector<float> g8v = {1, 2, 3, 4, 5, 6, 7, 8};
+        Matrix dy48 = from_host(d, 8, 1, g8v.data()), dx48 = zeros(d, 32, 1);
+        maxpool_backward(g48, dy48, i48, dx48);
+        std::vector<float> want48(32, 0.0f);
+        const float at48[8] = {10, 11, 5, 16, 18, 19, 21, 23};
+        for (int k = 0; k < 8; k++) want48[size_t(at48[k]) - 1] = g8v[size_t(k)];
+        same(to_host(dx48), want48);
         // The general loop (3×3 windows, stride 1, padding 1): NaN first, then −Inf.
         ConvGeom g3 = geom(1, 2, 2, 3, 3, 1, 1, 1, 1);
         std::vector<float> x3 = {nan, -INFINITY, nan, nan};

@@ -102,13 +102,63 @@ __attribute__((target("avx2"))) static int64_t unpool2x2_row_avx2(const float* d
     }
     return ox;
 }
+
+// Rows of 4 windows (8 or 9 pixels: the second pool of examples/cnn.lua), two
+// output rows per vector: the low half holds output row oy, the high half row
+// oy + 1 (image rows 2oy + 2, 2oy + 3), so the 8 results are y's next 8 in
+// order. img: image row 2oy; base: the 1-based index of its first pixel. The
+// same rule as max2x2_row_avx2.
+__attribute__((target("avx2"))) static void max2x2_rows4_avx2(const float* img, int64_t w, float base, float* y,
+                                                                float* idx) {
+    const __m256 a0 = _mm256_set_m128(_mm_loadu_ps(img + 2 * w), _mm_loadu_ps(img));
+    const __m256 a1 = _mm256_set_m128(_mm_loadu_ps(img + 2 * w + 4), _mm_loadu_ps(img + 4));
+    const __m256 b0 = _mm256_set_m128(_mm_loadu_ps(img + 3 * w), _mm_loadu_ps(img + w));
+    const __m256 b1 = _mm256_set_m128(_mm_loadu_ps(img + 3 * w + 4), _mm_loadu_ps(img + w + 4));
+    const float w2 = float(2 * w);
+    const __m256 f = _mm256_add_ps(_mm256_set1_ps(base), _mm256_setr_ps(0.0f, 2.0f, 4.0f, 6.0f, w2, w2 + 2.0f,
+                                                                         w2 + 4.0f, w2 + 6.0f));
+    const __m256 one = _mm256_set1_ps(1.0f), fw = _mm256_set1_ps(float(w));
+    const __m256 v[4] = {_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
+                         _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
+    const __m256 at[4] = {f, _mm256_add_ps(f, one), _mm256_add_ps(f, fw), _mm256_add_ps(_mm256_add_ps(f, fw), one)};
+    __m256 bv = v[0], bi = at[0];
+    for (int k = 1; k < 4; k++) {
+        const __m256 take = _mm256_and_ps(_mm256_cmp_ps(v[k], bv, _CMP_NLE_UQ), _mm256_cmp_ps(v[k], v[k], _CMP_ORD_Q));
+        bv = _mm256_blendv_ps(bv, v[k], take);
+        bi = _mm256_blendv_ps(bi, at[k], take);
+    }
+    _mm256_storeu_ps(y, bv);
+    _mm256_storeu_ps(idx, bi);
+}
+
+// The backward of two such output rows (dr, ir: their 8 gradients and
+// indices): image rows 2oy .. 2oy + 3 from img, their first 8 pixels.
+__attribute__((target("avx2"))) static void unpool2x2_rows4_avx2(const float* dr, const float* ir, int64_t w, float f0,
+                                                                   float* img) {
+    const float w2 = float(2 * w);
+    const __m256 f = _mm256_add_ps(_mm256_set1_ps(f0), _mm256_setr_ps(0.0f, 2.0f, 4.0f, 6.0f, w2, w2 + 2.0f,
+                                                                       w2 + 4.0f, w2 + 6.0f));
+    const __m256 one = _mm256_set1_ps(1.0f), fb = _mm256_add_ps(f, _mm256_set1_ps(float(w)));
+    const __m256 v = _mm256_loadu_ps(dr), at = _mm256_loadu_ps(ir);
+    const __m256 e0 = _mm256_and_ps(v, _mm256_cmp_ps(at, f, _CMP_EQ_OQ));
+    const __m256 o0 = _mm256_and_ps(v, _mm256_cmp_ps(at, _mm256_add_ps(f, one), _CMP_EQ_OQ));
+    const __m256 e1 = _mm256_and_ps(v, _mm256_cmp_ps(at, fb, _CMP_EQ_OQ));
+    const __m256 o1 = _mm256_and_ps(v, _mm256_cmp_ps(at, _mm256_add_ps(fb, one), _CMP_EQ_OQ));
+    // unpacklo: pixels 0-3 of the top row of each output row (low half: row 2oy, high: 2oy + 2); unpackhi: 4-7.
+    const __m256 l0 = _mm256_unpacklo_ps(e0, o0), h0 = _mm256_unpackhi_ps(e0, o0);
+    const __m256 l1 = _mm256_unpacklo_ps(e1, o1), h1 = _mm256_unpackhi_ps(e1, o1);
+    _mm256_storeu_ps(img, _mm256_permute2f128_ps(l0, h0, 0x20));
+    _mm256_storeu_ps(img + w, _mm256_permute2f128_ps(l1, h1, 0x20));
+    _mm256_storeu_ps(img + 2 * w, _mm256_permute2f128_ps(l0, h0, 0x31));
+    _mm256_storeu_ps(img + 3 * w, _mm256_permute2f128_ps(l1, h1, 0x31));
+}
 #endif
 
 static inline void max2x2_row(const float* r0, const float* r1, int64_t w, int64_t ow, float base, float* y,
                               float* idx) {
     int64_t ox = 0;
 #if defined(__x86_64__)
-    if (kAvx2) ox = max2x2_row_avx2(r0, r1, w, ow, base, y, idx);
+    if (kAvx2 && ow >= 8) ox = max2x2_row_avx2(r0, r1, w, ow, base, y, idx);
 #endif
 #if defined(__SSE2__)
     // Four windows at a time: their pixels split into even and odd columns.
@@ -154,7 +204,13 @@ void CpuDevice::maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, con
             const float* img = &X.at(c * hw, n);
             float* yo = &Y.at(c * P, n);
             float* io = &I.at(c * P, n);
-            for (int64_t oy = 0; oy < oh; oy++) {
+            int64_t oy = 0;
+#if defined(__x86_64__)
+            if (kAvx2 && ow == 4)
+                for (; oy + 2 <= oh; oy += 2)
+                    max2x2_rows4_avx2(img + 2 * oy * g.w, g.w, float(c * hw + 2 * oy * g.w + 1), yo + oy * ow, io + oy * ow);
+#endif
+            for (; oy < oh; oy++) {
                 const float* r0 = img + 2 * oy * g.w;
                 max2x2_row(r0, r0 + g.w, g.w, ow, float(c * hw + 2 * oy * g.w + 1), yo + oy * ow, io + oy * ow);
             }
@@ -194,7 +250,17 @@ void CpuDevice::maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matr
             float* img = &X.at(c * hw, n);
             const float* d = &D.at(c * P, n);
             const float* ix = &I.at(c * P, n);
-            for (int64_t oy = 0; oy < oh; oy++) {
+            int64_t oy = 0;
+#if defined(__x86_64__)
+            if (kAvx2 && ow == 4)
+                for (; oy + 2 <= oh; oy += 2) {
+                    float* r0 = img + 2 * oy * g.w;
+                    unpool2x2_rows4_avx2(d + oy * ow, ix + oy * ow, g.w, float(c * hw + 2 * oy * g.w + 1), r0);
+                    if (g.w & 1)
+                        for (int64_t r = 0; r < 4; r++) r0[r * g.w + g.w - 1] = 0.0f;
+                }
+#endif
+            for (; oy < oh; oy++) {
                 float* r0 = img + 2 * oy * g.w;
                 float* r1 = r0 + g.w;
                 const float* dr = d + oy * ow;
@@ -202,7 +268,7 @@ void CpuDevice::maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matr
                 const float f0 = float(c * hw + 2 * oy * g.w + 1);
                 int64_t ox = 0;
 #if defined(__x86_64__)
-                if (kAvx2) ox = unpool2x2_row_avx2(dr, ir, g.w, ow, f0, r0, r1);
+                if (kAvx2 && ow >= 8) ox = unpool2x2_row_avx2(dr, ir, g.w, ow, f0, r0, r1);
 #endif
 #if defined(__SSE2__)
                 const __m128 step = _mm_setr_ps(0.0f, 2.0f, 4.0f, 6.0f), one = _mm_set1_ps(1.0f);

@@ -47,32 +47,54 @@ static bool has_avx2() {
 }
 static const bool kAvx2 = has_avx2();
 
+// The winners of 8 windows: a0 a1 the top pixels' rows, b0 b1 the bottom
+// ones' (each pair split into even and odd pixels by _mm256_shuffle_ps, which
+// works within 128-bit halves), f the 1-based indices of the windows'
+// top-left pixels in the order that split gives; w the image width. The
+// first pixel always wins at first (nothing has won yet); after it, v wins
+// when it is a number and not ≤ the best so far: larger, or the best so far
+// is NaN (NLE_UQ is true when either is NaN).
+__attribute__((target("avx2"))) static inline void max8_avx2(__m256 a0, __m256 a1, __m256 b0, __m256 b1, __m256 f,
+                                                             int64_t w, __m256& bv, __m256& bi) {
+    const __m256 one = _mm256_set1_ps(1.0f), fw = _mm256_set1_ps(float(w));
+    const __m256 v[4] = {_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
+                         _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
+    const __m256 at[4] = {f, _mm256_add_ps(f, one), _mm256_add_ps(f, fw), _mm256_add_ps(_mm256_add_ps(f, fw), one)};
+    bv = v[0], bi = at[0];
+    for (int k = 1; k < 4; k++) {
+        const __m256 take = _mm256_and_ps(_mm256_cmp_ps(v[k], bv, _CMP_NLE_UQ), _mm256_cmp_ps(v[k], v[k], _CMP_ORD_Q));
+        bv = _mm256_blendv_ps(bv, v[k], take);
+        bi = _mm256_blendv_ps(bi, at[k], take);
+    }
+}
+
+// The backward of 8 windows: v their gradients, at their winners' indices, f
+// their top-left pixels' indices (in window order), w the image width. Each
+// pixel gets v when at names it, else 0; l0 h0 the top pixels interleaved
+// (unpacklo/hi, within 128-bit halves), l1 h1 the bottom ones.
+__attribute__((target("avx2"))) static inline void unpool8_avx2(__m256 v, __m256 at, __m256 f, int64_t w, __m256& l0,
+                                                                __m256& h0, __m256& l1, __m256& h1) {
+    const __m256 one = _mm256_set1_ps(1.0f), fb = _mm256_add_ps(f, _mm256_set1_ps(float(w)));
+    const __m256 e0 = _mm256_and_ps(v, _mm256_cmp_ps(at, f, _CMP_EQ_OQ));
+    const __m256 o0 = _mm256_and_ps(v, _mm256_cmp_ps(at, _mm256_add_ps(f, one), _CMP_EQ_OQ));
+    const __m256 e1 = _mm256_and_ps(v, _mm256_cmp_ps(at, fb, _CMP_EQ_OQ));
+    const __m256 o1 = _mm256_and_ps(v, _mm256_cmp_ps(at, _mm256_add_ps(fb, one), _CMP_EQ_OQ));
+    l0 = _mm256_unpacklo_ps(e0, o0), h0 = _mm256_unpackhi_ps(e0, o0);
+    l1 = _mm256_unpacklo_ps(e1, o1), h1 = _mm256_unpackhi_ps(e1, o1);
+}
+
 __attribute__((target("avx2"))) static int64_t max2x2_row_avx2(const float* r0, const float* r1, int64_t w,
                                                                   int64_t ow, float base, float* y, float* idx) {
     // _mm256_shuffle_ps works within 128-bit halves: its even/odd split of 16
     // pixels gives windows 0 1 4 5 | 2 3 6 7, so the indices are made in
     // that order and both results put back in window order by one permute.
     const __m256 step = _mm256_setr_ps(0.0f, 2.0f, 8.0f, 10.0f, 4.0f, 6.0f, 12.0f, 14.0f);
-    const __m256 one = _mm256_set1_ps(1.0f), fw = _mm256_set1_ps(float(w));
     int64_t ox = 0;
     for (; ox + 8 <= ow; ox += 8) {
         const __m256 a0 = _mm256_loadu_ps(r0 + 2 * ox), a1 = _mm256_loadu_ps(r0 + 2 * ox + 8);
         const __m256 b0 = _mm256_loadu_ps(r1 + 2 * ox), b1 = _mm256_loadu_ps(r1 + 2 * ox + 8);
-        const __m256 f = _mm256_add_ps(_mm256_set1_ps(base + float(2 * ox)), step);
-        const __m256 v[4] = {_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
-                             _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)),
-                             _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
-        const __m256 at[4] = {f, _mm256_add_ps(f, one), _mm256_add_ps(f, fw), _mm256_add_ps(_mm256_add_ps(f, fw), one)};
-        // The first pixel always wins at first (nothing has won yet); after
-        // it, v wins when it is a number and not ≤ the best so far: larger,
-        // or the best so far is NaN (NLE_UQ is true when either is NaN).
-        __m256 bv = v[0], bi = at[0];
-        for (int k = 1; k < 4; k++) {
-            const __m256 take = _mm256_and_ps(_mm256_cmp_ps(v[k], bv, _CMP_NLE_UQ), _mm256_cmp_ps(v[k], v[k], _CMP_ORD_Q));
-            bv = _mm256_blendv_ps(bv, v[k], take);
-            bi = _mm256_blendv_ps(bi, at[k], take);
-        }
+        __m256 bv, bi;
+        max8_avx2(a0, a1, b0, b1, _mm256_add_ps(_mm256_set1_ps(base + float(2 * ox)), step), w, bv, bi);
         _mm256_storeu_ps(y + ox, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(bv), 0xD8)));
         _mm256_storeu_ps(idx + ox, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(bi), 0xD8)));
     }
@@ -83,24 +105,25 @@ __attribute__((target("avx2"))) static int64_t max2x2_row_avx2(const float* r0, 
 __attribute__((target("avx2"))) static int64_t unpool2x2_row_avx2(const float* dr, const float* ir, int64_t w,
                                                                     int64_t ow, float f0, float* r0, float* r1) {
     const __m256 step = _mm256_setr_ps(0.0f, 2.0f, 4.0f, 6.0f, 8.0f, 10.0f, 12.0f, 14.0f);
-    const __m256 one = _mm256_set1_ps(1.0f), fw = _mm256_set1_ps(float(w));
     int64_t ox = 0;
     for (; ox + 8 <= ow; ox += 8) {
-        const __m256 f = _mm256_add_ps(_mm256_set1_ps(f0 + float(2 * ox)), step), fb = _mm256_add_ps(f, fw);
-        const __m256 v = _mm256_loadu_ps(dr + ox), at = _mm256_loadu_ps(ir + ox);
-        const __m256 e0 = _mm256_and_ps(v, _mm256_cmp_ps(at, f, _CMP_EQ_OQ));
-        const __m256 o0 = _mm256_and_ps(v, _mm256_cmp_ps(at, _mm256_add_ps(f, one), _CMP_EQ_OQ));
-        const __m256 e1 = _mm256_and_ps(v, _mm256_cmp_ps(at, fb, _CMP_EQ_OQ));
-        const __m256 o1 = _mm256_and_ps(v, _mm256_cmp_ps(at, _mm256_add_ps(fb, one), _CMP_EQ_OQ));
-        // unpacklo/hi interleave within 128-bit halves; permute2f128 puts the halves in order.
-        const __m256 l0 = _mm256_unpacklo_ps(e0, o0), h0 = _mm256_unpackhi_ps(e0, o0);
-        const __m256 l1 = _mm256_unpacklo_ps(e1, o1), h1 = _mm256_unpackhi_ps(e1, o1);
+        __m256 l0, h0, l1, h1;
+        unpool8_avx2(_mm256_loadu_ps(dr + ox), _mm256_loadu_ps(ir + ox),
+                     _mm256_add_ps(_mm256_set1_ps(f0 + float(2 * ox)), step), w, l0, h0, l1, h1);
+        // permute2f128 puts the halves in order.
         _mm256_storeu_ps(r0 + 2 * ox, _mm256_permute2f128_ps(l0, h0, 0x20));
         _mm256_storeu_ps(r0 + 2 * ox + 8, _mm256_permute2f128_ps(l0, h0, 0x31));
         _mm256_storeu_ps(r1 + 2 * ox, _mm256_permute2f128_ps(l1, h1, 0x20));
         _mm256_storeu_ps(r1 + 2 * ox + 8, _mm256_permute2f128_ps(l1, h1, 0x31));
     }
     return ox;
+}
+
+// The top-left pixels' indices of two output rows of 4 windows (base: the
+// first one's; the second row's start 2 image rows further).
+__attribute__((target("avx2"))) static inline __m256 rows4_first(float base, int64_t w) {
+    const float w2 = float(2 * w);
+    return _mm256_add_ps(_mm256_set1_ps(base), _mm256_setr_ps(0.0f, 2.0f, 4.0f, 6.0f, w2, w2 + 2.0f, w2 + 4.0f, w2 + 6.0f));
 }
 
 // Rows of 4 windows (8 or 9 pixels: the second pool of examples/cnn.lua), two
@@ -114,19 +137,8 @@ __attribute__((target("avx2"))) static void max2x2_rows4_avx2(const float* img, 
     const __m256 a1 = _mm256_set_m128(_mm_loadu_ps(img + 2 * w + 4), _mm_loadu_ps(img + 4));
     const __m256 b0 = _mm256_set_m128(_mm_loadu_ps(img + 3 * w), _mm_loadu_ps(img + w));
     const __m256 b1 = _mm256_set_m128(_mm_loadu_ps(img + 3 * w + 4), _mm_loadu_ps(img + w + 4));
-    const float w2 = float(2 * w);
-    const __m256 f = _mm256_add_ps(_mm256_set1_ps(base), _mm256_setr_ps(0.0f, 2.0f, 4.0f, 6.0f, w2, w2 + 2.0f,
-                                                                         w2 + 4.0f, w2 + 6.0f));
-    const __m256 one = _mm256_set1_ps(1.0f), fw = _mm256_set1_ps(float(w));
-    const __m256 v[4] = {_mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)),
-                         _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(b0, b1, _MM_SHUFFLE(3, 1, 3, 1))};
-    const __m256 at[4] = {f, _mm256_add_ps(f, one), _mm256_add_ps(f, fw), _mm256_add_ps(_mm256_add_ps(f, fw), one)};
-    __m256 bv = v[0], bi = at[0];
-    for (int k = 1; k < 4; k++) {
-        const __m256 take = _mm256_and_ps(_mm256_cmp_ps(v[k], bv, _CMP_NLE_UQ), _mm256_cmp_ps(v[k], v[k], _CMP_ORD_Q));
-        bv = _mm256_blendv_ps(bv, v[k], take);
-        bi = _mm256_blendv_ps(bi, at[k], take);
-    }
+    __m256 bv, bi;
+    max8_avx2(a0, a1, b0, b1, rows4_first(base, w), w, bv, bi);
     _mm256_storeu_ps(y, bv);
     _mm256_storeu_ps(idx, bi);
 }
@@ -135,18 +147,9 @@ __attribute__((target("avx2"))) static void max2x2_rows4_avx2(const float* img, 
 // indices): image rows 2oy .. 2oy + 3 from img, their first 8 pixels.
 __attribute__((target("avx2"))) static void unpool2x2_rows4_avx2(const float* dr, const float* ir, int64_t w, float f0,
                                                                    float* img) {
-    const float w2 = float(2 * w);
-    const __m256 f = _mm256_add_ps(_mm256_set1_ps(f0), _mm256_setr_ps(0.0f, 2.0f, 4.0f, 6.0f, w2, w2 + 2.0f,
-                                                                       w2 + 4.0f, w2 + 6.0f));
-    const __m256 one = _mm256_set1_ps(1.0f), fb = _mm256_add_ps(f, _mm256_set1_ps(float(w)));
-    const __m256 v = _mm256_loadu_ps(dr), at = _mm256_loadu_ps(ir);
-    const __m256 e0 = _mm256_and_ps(v, _mm256_cmp_ps(at, f, _CMP_EQ_OQ));
-    const __m256 o0 = _mm256_and_ps(v, _mm256_cmp_ps(at, _mm256_add_ps(f, one), _CMP_EQ_OQ));
-    const __m256 e1 = _mm256_and_ps(v, _mm256_cmp_ps(at, fb, _CMP_EQ_OQ));
-    const __m256 o1 = _mm256_and_ps(v, _mm256_cmp_ps(at, _mm256_add_ps(fb, one), _CMP_EQ_OQ));
-    // unpacklo: pixels 0-3 of the top row of each output row (low half: row 2oy, high: 2oy + 2); unpackhi: 4-7.
-    const __m256 l0 = _mm256_unpacklo_ps(e0, o0), h0 = _mm256_unpackhi_ps(e0, o0);
-    const __m256 l1 = _mm256_unpacklo_ps(e1, o1), h1 = _mm256_unpackhi_ps(e1, o1);
+    __m256 l0, h0, l1, h1;
+    unpool8_avx2(_mm256_loadu_ps(dr), _mm256_loadu_ps(ir), rows4_first(f0, w), w, l0, h0, l1, h1);
+    // l0: pixels 0-3 of the top row of each output row (low half: row 2oy, high: 2oy + 2); h0: 4-7.
     _mm256_storeu_ps(img, _mm256_permute2f128_ps(l0, h0, 0x20));
     _mm256_storeu_ps(img + w, _mm256_permute2f128_ps(l1, h1, 0x20));
     _mm256_storeu_ps(img + 2 * w, _mm256_permute2f128_ps(l0, h0, 0x31));

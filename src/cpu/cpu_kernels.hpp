@@ -52,11 +52,12 @@ constexpr int64_t kGrain = 1 << 15;
 // The kernels other kernels call, neither counted nor timed (CpuDevice's
 // counts one kernel per call of the user's): blas.cpp, elementwise.cpp.
 void mm_plain(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c);
-// mm_plain, then after(ctx, j0, j1) on columns j0..j1 − 1 of c: each column piece of a
-// cut product by the thread that computed it, while in its cache (dense's bias and
-// activation); the whole of c at the end otherwise.
-using ColumnsFn = void (*)(void* ctx, int64_t j0, int64_t j1);
-void mm_plain_then(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, ColumnsFn after,
+// mm_plain, then after(ctx, r0, r1, j0, j1) on rows r0..r1 − 1 of columns j0..j1 − 1
+// of c: each piece of a cut product (blas.cpp says how it is cut) by the thread
+// that computed it, while in its cache (dense's bias and activation, mm_optim's
+// update); the whole of c at the end otherwise.
+using BlockFn = void (*)(void* ctx, int64_t r0, int64_t r1, int64_t j0, int64_t j1);
+void mm_plain_then(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, BlockFn after,
                    void* ctx);
 void scal_plain(float alpha, const Matrix& x);
 void copy_plain(const Matrix& x, const Matrix& y);

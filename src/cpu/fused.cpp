@@ -347,31 +347,33 @@ void CpuDevice::gather_cols(const Matrix& src, const Matrix& idx, const Matrix& 
 
 namespace {
 
-// y(:, j) ← act(y(:, j) + b) for every column. A dense column gets the bias,
+// y(r0..r1, j) ← act(y(r0..r1, j) + b(r0..r1)). A dense column gets the bias,
 // then unary()'s own loop for `op` (while the column is in cache), so the result
-// is bit-identical to add_bias then the activation kernel.
+// is bit-identical to add_bias then the activation kernel, whatever the rows.
 template <class F>
-void bias_act_column(const Matrix& b, const Matrix& y, int64_t j, F act, Unary op) {
+void bias_act_column(const Matrix& b, const Matrix& y, int64_t j, F act, Unary op, int64_t r0, int64_t r1) {
     const float* bp = fbase(b) + b.offset;
-    const int64_t bi = b.inc(), m = y.rows;
+    const int64_t bi = b.inc();
     Col yc = column(y, j);
     if (yc.s == 1 && bi == 1) {
-        for (int64_t i = 0; i < m; i++) yc.p[i] = yc.p[i] + bp[i];
-        if (op != Unary::count_) unary_run(op, yc.p, yc.p, m);
+        float* p = yc.p + r0;
+        const float* q = bp + r0;
+        for (int64_t i = 0; i < r1 - r0; i++) p[i] = p[i] + q[i];
+        if (op != Unary::count_) unary_run(op, p, p, r1 - r0);
     } else {
-        for (int64_t i = 0; i < m; i++) yc.p[i * yc.s] = act(yc.p[i * yc.s] + bp[i * bi]);
+        for (int64_t i = r0; i < r1; i++) yc.p[i * yc.s] = act(yc.p[i * yc.s] + bp[i * bi]);
     }
 }
 
 template <class F>
 void bias_act(const Matrix& b, const Matrix& y, F act, Unary op = Unary::count_) {
-    per_column(y, [&](int64_t j) { bias_act_column(b, y, j, act, op); });
+    per_column(y, [&](int64_t j) { bias_act_column(b, y, j, act, op, 0, y.rows); });
 }
 
-// y ← act(w·x + b): each column piece of a cut product gets its bias and
-// activation from the thread that computed it, while the piece is in its cache
-// (bias_act's per-column loop, so the same bits); a product that is not cut
-// by columns gets them over all columns after it, across the pool.
+// y ← act(w·x + b): each piece of a cut product (columns, or rows of every
+// column) gets its bias and activation from the thread that computed it, while
+// the piece is in its cache (bias_act's per-column loop, so the same bits); a
+// product that is not cut gets them over all columns after it, across the pool.
 template <class F>
 void dense_act(const Matrix& w, const Matrix& x, const Matrix& b, const Matrix& y, F act, Unary op = Unary::count_) {
     struct Ctx {
@@ -379,10 +381,10 @@ void dense_act(const Matrix& w, const Matrix& x, const Matrix& b, const Matrix& 
         F act;
         Unary op;
     } ctx{b, y, act, op};
-    auto after = [](void* p, int64_t j0, int64_t j1) {
+    auto after = [](void* p, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
         auto& c = *static_cast<Ctx*>(p);
-        if (j0 == 0 && j1 == c.y.cols) return bias_act(c.b, c.y, c.act, c.op);
-        for (int64_t j = j0; j < j1; j++) bias_act_column(c.b, c.y, j, c.act, c.op);
+        if (r0 == 0 && r1 == c.y.rows && j0 == 0 && j1 == c.y.cols) return bias_act(c.b, c.y, c.act, c.op);
+        for (int64_t j = j0; j < j1; j++) bias_act_column(c.b, c.y, j, c.act, c.op, r0, r1);
     };
     mm_plain_then(1.0f, w, x, 0.0f, y, after, &ctx);
 }

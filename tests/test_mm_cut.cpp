@@ -4,9 +4,13 @@
 // against float64 on 1, 2 and 3 threads, with α, β, transposed and strided
 // operands, a c of garbage for β = 0, and few columns (the sum in one piece);
 // dense's bias and activation on each column piece of the sum, bit-identical
-// to mm + add_bias + relu; and the same bits on every call. (About 0.2 s.)
+// to mm + add_bias + relu; and the same bits on every call. The step's small
+// kernels that are now shared by the threads (softmax_xent by column halves,
+// relu_backward from 16K elements) against float64 and the bits of one thread.
+// (About 0.2 s.)
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -113,6 +117,50 @@ TEST_CASE("cpu dense: an inner-cut product's bias and relu are those of mm + add
                 bad += !(std::fabs(double(f[size_t(i + j * m)]) - want) <= double(k + 2) * 1.2e-7 * mag);
             }
         CHECK(bad == 0);
+    }
+    cpu::set_threads(before);
+}
+
+TEST_CASE("cpu: softmax_xent and relu_backward cut across threads match float64 and one thread's bits", "[cpu][fused]") {
+    const int before = cpu::threads();
+    Device& d = cpu_device();
+    const int64_t k = 10, n = 128, h = 256;  // the MLP's output layer and hidden layer at batch 128
+    auto z0 = data(size_t(k * n), 7, -4, 4), g0 = data(size_t(h * n), 8, -1, 1), a0 = data(size_t(h * n), 9, -1, 1);
+    std::vector<float> lab(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; j++) lab[size_t(j)] = float(1 + (j * 7) % k);
+    Matrix z = from_host(d, k, n, z0.data()), y = from_host(d, 1, n, lab.data());
+    Matrix g = from_host(d, h, n, g0.data()), a = from_host(d, h, n, a0.data());
+    std::vector<float> loss1, dz1, delta1;
+    for (int t : {1, 2, 3}) {
+        INFO(t << " threads");
+        cpu::set_threads(t);
+        Matrix loss = empty(d, 1, n), dz = empty(d, k, n), delta = empty(d, h, n);
+        softmax_xent(z, y, loss, 0.5f, dz);
+        act_backward(Act::relu, g, a, delta);
+        std::vector<float> l = to_host(loss), dzh = to_host(dz), dh = to_host(delta);
+        int64_t bad = 0;
+        for (int64_t j = 0; j < n; j++) {
+            const int64_t c = int64_t(lab[size_t(j)]) - 1;
+            double mx = -1e300, s = 0;
+            for (int64_t i = 0; i < k; i++) mx = std::max(mx, double(z0[size_t(i + j * k)]));
+            for (int64_t i = 0; i < k; i++) s += std::exp(double(z0[size_t(i + j * k)]) - mx);
+            const double want = std::log(s) + mx - z0[size_t(c + j * k)];
+            bad += !(std::fabs(l[size_t(j)] - want) <= 1e-5 * (1 + std::fabs(want)));
+            for (int64_t i = 0; i < k; i++) {
+                const double p = std::exp(double(z0[size_t(i + j * k)]) - mx) / s;
+                const double dw = 0.5 * (p - (i == c ? 1.0 : 0.0));
+                bad += !(std::fabs(dzh[size_t(i + j * k)] - dw) <= 1e-6);
+            }
+        }
+        for (size_t e = 0; e < dh.size(); e++) bad += dh[e] != (a0[e] > 0 ? g0[e] : 0.0f);
+        CHECK(bad == 0);
+        if (t == 1) {
+            loss1 = l, dz1 = dzh, delta1 = dh;
+        } else {
+            CHECK(std::memcmp(l.data(), loss1.data(), l.size() * sizeof(float)) == 0);
+            CHECK(std::memcmp(dzh.data(), dz1.data(), dzh.size() * sizeof(float)) == 0);
+            CHECK(std::memcmp(dh.data(), delta1.data(), dh.size() * sizeof(float)) == 0);
+        }
     }
     cpu::set_threads(before);
 }

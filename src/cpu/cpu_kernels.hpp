@@ -67,12 +67,12 @@ void unary_run(Unary op, const float* x, float* y, int64_t n);
 
 // Calls f(n, p, s) over runs of n elements of K equal-shape float operands,
 // p[k] the run's start in operand k and s[k] its stride, in parallel above
-// kGrain elements. Elementwise math does not care about order, so when every
+// grain_elems (kGrain) elements. Elementwise math does not care about order, so when every
 // operand is transposed the walk follows the stored layout, and when every
 // operand is one dense run the whole matrix is one run (cut into chunks).
 // Operands come as pointers: copying a Matrix costs atomic reference counts.
 template <size_t K, class F>
-void walk(std::array<const Matrix*, K> ms, F&& f) {
+void walk(std::array<const Matrix*, K> ms, F&& f, int64_t grain_elems = kGrain) {
     bool all_trans = true;
     for (const Matrix* m : ms) all_trans = all_trans && m->trans;
     std::array<Matrix, K> flipped;
@@ -94,14 +94,14 @@ void walk(std::array<const Matrix*, K> ms, F&& f) {
         if (rows == 1) rs = cs;
         else if (cols > 1) rs.fill(1);
         const int64_t n = rows * cols;
-        parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+        parallel_for(n, grain_elems, [&](int64_t b, int64_t e) {
             std::array<float*, K> p;
             for (size_t k = 0; k < K; k++) p[k] = base[k] + b * rs[k];
             f(e - b, p, rs);
         });
         return;
     }
-    const int64_t grain = rows >= kGrain ? 1 : kGrain / rows;
+    const int64_t grain = rows >= grain_elems ? 1 : grain_elems / rows;
     parallel_for(cols, grain, [&](int64_t jb, int64_t je) {
         for (int64_t j = jb; j < je; j++) {
             std::array<float*, K> p;

@@ -1,7 +1,7 @@
 // The cpu's products cut along their inner dimension (src/cpu/blas.cpp: when c
 // is the smallest operand, each thread multiplies a part of op(a)'s columns by
 // the same rows of op(b), and the partial sums are added by column pieces):
-// against float64 on 1, 2 and 3 threads, with α, β, transposed and strided
+// against float64 on 1, 2, 3 and 8 threads, with α, β, transposed and strided
 // operands, a c of garbage for β = 0, and few columns (the sum in one piece);
 // dense's bias and activation on each column piece of the sum, bit-identical
 // to mm + add_bias + relu; and the same bits on every call. The step's small
@@ -81,8 +81,10 @@ TEST_CASE("cpu mm: products cut along the inner dimension match float64", "[cpu]
         {40, 300, 24, Layout::strided, Layout::trans, Layout::trans, 0.75f, 1.0f},
         // few columns: the sum in one piece
         {40, 1500, 9, Layout::dense, Layout::trans, Layout::dense, 1.0f, 0.0f},
+        // c nearly as large as the inputs: on 8 threads 4 pieces of k, held to 3 by the partials' size
+        {200, 260, 200, Layout::dense, Layout::dense, Layout::dense, 1.0f, 0.25f},
     };
-    for (int t : {1, 2, 3}) {
+    for (int t : {1, 2, 3, 8}) {
         cpu::set_threads(t);
         for (const Case& s : cases) check(s);
     }

@@ -103,7 +103,8 @@ int64_t pieces(double flops, int64_t len, int64_t min_len) {
 // α·op(a)(:, K_0)·op(b)(K_0, :) + β·c into c, piece p > 0 its product into a
 // partial sum; then c += Σ partials (in the order of p) by column pieces, each
 // followed by after(ctx, 0, m, j0, j1) on its thread. The partials live in the
-// calling thread's buffer (the workers write it while the caller waits).
+// calling thread's buffer (the workers write it while the caller waits), kept
+// for the next call up to 16 MB.
 void inner_split(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, int64_t parts,
                  BlockFn after, void* ctx) {
     const int m = int(c.rows), n = int(c.cols), k = int(a.cols);
@@ -132,6 +133,7 @@ void inner_split(float alpha, const Matrix& a, const Matrix& b, float beta, cons
         }
         if (after) after(ctx, 0, m, j0, j1);
     });
+    if (partials.size() > (size_t(16) << 20) / sizeof(float)) std::vector<float>().swap(partials);
 }
 
 }  // namespace
@@ -173,12 +175,15 @@ void mm_plain_then(float alpha, const Matrix& a, const Matrix& b, float beta, co
     // inputs, and a layer's W (op(a) in the forward W·x) is cut by its columns,
     // as its gradient δ·xᵀ (c, cut in columns) is: each thread reads in the
     // forward the columns of W that it wrote in the last step's update.
-    if (int64_t pk = m < k && n < k ? pieces(flops, k, kMinInner) : 1; pk > 1)
-        return inner_split(alpha, a, b, beta, c, pk, after, ctx);
+    // The partial sums are held to the size of the inputs: at most
+    // 1 + (m·k + k·n) / (m·n) pieces.
+    int64_t pk = m < k && n < k ? pieces(flops, k, kMinInner) : 1;
+    pk = std::min<int64_t>(pk, 1 + (int64_t(m) * k + int64_t(k) * n) / (int64_t(m) * n));
+    if (pk > 1) return inner_split(alpha, a, b, beta, c, pk, after, ctx);
     // Else columns of c when there are enough, else rows: each piece then packs
     // all of op(a) once (columns) or all of op(b) (rows), and column pieces
     // measured faster (rows of W in the forward and its gradient too: results.md,
-    // "The MLP's 2-thread step").
+    // "W's columns on one thread").
     if (int64_t p = pieces(flops, n, kMinCols); p > 1)
         return split(n, p, kMinCols, [&](int64_t c0, int64_t c1) {
             gemm(0, m, c0, c1);

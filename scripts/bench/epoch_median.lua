@@ -1,7 +1,8 @@
 -- The MLP's (784-256-10, batch 128, Fashion-MNIST, optim.sgd lr 0.05 momentum
--- 0.9) training rate on the cpu as the median of epochs 2..N (not the best:
--- on a VM whose host halves a core's speed in windows, the best epoch hides
--- what a change does in the slow ones). Prints "wall cpu e2,e3,..." (examples
+-- 0.9) training rate on the cpu as the median of epochs 2..N (the lower
+-- middle when N − 1 is even), not the best: on a VM whose host halves a
+-- core's speed in windows, the best epoch hides what a change does in the
+-- slow ones. Prints "wall cpu e2,e3,..." (examples
 -- per second, wall clock and per processor-second; then each epoch's wall).
 --
 --   build/vela scripts/bench/epoch_median.lua [epochs=6] [threads=N]
@@ -25,9 +26,7 @@ for e = 2, E do
   w[#w + 1], c[#c + 1] = h.examples_per_s[e], sets.train.n / h.cpu_seconds[e]
   each[#each + 1] = ("%.0f"):format(h.examples_per_s[e])
 end
-local function median(t)
-  table.sort(t)
-  local n = #t
-  return n % 2 == 1 and t[(n + 1) // 2] or (t[n // 2] + t[n // 2 + 1]) / 2
-end
-print(("%.0f %.0f %s"):format(median(w), median(c), table.concat(each, ",")))
+table.sort(w)
+table.sort(c)
+local mid = (#w + 1) // 2  -- the median (the lower middle for an even count)
+print(("%.0f %.0f %s"):format(w[mid], c[mid], table.concat(each, ",")))

@@ -1,5 +1,5 @@
 // The cpu's products cut along their inner dimension (src/cpu/blas.cpp: when c
-// is the smallest operand, each thread multiplies a part of op(a)'s columns by
+// is at most half of either input, each thread multiplies a part of op(a)'s columns by
 // the same rows of op(b), and the partial sums are added by column pieces):
 // against float64 on 1, 2, 3 and 8 threads, with α, β, transposed and strided
 // operands, a c of garbage for β = 0, and few columns (the sum in one piece);
@@ -26,7 +26,7 @@ using namespace vela::test;
 namespace {
 
 struct Case {
-    int64_t m, k, n;  // c is m×n = (m×k)·(k×n), with m < k and n < k
+    int64_t m, k, n;  // c is m×n = (m×k)·(k×n), with 2m ≤ k and 2n ≤ k
     Layout a, b, c;
     float alpha, beta;
 };
@@ -75,14 +75,14 @@ void check(const Case& s) {
 TEST_CASE("cpu mm: products cut along the inner dimension match float64", "[cpu][mm]") {
     const int before = cpu::threads();
     const Case cases[] = {
-        // ≥ 0.5 MFLOP, c smaller than both inputs: 2 and 3 inner pieces, the sum in column pieces
+        // ≥ 0.5 MFLOP, c small beside both inputs: 2 and 3 inner pieces, the sum in column pieces
         {40, 300, 24, Layout::dense, Layout::dense, Layout::dense, 1.0f, 0.0f},
         {40, 300, 24, Layout::trans, Layout::strided, Layout::strided, -1.5f, 0.5f},
         {40, 300, 24, Layout::strided, Layout::trans, Layout::trans, 0.75f, 1.0f},
         // few columns: the sum in one piece
         {40, 1500, 9, Layout::dense, Layout::trans, Layout::dense, 1.0f, 0.0f},
-        // c nearly as large as the inputs: on 8 threads 4 pieces of k, held to 3 by the partials' size
-        {200, 260, 200, Layout::dense, Layout::dense, Layout::dense, 1.0f, 0.25f},
+        // c half of each input: on 8 threads 6 pieces of k, held to 5 by the partials' size
+        {192, 384, 192, Layout::dense, Layout::dense, Layout::dense, 1.0f, 0.25f},
     };
     for (int t : {1, 2, 3, 8}) {
         cpu::set_threads(t);

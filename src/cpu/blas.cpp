@@ -168,16 +168,18 @@ void mm_plain_then(float alpha, const Matrix& a, const Matrix& b, float beta, co
                     bb + b.index(0, c0), ldb, beta, cb + c.index(r0, c0), ldc);
     };
     const double flops = 2.0 * double(m) * double(n) * double(k);
-    // When c is the smallest of the three operands (m < k and n < k), the inner
+    // When c is at most half of either input (2m ≤ k and 2n ≤ k), the inner
     // dimension is cut: piece p computes op(a)'s columns K_p times op(b)'s rows
     // K_p, the first into c and the others into partial sums that a second job
     // adds to c by column pieces. Each thread reads only its part of both
     // inputs, and a layer's W (op(a) in the forward W·x) is cut by its columns,
     // as its gradient δ·xᵀ (c, cut in columns) is: each thread reads in the
-    // forward the columns of W that it wrote in the last step's update.
-    // The partial sums are held to the size of the inputs: at most
-    // 1 + (m·k + k·n) / (m·n) pieces.
-    int64_t pk = m < k && n < k ? pieces(flops, k, kMinInner) : 1;
+    // forward the columns of W that it wrote in the last step's update. Each
+    // piece past the first adds c's size to write and read back, so c must be
+    // small beside the inputs (the CNN's 128×1024·1024×1000 evaluation batch,
+    // c nearly op(a)'s size, measured 1.5-2.5 % slower cut so), and the partial
+    // sums are held to the size of the inputs: at most 1 + (m·k + k·n) / (m·n) pieces.
+    int64_t pk = 2 * int64_t(m) <= k && 2 * int64_t(n) <= k ? pieces(flops, k, kMinInner) : 1;
     pk = std::min<int64_t>(pk, 1 + (int64_t(m) * k + int64_t(k) * n) / (int64_t(m) * n));
     if (pk > 1) return inner_split(alpha, a, b, beta, c, pk, after, ctx);
     // Else columns of c when there are enough, else rows: each piece then packs

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/error.hpp"
 #include "cpu/cpu_kernels.hpp"
@@ -77,6 +78,8 @@ constexpr double kSplitFlops = 5e5;
 // A piece of a product has at least this many columns (rows) of c: OpenBLAS's
 // Haswell sgemm kernel works on 16×4 blocks of c.
 constexpr int64_t kMinCols = 8, kMinRows = 16;
+// A piece of a product cut along its inner dimension has at least this many of it.
+constexpr int64_t kMinInner = 64;
 
 // Cuts [0, n) into `parts` pieces whose starts are multiples of `align`; calls f(b, e) on the pool.
 template <class F>
@@ -95,17 +98,55 @@ int64_t pieces(double flops, int64_t len, int64_t min_len) {
     return std::max<int64_t>(1, std::min(t, len / min_len));
 }
 
+// c ← α·op(a)·op(b) + β·c cut along the inner dimension into `parts` pieces
+// (starts at multiples of 8): piece 0 computes
+// α·op(a)(:, K_0)·op(b)(K_0, :) + β·c into c, piece p > 0 its product into a
+// partial sum; then c += Σ partials (in the order of p) by column pieces, each
+// followed by after(ctx, 0, m, j0, j1) on its thread. The partials live in the
+// calling thread's buffer (the workers write it while the caller waits), kept
+// for the next call up to 16 MB.
+void inner_split(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, int64_t parts,
+                 BlockFn after, void* ctx) {
+    const int m = int(c.rows), n = int(c.cols), k = int(a.cols);
+    const int lda = blas_ld("mm", a), ldb = blas_ld("mm", b), ldc = blas_ld("mm", c);
+    float *ab = fbase(a), *bb = fbase(b), *cb = fbase(c) + c.offset;
+    const int64_t step = piece_step(k, parts, 8), count = (k + step - 1) / step, size = int64_t(m) * n;
+    thread_local std::vector<float> partials;
+    if (partials.size() < size_t((count - 1) * size)) partials.resize(size_t((count - 1) * size));
+    float* part = partials.data();
+    parallel_for(k, step, [&](int64_t b0, int64_t e0) {
+        for (int64_t k0 = b0; k0 < e0; k0 += step) {
+            const int64_t k1 = std::min(e0, k0 + step), p = k0 / step;
+            float* out = p == 0 ? cb : part + (p - 1) * size;
+            cblas_sgemm(CblasColMajor, op(a), op(b), m, n, int(k1 - k0), alpha, ab + a.index(0, k0), lda,
+                        bb + b.index(k0, 0), ldb, p == 0 ? beta : 0.0f, out, p == 0 ? ldc : m);
+        }
+    });
+    const int64_t sum_parts = std::max<int64_t>(1, std::min<int64_t>(pool_threads(), n / kMinCols));
+    split(n, sum_parts, kMinCols, [&](int64_t j0, int64_t j1) {
+        for (int64_t j = j0; j < j1; j++) {
+            float* cj = cb + j * ldc;
+            for (int64_t p = 0; p + 1 < count; p++) {
+                const float* s = part + p * size + j * m;
+                for (int i = 0; i < m; i++) cj[i] += s[i];
+            }
+        }
+        if (after) after(ctx, 0, m, j0, j1);
+    });
+    if (partials.size() > (size_t(16) << 20) / sizeof(float)) std::vector<float>().swap(partials);
+}
+
 }  // namespace
 
 void mm_plain(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c) {
     mm_plain_then(alpha, a, b, beta, c, nullptr, nullptr);
 }
 
-void mm_plain_then(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, ColumnsFn after,
+void mm_plain_then(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, BlockFn after,
                    void* ctx) {
     if (c.empty()) return;
     auto whole = [&] {
-        if (after) after(ctx, 0, c.cols);
+        if (after) after(ctx, 0, c.rows, 0, c.cols);
     };
     // BLAS writes a plain column-major c: for a transposed c compute cᵀ = bᵀ·aᵀ.
     if (c.trans) {
@@ -127,17 +168,35 @@ void mm_plain_then(float alpha, const Matrix& a, const Matrix& b, float beta, co
                     bb + b.index(0, c0), ldb, beta, cb + c.index(r0, c0), ldc);
     };
     const double flops = 2.0 * double(m) * double(n) * double(k);
-    // Columns of c when there are enough, else rows: each piece then packs all of
-    // op(a) once (columns) or all of op(b) (rows), and column pieces measured faster.
+    // When c is at most half of either input (2m ≤ k and 2n ≤ k), the inner
+    // dimension is cut: piece p computes op(a)'s columns K_p times op(b)'s rows
+    // K_p, the first into c and the others into partial sums that a second job
+    // adds to c by column pieces. Each thread reads only its part of both
+    // inputs, and a layer's W (op(a) in the forward W·x) is cut by its columns,
+    // as its gradient δ·xᵀ (c, cut in columns) is: each thread reads in the
+    // forward the columns of W that it wrote in the last step's update. Each
+    // piece past the first adds c's size to write and read back, so c must be
+    // small beside the inputs (the CNN's 128×1024·1024×1000 evaluation batch,
+    // c nearly op(a)'s size, measured 1.5-2.5 % slower cut so), and the partial
+    // sums are held to the size of the inputs: at most 1 + (m·k + k·n) / (m·n) pieces.
+    int64_t pk = 2 * int64_t(m) <= k && 2 * int64_t(n) <= k ? pieces(flops, k, kMinInner) : 1;
+    pk = std::min<int64_t>(pk, 1 + (int64_t(m) * k + int64_t(k) * n) / (int64_t(m) * n));
+    if (pk > 1) return inner_split(alpha, a, b, beta, c, pk, after, ctx);
+    // Else columns of c when there are enough, else rows: each piece then packs
+    // all of op(a) once (columns) or all of op(b) (rows), and column pieces
+    // measured faster (rows of W in the forward and its gradient too: results.md,
+    // "W's columns on one thread").
     if (int64_t p = pieces(flops, n, kMinCols); p > 1)
         return split(n, p, kMinCols, [&](int64_t c0, int64_t c1) {
             gemm(0, m, c0, c1);
-            if (after) after(ctx, c0, c1);
+            if (after) after(ctx, 0, m, c0, c1);
         });
     if (int64_t p = pieces(flops, m, kMinRows); p > 1)
-        split(m, p, kMinRows, [&](int64_t r0, int64_t r1) { gemm(r0, r1, 0, n); });
-    else
-        gemm(0, m, 0, n);
+        return split(m, p, kMinRows, [&](int64_t r0, int64_t r1) {
+            gemm(r0, r1, 0, n);
+            if (after) after(ctx, r0, r1, 0, n);
+        });
+    gemm(0, m, 0, n);
     whole();
 }
 

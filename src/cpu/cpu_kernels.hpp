@@ -52,11 +52,12 @@ constexpr int64_t kGrain = 1 << 15;
 // The kernels other kernels call, neither counted nor timed (CpuDevice's
 // counts one kernel per call of the user's): blas.cpp, elementwise.cpp.
 void mm_plain(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c);
-// mm_plain, then after(ctx, j0, j1) on columns j0..j1 − 1 of c: each column piece of a
-// cut product by the thread that computed it, while in its cache (dense's bias and
-// activation); the whole of c at the end otherwise.
-using ColumnsFn = void (*)(void* ctx, int64_t j0, int64_t j1);
-void mm_plain_then(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, ColumnsFn after,
+// mm_plain, then after(ctx, r0, r1, j0, j1) on rows r0..r1 − 1 of columns j0..j1 − 1
+// of c: each piece of a cut product (blas.cpp says how it is cut) by the thread
+// that computed it, while in its cache (dense's bias and activation, mm_optim's
+// update); the whole of c at the end otherwise.
+using BlockFn = void (*)(void* ctx, int64_t r0, int64_t r1, int64_t j0, int64_t j1);
+void mm_plain_then(float alpha, const Matrix& a, const Matrix& b, float beta, const Matrix& c, BlockFn after,
                    void* ctx);
 void scal_plain(float alpha, const Matrix& x);
 void copy_plain(const Matrix& x, const Matrix& y);
@@ -66,12 +67,12 @@ void unary_run(Unary op, const float* x, float* y, int64_t n);
 
 // Calls f(n, p, s) over runs of n elements of K equal-shape float operands,
 // p[k] the run's start in operand k and s[k] its stride, in parallel above
-// kGrain elements. Elementwise math does not care about order, so when every
+// grain_elems (kGrain) elements. Elementwise math does not care about order, so when every
 // operand is transposed the walk follows the stored layout, and when every
 // operand is one dense run the whole matrix is one run (cut into chunks).
 // Operands come as pointers: copying a Matrix costs atomic reference counts.
 template <size_t K, class F>
-void walk(std::array<const Matrix*, K> ms, F&& f) {
+void walk(std::array<const Matrix*, K> ms, F&& f, int64_t grain_elems = kGrain) {
     bool all_trans = true;
     for (const Matrix* m : ms) all_trans = all_trans && m->trans;
     std::array<Matrix, K> flipped;
@@ -93,14 +94,14 @@ void walk(std::array<const Matrix*, K> ms, F&& f) {
         if (rows == 1) rs = cs;
         else if (cols > 1) rs.fill(1);
         const int64_t n = rows * cols;
-        parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+        parallel_for(n, grain_elems, [&](int64_t b, int64_t e) {
             std::array<float*, K> p;
             for (size_t k = 0; k < K; k++) p[k] = base[k] + b * rs[k];
             f(e - b, p, rs);
         });
         return;
     }
-    const int64_t grain = rows >= kGrain ? 1 : kGrain / rows;
+    const int64_t grain = rows >= grain_elems ? 1 : grain_elems / rows;
     parallel_for(cols, grain, [&](int64_t jb, int64_t je) {
         for (int64_t j = jb; j < je; j++) {
             std::array<float*, K> p;

@@ -143,7 +143,8 @@ void map1(const Matrix& x, const Matrix& y, F f, DenseRun dense, Params params, 
 }
 
 template <class F>
-void map2(const Matrix& x, const Matrix& y, const Matrix& z, F f, DenseRun2 dense = nullptr, bool cheap = false) {
+void map2(const Matrix& x, const Matrix& y, const Matrix& z, F f, DenseRun2 dense = nullptr, bool cheap = false,
+          int64_t grain = kGrain) {
     const bool stream = cheap && dense && z.size() >= stream_min();
     walk<3>({&x, &y, &z}, [&](int64_t n, const std::array<float*, 3>& p, const std::array<int64_t, 3>& s) {
         const float* a = p[0];
@@ -156,7 +157,7 @@ void map2(const Matrix& x, const Matrix& y, const Matrix& z, F f, DenseRun2 dens
         } else {
             for (int64_t i = 0; i < n; i++) c[i * s[2]] = f(a[i * s[0]], b[i * s[1]]);
         }
-    });
+    }, grain);
 }
 
 }  // namespace
@@ -200,6 +201,13 @@ void CpuDevice::unary(Unary op, const Matrix& xm, const Matrix& ym, const float*
 }
 
 // delta ← da ∘ act′(x), one pass over the three views.
+// act_backward's runs are cut across the pool from half the pool's grain: it
+// moves three floats an element (two read, one written) where kGrain was sized
+// for the unary loops' two, and a hidden layer's δ (the MLP's 256×128: 32,768
+// elements, one grain) then runs on both threads, each on the columns that the
+// product before it (dx, cut in column halves) left in its cache.
+constexpr int64_t kBackwardGrain = kGrain / 2;
+
 void CpuDevice::act_backward(Act act, const Matrix& da, const Matrix& xm, const Matrix& delta) {
     Timed t(this, act_backward_name(act));
     using namespace opmath;
@@ -207,7 +215,7 @@ void CpuDevice::act_backward(Act act, const Matrix& da, const Matrix& xm, const 
         case Act::identity: return map2(da, xm, delta, [](float g, float) { return g; });
 #define VELA_ACT(name, f, d, from, what) \
     case Act::name: return map2(da, xm, delta, [](float g, float x) { return g * (d); }, name##_backs[int(isa())], \
-                                   memory_bound(act_prime(Act::name)));
+                                   memory_bound(act_prime(Act::name)), kBackwardGrain);
 #define VELA_FN(name, params, f, what)
 #include "core/ops.def"
 #undef VELA_ACT

@@ -115,28 +115,30 @@ void run(Dense dense, const Matrix& w, const Matrix& g, const Matrix& s1, const 
     });
 }
 
-// Columns j0..j1 of every operand, on this thread (a piece of a product runs
-// in a pool job already): one dense run per column, or per block where every
-// operand's columns follow each other in memory, else element by element.
+// Rows r0..r1 of columns j0..j1 of every operand, on this thread (a piece of a
+// product runs in a pool job already): one dense run per column, or per block
+// where whole columns of every operand follow each other in memory, else
+// element by element.
 template <Optim K>
-void run_columns(Dense dense, const std::array<const Matrix*, 5>& ms, int64_t j0, int64_t j1, const float* p) {
-    const int64_t rows = ms[0]->rows;
-    bool unit = true, packed = true;
+void run_block(Dense dense, const std::array<const Matrix*, 5>& ms, int64_t r0, int64_t r1, int64_t j0, int64_t j1,
+               const float* p) {
+    const int64_t rows = ms[0]->rows, len = r1 - r0;
+    bool unit = true, packed = len == rows;
     for (const Matrix* m : ms) {
         unit = unit && m->row_step() == 1;
         packed = packed && m->row_step() == 1 && m->col_step() == rows;
     }
-    auto at = [&](int k, int64_t j) { return fptr(*ms[k]) + j * ms[k]->col_step(); };
+    auto at = [&](int k, int64_t j) { return fptr(*ms[k]) + j * ms[k]->col_step() + r0 * ms[k]->row_step(); };
     if (packed) return dense(at(0, j0), at(1, j0), at(2, j0), at(3, j0), at(4, j0), (j1 - j0) * rows, p);
     for (int64_t j = j0; j < j1; j++) {
         float *w = at(0, j), *g = at(1, j), *s1 = at(2, j), *s2 = at(3, j), *s3 = at(4, j);
         if (unit) {
-            dense(w, g, s1, s2, s3, rows, p);
+            dense(w, g, s1, s2, s3, len, p);
             continue;
         }
-        const int64_t r0 = ms[0]->row_step(), r1 = ms[1]->row_step(), r2 = ms[2]->row_step(), r3 = ms[3]->row_step(),
-                      r4 = ms[4]->row_step();
-        for (int64_t i = 0; i < rows; i++) element<K>(w[i * r0], g[i * r1], s1[i * r2], s2[i * r3], s3[i * r4], p);
+        const int64_t q0 = ms[0]->row_step(), q1 = ms[1]->row_step(), q2 = ms[2]->row_step(), q3 = ms[3]->row_step(),
+                      q4 = ms[4]->row_step();
+        for (int64_t i = 0; i < len; i++) element<K>(w[i * q0], g[i * q1], s1[i * q2], s2[i * q3], s3[i * q4], p);
     }
 }
 
@@ -169,10 +171,12 @@ void CpuDevice::optim_step(Optim kind, const Matrix& w, const Matrix& g, const M
     with_kind(kind, [&]<Optim K>(Dense dense) { run<K>(dense, w, g, s1, s2, s3, p); });
 }
 
-// g ← α·a·b with each piece of g's columns updated as soon as the thread that
-// computed it is done (the piece is then in its core's cache: the separate
-// pass read g, w and the state back from the other core or from L3). A
-// product run whole (small, or cut in rows) is updated after it, threaded.
+// g ← α·a·b with each piece of g updated as soon as the thread that computed it
+// is done (the piece is then in its core's cache: the separate pass read g, w
+// and the state back from the other core or from L3). When the product is cut
+// in rows (blas.cpp), so is the forward W·x, and a thread updates the rows of w
+// that it multiplies in the forward. A product run whole (small) is updated
+// after it, threaded.
 void CpuDevice::mm_optim(float alpha, const Matrix& a, const Matrix& b, const Matrix& g, Optim kind, const Matrix& w,
                          const Matrix& s1, const Matrix& s2, const Matrix& s3, const float* p) {
     Timed t(this, Kernel::mm_optim);
@@ -181,12 +185,12 @@ void CpuDevice::mm_optim(float alpha, const Matrix& a, const Matrix& b, const Ma
         std::array<const Matrix*, 5> ms;
         const float* p;
     } ctx{kind, {&w, &g, &s1, &s2, &s3}, p};
-    mm_plain_then(alpha, a, b, 0.0f, g, [](void* c, int64_t j0, int64_t j1) {
+    mm_plain_then(alpha, a, b, 0.0f, g, [](void* c, int64_t r0, int64_t r1, int64_t j0, int64_t j1) {
         const Ctx& x = *static_cast<const Ctx*>(c);
         const std::array<const Matrix*, 5>& m = x.ms;
-        if (j0 == 0 && j1 == m[0]->cols)  // whole: on the calling thread, outside any pool job
+        if (r0 == 0 && r1 == m[0]->rows && j0 == 0 && j1 == m[0]->cols)  // whole: on the calling thread, outside any pool job
             return with_kind(x.kind, [&]<Optim K>(Dense dense) { run<K>(dense, *m[0], *m[1], *m[2], *m[3], *m[4], x.p); });
-        with_kind(x.kind, [&]<Optim K>(Dense dense) { run_columns<K>(dense, m, j0, j1, x.p); });
+        with_kind(x.kind, [&]<Optim K>(Dense dense) { run_block<K>(dense, m, r0, r1, j0, j1, x.p); });
     }, &ctx);
 }
 

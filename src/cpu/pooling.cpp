@@ -14,6 +14,7 @@
 
 #include "cpu/cpu_kernels.hpp"
 #include "cpu/conv_walk.hpp"
+#include "cpu/isa.hpp"
 
 namespace vela::cpu {
 
@@ -38,14 +39,11 @@ static bool pool_2x2(const ConvGeom& g, const Plane& a, const Plane& b, const Pl
 // when nothing has won yet (index 0), when larger than the best so far, or
 // when it is a number and the best so far is NaN.
 #if defined(__x86_64__)
-// Eight windows at a time with AVX2, where the CPU has it (the build's
+// Eight windows at a time with AVX2, where the loops' path has it (isa():
+// v3 or v4, so VELA_CPU_ISA=base takes the SSE2 loops here too; the build's
 // baseline is SSE2): the same rule on the same values, so the same results.
 // Returns how many outputs it wrote (a multiple of 8); max2x2_row does the rest.
-static bool has_avx2() {
-    __builtin_cpu_init();  // a static initializer may run before libgcc's own
-    return __builtin_cpu_supports("avx2");
-}
-static const bool kAvx2 = has_avx2();
+static bool avx2() { return isa() != Isa::base; }
 
 // The winners of 8 windows: a0 a1 the top pixels' rows, b0 b1 the bottom
 // ones' (each pair split into even and odd pixels by _mm256_shuffle_ps, which
@@ -161,7 +159,7 @@ static inline void max2x2_row(const float* r0, const float* r1, int64_t w, int64
                               float* idx) {
     int64_t ox = 0;
 #if defined(__x86_64__)
-    if (kAvx2 && ow >= 8) ox = max2x2_row_avx2(r0, r1, w, ow, base, y, idx);
+    if (avx2() && ow >= 8) ox = max2x2_row_avx2(r0, r1, w, ow, base, y, idx);
 #endif
 #if defined(__SSE2__)
     // Four windows at a time: their pixels split into even and odd columns.
@@ -209,7 +207,7 @@ void CpuDevice::maxpool(const ConvGeom& g, const Matrix& x, const Matrix& y, con
             float* io = &I.at(c * P, n);
             int64_t oy = 0;
 #if defined(__x86_64__)
-            if (kAvx2 && ow == 4)
+            if (avx2() && ow == 4)
                 for (; oy + 2 <= oh; oy += 2)
                     max2x2_rows4_avx2(img + 2 * oy * g.w, g.w, float(c * hw + 2 * oy * g.w + 1), yo + oy * ow, io + oy * ow);
 #endif
@@ -255,7 +253,7 @@ void CpuDevice::maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matr
             const float* ix = &I.at(c * P, n);
             int64_t oy = 0;
 #if defined(__x86_64__)
-            if (kAvx2 && ow == 4)
+            if (avx2() && ow == 4)
                 for (; oy + 2 <= oh; oy += 2) {
                     float* r0 = img + 2 * oy * g.w;
                     unpool2x2_rows4_avx2(d + oy * ow, ix + oy * ow, g.w, float(c * hw + 2 * oy * g.w + 1), r0);
@@ -271,7 +269,7 @@ void CpuDevice::maxpool_backward(const ConvGeom& g, const Matrix& dy, const Matr
                 const float f0 = float(c * hw + 2 * oy * g.w + 1);
                 int64_t ox = 0;
 #if defined(__x86_64__)
-                if (kAvx2 && ow >= 8) ox = unpool2x2_row_avx2(dr, ir, g.w, ow, f0, r0, r1);
+                if (avx2() && ow >= 8) ox = unpool2x2_row_avx2(dr, ir, g.w, ow, f0, r0, r1);
 #endif
 #if defined(__SSE2__)
                 const __m128 step = _mm_setr_ps(0.0f, 2.0f, 4.0f, 6.0f), one = _mm_set1_ps(1.0f);

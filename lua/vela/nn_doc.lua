@@ -62,7 +62,7 @@ return function(nn, classes)
 
   -- pooling (pool.lua)
   doc("nn.maxpool2d", "nn.maxpool2d(k [, stride = k] [, {pad = 0, input =}])",
-    "Max pooling over k×k windows (k, stride, pad numbers or {height, width}; pad at most k/2) of each channel; backward routes each gradient to the pixel that won (the kernel's idx). Its channels and image size come from the layer before it in nn.sequential. PyTorch nn.MaxPool2d.",
+    "Max pooling over k×k windows (k, stride, pad numbers or {height, width}; pad at most k/2) of each channel; backward routes each gradient to the pixel that won (the kernel's idx); in net:backward a pool with stride = k and no padding after a relu nn.conv2d applies the conv's relu′ on its own outputs (the same gradients, a smaller pass). Its channels and image size come from the layer before it in nn.sequential. PyTorch nn.MaxPool2d.",
     nn.maxpool2d)
   doc("nn.avgpool2d", "nn.avgpool2d(k [, stride = k] [, {pad = 0, input =}])",
     "Average pooling over k×k windows of each channel (padding counts as zeros: the sum divided by k·k). PyTorch nn.AvgPool2d.",

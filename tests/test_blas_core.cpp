@@ -124,6 +124,10 @@ TEST_CASE("decide_blas_core: switches an underusing pick, respects OPENBLAS_CORE
         CHECK(same(r.core, "Prescott"));
         CHECK(same(openblas_get_corename(), "Prescott"));
         CHECK(r.how.find("respected") != std::string::npos);
+        // Said, not acted on, when the processor could use wider kernels (every x86-64 with AVX can).
+        const bool hint = r.how.find("unset OPENBLAS_CORETYPE to let vela choose") != std::string::npos;
+        CHECK(hint == !want.empty());
+        if (hint) CHECK(r.how.find(want + "'s kernels would use") != std::string::npos);
     }
     SECTION("VELA_BLAS_CORE=off: OpenBLAS's pick") {
         unsetenv("OPENBLAS_CORETYPE");

@@ -131,11 +131,17 @@ bool env_off(const char* v) {
 BlasCore decide_blas_core() {
     BlasCore r;
     r.picked = r.core = openblas_get_corename();
+    const CpuFeatures f = cpu_features();
     if (const char* set = std::getenv("OPENBLAS_CORETYPE"); set && *set) {
         r.how = std::string("OPENBLAS_CORETYPE=") + set + " (the environment's choice, respected)";
+        // Respected even where it underuses the processor (a workplace may set it because an
+        // OpenBLAS build failed on this CPU), but said: on an AVX-512 CPU Haswell's kernels run
+        // at half the FMA peak of SkylakeX's (docs/results.md, Zen 5).
+        if (const std::string best = better_blas_core(f, r.core); !best.empty())
+            r.how += "; this processor has " + describe(f) + ", which " + best +
+                     "'s kernels would use: unset OPENBLAS_CORETYPE to let vela choose";
         return r;
     }
-    const CpuFeatures f = cpu_features();
     if (env_off(std::getenv("VELA_BLAS_CORE"))) {
         r.how = "OpenBLAS's pick (VELA_BLAS_CORE=off; the processor has " + describe(f) + ")";
         return r;

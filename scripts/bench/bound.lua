@@ -96,6 +96,11 @@ local loadavg = io.open("/proc/loadavg")
 print(("cpu: %s; BLAS core %s; %d threads; FMA peak %.1f GFLOP/s, %.1f per cpu-second (%s, measured; load average %s)"):format(
   info.name, info.limits["blas core"], vela.threads(), peak, peak_cpu, isa, loadavg and loadavg:read("l"):match("^(%S+)") or "?"))
 if loadavg then loadavg:close() end
+if isa == "AVX-512 FMA" then  -- issue 29 holds the software Vulkan drivers to the 256-bit peak
+  local p256, _, p256_cpu = native.fma_peak(nil, nil, 256)
+  print(("256-bit FMA peak (AVX2 FMA, for the software Vulkan drivers' mm): %.1f GFLOP/s, %.1f per cpu-second"):format(
+    p256, p256_cpu))
+end
 
 if opts.net == "mlp" or opts.net == "both" then
   local sets = opts.set == "fashion" and data.fashion_mnist() or data.mnist()

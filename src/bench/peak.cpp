@@ -1,8 +1,10 @@
-// native.fma_peak([threads [, seconds]]) -> GFLOP/s, isa, GFLOP per processor second of
+// native.fma_peak([threads [, seconds [, bits]]]) -> GFLOP/s, isa, GFLOP per processor second of
 // one thread: the float32 FMA peak this process reaches, measured: `threads` threads (default vela's) each run
 // independent chains of fused multiply-adds in the widest vectors the CPU and
 // OS offer (cpu::cpu_features: AVX-512, else AVX2+FMA, else SSE multiply+add),
-// for about `seconds` (default 0.3). 2 flops per lane per FMA. The third result
+// or in vectors of at most `bits` (512, 256 or 128: issue 29 measures the
+// software Vulkan drivers against the 256-bit peak, which is half the 512-bit
+// one on a Zen 5), for about `seconds` (default 0.3). 2 flops per lane per FMA. The third result
 // (the median thread's flops over its own processor time) is the steady one on
 // a machine shared with other work. The bound
 // scripts/bench/bound.lua divides a training rate by.
@@ -70,12 +72,14 @@ int native_fma_peak(lua_State* L) {
     luaL_argcheck(L, threads >= 1 && threads <= 1024, 1, "threads must be 1..1024");
     const double seconds = luaL_optnumber(L, 2, 0.3);
     luaL_argcheck(L, seconds > 0 && seconds <= 60, 2, "seconds must be in (0, 60]");
+    const lua_Integer bits = luaL_optinteger(L, 3, 512);
+    luaL_argcheck(L, bits == 512 || bits == 256 || bits == 128, 3, "bits must be 512, 256 or 128");
     const cpu::CpuFeatures f = cpu::cpu_features();
     int lanes = 4;
     const char* isa = "SSE (multiply + add)";
     double (*run)(int64_t) = run_sse;
-    if (f.avx512) run = run_avx512, lanes = 16, isa = "AVX-512 FMA";
-    else if (f.avx2 && f.fma) run = run_avx2, lanes = 8, isa = "AVX2 FMA";
+    if (f.avx512 && bits >= 512) run = run_avx512, lanes = 16, isa = "AVX-512 FMA";
+    else if (f.avx2 && f.fma && bits >= 256) run = run_avx2, lanes = 8, isa = "AVX2 FMA";
     // Calibrate one thread to ~20 ms, then every thread runs the scaled count at once.
     int64_t iters = 1 << 16;
     double t = 0;

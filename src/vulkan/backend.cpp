@@ -82,6 +82,7 @@ bool validation_enabled() { return Context::validation(); }
 uint64_t validation_message_count() { return Context::messages(); }
 
 void register_backend() {
+    set_lavapipe_width();
     Backend b;
     b.name = "vulkan";
     b.aliases = {"gpu"};

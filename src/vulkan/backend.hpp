@@ -27,7 +27,16 @@ struct InstanceUser {
 };
 void set_instance_user(InstanceUser user);
 
-// Registers "vulkan" (alias "gpu") with the device registry.
+// Registers "vulkan" (alias "gpu") with the device registry; first sets the width of
+// lavapipe's vectors (set_lavapipe_width), while the process has one thread.
 void register_backend();
+
+// Mesa's llvmpipe (lavapipe) compiles shaders for 256-bit vectors unless
+// LP_NATIVE_VECTOR_WIDTH says otherwise, read when the driver initialises. On a
+// processor with AVX-512 (F, BW, DQ, VL) and the variable unset, vela sets it
+// to 512: lavapipe's subgroup becomes 16 lanes and its mm about twice as fast
+// on a Zen 5 (docs/vulkan.md). A variable already set is respected. Before the
+// first Vulkan instance; the decision shows in lavapipe's "vector width" limit.
+void set_lavapipe_width();
 
 }  // namespace vela::vk

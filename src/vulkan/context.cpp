@@ -20,6 +20,12 @@ bool env_on(const char* name) {
 
 namespace {
 
+// What set_lavapipe_width() decided, for the "vector width" line of lavapipe's limits.
+std::string& lavapipe_width_how() {
+    static std::string how = "Mesa's default (LP_NATIVE_VECTOR_WIDTH unset)";
+    return how;
+}
+
 std::unique_ptr<Context>& context_slot() {
     static std::unique_ptr<Context> c;
     return c;
@@ -105,6 +111,8 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
     c.vendor_id = p.props.vendorID;
 
+    if (v12 && driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE)
+        d.limits.emplace_back("vector width", format("%u bits: ", d.subgroup * 32) + lavapipe_width_how());
     d.limits.emplace_back("maxComputeWorkGroupInvocations", std::to_string(lim.maxComputeWorkGroupInvocations));
     d.limits.emplace_back("maxComputeWorkGroupCount",
                           format("%u × %u × %u", lim.maxComputeWorkGroupCount[0], lim.maxComputeWorkGroupCount[1],
@@ -202,6 +210,24 @@ PhysicalInfo describe(VkPhysicalDevice pd, size_t index) {
 }
 
 }  // namespace
+
+void set_lavapipe_width() {
+    if (const char* set = std::getenv("LP_NATIVE_VECTOR_WIDTH"); set && *set) {
+        lavapipe_width_how() = std::string("LP_NATIVE_VECTOR_WIDTH=") + set + " (the environment's choice, respected)";
+        return;
+    }
+#if defined(__x86_64__) || defined(__i386__)
+    // libgcc's checks include the operating system's saving of the ZMM state.
+    __builtin_cpu_init();
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    if (avx512) {
+        setenv("LP_NATIVE_VECTOR_WIDTH", "512", 0);
+        lavapipe_width_how() = "LP_NATIVE_VECTOR_WIDTH=512, set by vela for this AVX-512 processor "
+                               "(LP_NATIVE_VECTOR_WIDTH=256 keeps Mesa's default)";
+    }
+#endif
+}
 
 Context& Context::get() {
     auto& c = context_slot();

@@ -26,7 +26,7 @@ run() {  # run [VAR=value...] command...: print the line, then its output
 echo "date: $(date -u '+%F %H:%M UTC'); commit: $(git rev-parse --short HEAD 2>/dev/null)"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(nproc) cores"
 echo "flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512f|avx512bw|avx512_bf16|amx_tile)$' | tr '\n' ' ')"
-echo "environment: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)} VELA_BLAS_CORE=${VELA_BLAS_CORE:-(unset)}"
+echo "environment: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)} VELA_BLAS_CORE=${VELA_BLAS_CORE:-(unset)} LP_NATIVE_VECTOR_WIDTH=${LP_NATIVE_VECTOR_WIDTH:-(unset)}"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 run "$vela" scripts/bench/bound.lua epochs=3 set=fashion
 run "$vela" scripts/bench/mnist.lua epochs=3 devices=cpu set=fashion torch_threads="$(nproc)"

@@ -130,6 +130,108 @@ __attribute__((target("avx2,fma"))) void dgrad_channel(const ConvGeom& g, const 
     }
 }
 
+// The v4 (AVX-512) tile: the AVX2 tile's run of up to 8 dz columns for two
+// dx rows at once, iy in the low 8 lanes and iy + 1 in the high 8 (dz rows
+// iy − ky and iy + 1 − ky: one load where dz rows are 8 wide, two masked
+// ones otherwise), for NS ≤ 4 samples. ky runs over the union of the two
+// rows' window rows; a lane whose dz row is outside the output (or past the
+// run) is left out by the FMA's mask, so each lane gets the AVX2 tile's
+// products in its order.
+struct DgradArgs4 {
+    const float* dz[4];
+    const float* wc;
+    int64_t out, P, ow, oh, kh, kw;
+};
+
+template <int NS, bool One, int NK>
+VELA_V4 void dgrad_tile4(const DgradArgs4& a, int64_t iy, bool up, int64_t ky0, int64_t ky1, int64_t ox0,
+                         __mmask16 cm, int64_t kx0, float* const* rb) {
+    __m512 acc[NS][NK];
+    _Pragma("GCC unroll 8") for (int s = 0; s < NS; s++)
+        _Pragma("GCC unroll 8") for (int k = 0; k < NK; k++) acc[s][k] = _mm512_setzero_ps();
+    const int64_t khw = a.kh * a.kw, out = a.out, P = a.P, ow = a.ow, oh = a.oh;
+    for (int64_t ky = ky0; ky < ky1; ky++) {
+        const int64_t oy = iy - ky;  // the low half's dz row; the high half's is oy + 1
+        const __mmask16 m = __mmask16((oy >= 0 && oy < oh ? cm : 0) | (up && oy + 1 < oh ? cm << 8 : 0));
+        const int64_t at = ox0 + oy * ow;
+        const float* d[NS];
+        _Pragma("GCC unroll 8") for (int s = 0; s < NS; s++) d[s] = a.dz[s] + at;
+        const float* wk = a.wc + ky * a.kw + kx0;
+        for (int64_t o = 0; o < out; o++, wk += khw) {
+            __m512 dv[NS];
+            _Pragma("GCC unroll 8") for (int s = 0; s < NS; s++) {
+                if (One) {
+                    dv[s] = _mm512_maskz_loadu_ps(m, d[s]);
+                } else {
+                    dv[s] = _mm512_maskz_loadu_ps(__mmask16(m & 0xff), d[s]);
+                    dv[s] = _mm512_mask_loadu_ps(dv[s], __mmask16(m & 0xff00), d[s] + ow - 8);
+                }
+                d[s] += P;
+            }
+            _Pragma("GCC unroll 8") for (int k = 0; k < NK; k++) {
+                const __m512 wv = _mm512_set1_ps(wk[k]);
+                _Pragma("GCC unroll 8") for (int s = 0; s < NS; s++)
+                    acc[s][k] = _mm512_mask3_fmadd_ps(wv, dv[s], acc[s][k], m);
+            }
+        }
+    }
+    // Each half's partial row k goes k lanes to the right, into 16 lanes of
+    // its dx row: lane j takes lane j − k of the half where 0 ≤ j − k < 8, +0
+    // elsewhere (the AVX2 tile's lo and hi vectors, the same sums).
+    _Pragma("GCC unroll 8") for (int s = 0; s < NS; s++) {
+        for (int h = 0; h < 1 + int(up); h++) {
+            __m512 sum = _mm512_setzero_ps();
+            _Pragma("GCC unroll 8") for (int k = 0; k < NK; k++) {
+                const __m512i idx = _mm512_and_si512(
+                    _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                     _mm512_set1_epi32(8 * h - k)),
+                    _mm512_set1_epi32(15));
+                sum = _mm512_add_ps(sum, _mm512_maskz_permutexvar_ps(__mmask16(0xffu << k), idx, acc[s][k]));
+            }
+            float* r = rb[2 * s + h] + ox0 + kx0;
+            _mm512_storeu_ps(r, _mm512_add_ps(_mm512_loadu_ps(r), sum));
+        }
+    }
+}
+
+template <int NS, bool One>
+VELA_V4 void dgrad_tile4_n(const DgradArgs4& a, int64_t iy, bool up, int64_t ky0, int64_t ky1, int64_t ox0,
+                           __mmask16 cm, int64_t kx0, int64_t nk, float* const* rb) {
+    switch (nk) {
+        case 1: return dgrad_tile4<NS, One, 1>(a, iy, up, ky0, ky1, ox0, cm, kx0, rb);
+        case 2: return dgrad_tile4<NS, One, 2>(a, iy, up, ky0, ky1, ox0, cm, kx0, rb);
+        case 3: return dgrad_tile4<NS, One, 3>(a, iy, up, ky0, ky1, ox0, cm, kx0, rb);
+        case 4: return dgrad_tile4<NS, One, 4>(a, iy, up, ky0, ky1, ox0, cm, kx0, rb);
+        default: return dgrad_tile4<NS, One, 5>(a, iy, up, ky0, ky1, ox0, cm, kx0, rb);
+    }
+}
+
+// dx rows of input channel c for NS samples, two rows at a time (rows: 2·NS
+// row buffers of w + 16 floats).
+template <int NS>
+VELA_V4 void dgrad_channel4(const ConvGeom& g, const DgradArgs4& a, int64_t c, float* const* dx, float* rows) {
+    const int64_t oh = g.oh(), ow = g.ow(), rl = g.w + 16;
+    float* rb[8];
+    for (int i = 0; i < 2 * NS; i++) rb[i] = rows + i * rl;
+    const bool one = ow == 8;
+    for (int64_t iy = 0; iy < g.h; iy += 2) {
+        const bool up = iy + 1 < g.h;
+        const int64_t ky0 = std::max<int64_t>(0, iy - oh + 1), ky1 = std::min(g.kh, iy + 1 + int64_t(up));
+        for (int i = 0; i < 2 * NS; i++) std::fill_n(rb[i], rl, 0.0f);
+        for (int64_t ox0 = 0; ox0 < ow; ox0 += 8) {
+            const int64_t len = std::min<int64_t>(8, ow - ox0);
+            const __mmask16 cm = __mmask16((1u << len) - 1);
+            for (int64_t kx0 = 0; kx0 < g.kw; kx0 += kCols) {
+                const int64_t nk = std::min(kCols, g.kw - kx0);
+                if (one) dgrad_tile4_n<NS, true>(a, iy, up, ky0, ky1, ox0, cm, kx0, nk, rb);
+                else dgrad_tile4_n<NS, false>(a, iy, up, ky0, ky1, ox0, cm, kx0, nk, rb);
+            }
+        }
+        for (int s = 0; s < NS; s++)
+            for (int h = 0; h < 1 + int(up); h++) std::copy_n(rb[2 * s + h], g.w, dx[s] + (c * g.h + iy + h) * g.w);
+    }
+}
+
 }  // namespace
 
 void CpuDevice::conv_dgrad(const ConvGeom& g, const Matrix& dz, const Matrix& w, const Matrix& dx) {
@@ -145,6 +247,30 @@ void CpuDevice::conv_dgrad(const ConvGeom& g, const Matrix& dz, const Matrix& w,
         std::vector<float> wp(size_t(g.c * out * khw));
         for (int64_t o = 0; o < out; o++)
             for (int64_t r = 0; r < R; r++) wp[size_t(((r / khw) * out + o) * khw + r % khw)] = W.at(o, r);
+        if (isa() == Isa::v4) {
+            constexpr int64_t G = 4;  // samples per tile
+            const int64_t groups = (N + G - 1) / G;
+            const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, G * hw * out * khw / 16));
+            parallel_for(groups * g.c, grain, [&](int64_t b0, int64_t e) {
+                std::vector<float> rows(size_t(2 * G * (g.w + 16)));
+                for (int64_t q = b0; q < e; q++) {
+                    const int64_t n = (q / g.c) * G, c = q % g.c, ns = std::min<int64_t>(G, N - n);
+                    DgradArgs4 a{{}, &wp[size_t(c * out * khw)], out, P, ow, oh, g.kh, g.kw};
+                    float* cols[4] = {};
+                    for (int64_t s = 0; s < ns; s++) {
+                        a.dz[s] = &D.at(0, n + s);
+                        cols[s] = &X.at(0, n + s);
+                    }
+                    switch (ns) {
+                        case 1: dgrad_channel4<1>(g, a, c, cols, rows.data()); break;
+                        case 2: dgrad_channel4<2>(g, a, c, cols, rows.data()); break;
+                        case 3: dgrad_channel4<3>(g, a, c, cols, rows.data()); break;
+                        default: dgrad_channel4<4>(g, a, c, cols, rows.data()); break;
+                    }
+                }
+            });
+            return;
+        }
         const int64_t pairs = (N + 1) / 2;
         const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, 2 * hw * out * khw / 8));
         parallel_for(pairs * g.c, grain, [&](int64_t b0, int64_t e) {

@@ -22,6 +22,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "cpu/conv_walk.hpp"
@@ -130,106 +131,101 @@ __attribute__((target("avx2,fma"))) void dgrad_channel(const ConvGeom& g, const 
     }
 }
 
-// The v4 (AVX-512) tile: the AVX2 tile's run of up to 8 dz columns for two
-// dx rows at once, iy in the low 8 lanes and iy + 1 in the high 8 (dz rows
-// iy − ky and iy + 1 − ky: one load where dz rows are 8 wide, two masked
-// ones otherwise), for NS ≤ 4 samples. ky runs over the union of the two
-// rows' window rows; a lane whose dz row is outside the output (or past the
-// run) is left out by the FMA's mask, so each lane gets the AVX2 tile's
-// products in its order.
-struct DgradArgs4 {
-    const float* dz[4];
-    const float* wc;
-    int64_t out, P, ow, oh, kh, kw;
+// The v4 (AVX-512) path: each zmm holds one run of up to 8 dz columns of 2
+// samples (low and high 8 lanes), from a copy of dz per group of kGroup
+// samples, [o][oy][run][sample][8] (zero past a short run or a missing
+// sample), aligned, so that a zmm is one load. The tile is the AVX2 tile for
+// 2·NP samples: NP zmm of dz per (ky, o), kw ≤ 5 broadcast weights, NP × NK
+// accumulators.
+constexpr int64_t kGroup = 8;  // samples per v4 group: 4 zmm per (ky, o), 20 accumulators
+
+struct DgradArgsV4 {
+    const float* pk;  // the group's dz copy
+    const float* wc;  // input channel c's weights, [o][ky][kx]
+    int64_t out, oh, runs, kh, kw;
 };
 
-template <int NS, bool One, int NK>
-VELA_V4 void dgrad_tile4(const DgradArgs4& a, int64_t iy, bool up, int64_t ky0, int64_t ky1, int64_t ox0,
-                         __mmask16 cm, int64_t kx0, float* const* rb) {
-    __m512 acc[NS][NK];
-    _Pragma("GCC unroll 8") for (int s = 0; s < NS; s++)
-        _Pragma("GCC unroll 8") for (int k = 0; k < NK; k++) acc[s][k] = _mm512_setzero_ps();
-    const int64_t khw = a.kh * a.kw, out = a.out, P = a.P, ow = a.ow, oh = a.oh;
+template <int NP, int NK>
+VELA_V4 void dgrad_tile_v4(const DgradArgsV4& a, int64_t iy, int64_t ky0, int64_t ky1, int64_t run, int64_t kx0,
+                           float* const* rb) {
+    __m512 acc[NP][NK];
+    _Pragma("GCC unroll 8") for (int p = 0; p < NP; p++)
+        _Pragma("GCC unroll 8") for (int k = 0; k < NK; k++) acc[p][k] = _mm512_setzero_ps();
+    const int64_t khw = a.kh * a.kw, out = a.out, ostep = a.oh * a.runs * NP * 16;
     for (int64_t ky = ky0; ky < ky1; ky++) {
-        const int64_t oy = iy - ky;  // the low half's dz row; the high half's is oy + 1
-        const __mmask16 m = __mmask16((oy >= 0 && oy < oh ? cm : 0) | (up && oy + 1 < oh ? cm << 8 : 0));
-        const int64_t at = ox0 + oy * ow;
-        const float* d[NS];
-        _Pragma("GCC unroll 8") for (int s = 0; s < NS; s++) d[s] = a.dz[s] + at;
+        const float* d = a.pk + ((iy - ky) * a.runs + run) * NP * 16;
         const float* wk = a.wc + ky * a.kw + kx0;
-        for (int64_t o = 0; o < out; o++, wk += khw) {
-            __m512 dv[NS];
-            _Pragma("GCC unroll 8") for (int s = 0; s < NS; s++) {
-                if (One) {
-                    dv[s] = _mm512_maskz_loadu_ps(m, d[s]);
-                } else {
-                    dv[s] = _mm512_maskz_loadu_ps(__mmask16(m & 0xff), d[s]);
-                    dv[s] = _mm512_mask_loadu_ps(dv[s], __mmask16(m & 0xff00), d[s] + ow - 8);
-                }
-                d[s] += P;
-            }
+        for (int64_t o = 0; o < out; o++, wk += khw, d += ostep) {
+            __m512 dv[NP];
+            _Pragma("GCC unroll 8") for (int p = 0; p < NP; p++) dv[p] = _mm512_load_ps(d + 16 * p);
             _Pragma("GCC unroll 8") for (int k = 0; k < NK; k++) {
                 const __m512 wv = _mm512_set1_ps(wk[k]);
-                _Pragma("GCC unroll 8") for (int s = 0; s < NS; s++)
-                    acc[s][k] = _mm512_mask3_fmadd_ps(wv, dv[s], acc[s][k], m);
+                _Pragma("GCC unroll 8") for (int p = 0; p < NP; p++) acc[p][k] = _mm512_fmadd_ps(wv, dv[p], acc[p][k]);
             }
         }
     }
-    // Each half's partial row k goes k lanes to the right, into 16 lanes of
-    // its dx row: lane j takes lane j − k of the half where 0 ≤ j − k < 8, +0
-    // elsewhere (the AVX2 tile's lo and hi vectors, the same sums).
-    _Pragma("GCC unroll 8") for (int s = 0; s < NS; s++) {
-        for (int h = 0; h < 1 + int(up); h++) {
+    // Each sample's partial row k goes k lanes to the right, into 16 lanes of
+    // its dx row: lane j takes lane j − k of the sample's half where 0 ≤ j − k
+    // < 8 and +0 elsewhere (the AVX2 tile's lo and hi vectors: the same sums).
+    _Pragma("GCC unroll 8") for (int p = 0; p < NP; p++) {
+        _Pragma("GCC unroll 2") for (int h = 0; h < 2; h++) {
             __m512 sum = _mm512_setzero_ps();
             _Pragma("GCC unroll 8") for (int k = 0; k < NK; k++) {
                 const __m512i idx = _mm512_and_si512(
                     _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                      _mm512_set1_epi32(8 * h - k)),
                     _mm512_set1_epi32(15));
-                sum = _mm512_add_ps(sum, _mm512_maskz_permutexvar_ps(__mmask16(0xffu << k), idx, acc[s][k]));
+                sum = _mm512_add_ps(sum, _mm512_maskz_permutexvar_ps(__mmask16(0xffu << k), idx, acc[p][k]));
             }
-            float* r = rb[2 * s + h] + ox0 + kx0;
+            float* r = rb[2 * p + h] + run * 8 + kx0;
             _mm512_storeu_ps(r, _mm512_add_ps(_mm512_loadu_ps(r), sum));
         }
     }
 }
 
-template <int NS, bool One>
-VELA_V4 void dgrad_tile4_n(const DgradArgs4& a, int64_t iy, bool up, int64_t ky0, int64_t ky1, int64_t ox0,
-                           __mmask16 cm, int64_t kx0, int64_t nk, float* const* rb) {
+template <int NP>
+VELA_V4 void dgrad_tile_v4_n(const DgradArgsV4& a, int64_t iy, int64_t ky0, int64_t ky1, int64_t run, int64_t kx0,
+                             int64_t nk, float* const* rb) {
     switch (nk) {
-        case 1: return dgrad_tile4<NS, One, 1>(a, iy, up, ky0, ky1, ox0, cm, kx0, rb);
-        case 2: return dgrad_tile4<NS, One, 2>(a, iy, up, ky0, ky1, ox0, cm, kx0, rb);
-        case 3: return dgrad_tile4<NS, One, 3>(a, iy, up, ky0, ky1, ox0, cm, kx0, rb);
-        case 4: return dgrad_tile4<NS, One, 4>(a, iy, up, ky0, ky1, ox0, cm, kx0, rb);
-        default: return dgrad_tile4<NS, One, 5>(a, iy, up, ky0, ky1, ox0, cm, kx0, rb);
+        case 1: return dgrad_tile_v4<NP, 1>(a, iy, ky0, ky1, run, kx0, rb);
+        case 2: return dgrad_tile_v4<NP, 2>(a, iy, ky0, ky1, run, kx0, rb);
+        case 3: return dgrad_tile_v4<NP, 3>(a, iy, ky0, ky1, run, kx0, rb);
+        case 4: return dgrad_tile_v4<NP, 4>(a, iy, ky0, ky1, run, kx0, rb);
+        default: return dgrad_tile_v4<NP, 5>(a, iy, ky0, ky1, run, kx0, rb);
     }
 }
 
-// dx rows of input channel c for NS samples, two rows at a time (rows: 2·NS
-// row buffers of w + 16 floats).
-template <int NS>
-VELA_V4 void dgrad_channel4(const ConvGeom& g, const DgradArgs4& a, int64_t c, float* const* dx, float* rows) {
-    const int64_t oh = g.oh(), ow = g.ow(), rl = g.w + 16;
-    float* rb[8];
-    for (int i = 0; i < 2 * NS; i++) rb[i] = rows + i * rl;
-    const bool one = ow == 8;
-    for (int64_t iy = 0; iy < g.h; iy += 2) {
-        const bool up = iy + 1 < g.h;
-        const int64_t ky0 = std::max<int64_t>(0, iy - oh + 1), ky1 = std::min(g.kh, iy + 1 + int64_t(up));
-        for (int i = 0; i < 2 * NS; i++) std::fill_n(rb[i], rl, 0.0f);
-        for (int64_t ox0 = 0; ox0 < ow; ox0 += 8) {
-            const int64_t len = std::min<int64_t>(8, ow - ox0);
-            const __mmask16 cm = __mmask16((1u << len) - 1);
-            for (int64_t kx0 = 0; kx0 < g.kw; kx0 += kCols) {
-                const int64_t nk = std::min(kCols, g.kw - kx0);
-                if (one) dgrad_tile4_n<NS, true>(a, iy, up, ky0, ky1, ox0, cm, kx0, nk, rb);
-                else dgrad_tile4_n<NS, false>(a, iy, up, ky0, ky1, ox0, cm, kx0, nk, rb);
-            }
-        }
-        for (int s = 0; s < NS; s++)
-            for (int h = 0; h < 1 + int(up); h++) std::copy_n(rb[2 * s + h], g.w, dx[s] + (c * g.h + iy + h) * g.w);
+// dx rows of input channel c for the group's ns ≤ 2·NP samples (dx: their
+// columns; rows: 2·NP row buffers of w + 16 floats).
+template <int NP>
+VELA_V4 void dgrad_channel_v4(const ConvGeom& g, const DgradArgsV4& a, int64_t c, int64_t ns, float* const* dx,
+                              float* rows) {
+    const int64_t oh = g.oh(), rl = g.w + 16;
+    float* rb[2 * NP];
+    for (int i = 0; i < 2 * NP; i++) rb[i] = rows + i * rl;
+    for (int64_t iy = 0; iy < g.h; iy++) {
+        const int64_t ky0 = std::max<int64_t>(0, iy - oh + 1), ky1 = std::min(g.kh, iy + 1);
+        for (int i = 0; i < 2 * NP; i++) std::fill_n(rb[i], rl, 0.0f);
+        for (int64_t run = 0; run < a.runs; run++)
+            for (int64_t kx0 = 0; kx0 < g.kw; kx0 += kCols)
+                dgrad_tile_v4_n<NP>(a, iy, ky0, ky1, run, kx0, std::min(kCols, g.kw - kx0), rb);
+        for (int64_t s = 0; s < ns; s++) std::copy_n(rb[s], g.w, dx[s] + (c * g.h + iy) * g.w);
     }
+}
+
+// The group's dz copy for the v4 path (pk: out·oh·runs·2·np runs of 8 floats).
+void dgrad_pack_v4(const Plane& D, int64_t P, int64_t out, int64_t oh, int64_t ow, int64_t n, int64_t ns, int64_t np,
+                   float* pk) {
+    const int64_t runs = (ow + 7) / 8;
+    for (int64_t o = 0; o < out; o++)
+        for (int64_t oy = 0; oy < oh; oy++)
+            for (int64_t r = 0; r < runs; r++) {
+                const int64_t len = std::min<int64_t>(8, ow - r * 8);
+                for (int64_t s = 0; s < 2 * np; s++, pk += 8) {
+                    if (s < ns) std::copy_n(&D.at(o * P + oy * ow + r * 8, n + s), len, pk);
+                    std::fill(pk + (s < ns ? len : 0), pk + 8, 0.0f);
+                }
+            }
 }
 
 }  // namespace
@@ -248,24 +244,27 @@ void CpuDevice::conv_dgrad(const ConvGeom& g, const Matrix& dz, const Matrix& w,
         for (int64_t o = 0; o < out; o++)
             for (int64_t r = 0; r < R; r++) wp[size_t(((r / khw) * out + o) * khw + r % khw)] = W.at(o, r);
         if (isa() == Isa::v4) {
-            constexpr int64_t G = 4;  // samples per tile
-            const int64_t groups = (N + G - 1) / G;
-            const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, G * hw * out * khw / 16));
+            const int64_t groups = (N + kGroup - 1) / kGroup, runs = (ow + 7) / 8;
+            const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, kGroup * hw * out * khw / 16));
             parallel_for(groups * g.c, grain, [&](int64_t b0, int64_t e) {
-                std::vector<float> rows(size_t(2 * G * (g.w + 16)));
+                std::vector<float> rows(size_t(kGroup * (g.w + 16))), pkv(size_t(out * oh * runs * kGroup * 8 + 16));
+                float* const pk = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(pkv.data()) + 63) & ~uintptr_t(63));
+                int64_t packed = -1;  // the group in pk
                 for (int64_t q = b0; q < e; q++) {
-                    const int64_t n = (q / g.c) * G, c = q % g.c, ns = std::min<int64_t>(G, N - n);
-                    DgradArgs4 a{{}, &wp[size_t(c * out * khw)], out, P, ow, oh, g.kh, g.kw};
-                    float* cols[4] = {};
-                    for (int64_t s = 0; s < ns; s++) {
-                        a.dz[s] = &D.at(0, n + s);
-                        cols[s] = &X.at(0, n + s);
+                    const int64_t grp = q / g.c, n = grp * kGroup, c = q % g.c, ns = std::min(kGroup, N - n);
+                    const int64_t np = (ns + 1) / 2;
+                    if (grp != packed) {
+                        dgrad_pack_v4(D, P, out, oh, ow, n, ns, np, pk);
+                        packed = grp;
                     }
-                    switch (ns) {
-                        case 1: dgrad_channel4<1>(g, a, c, cols, rows.data()); break;
-                        case 2: dgrad_channel4<2>(g, a, c, cols, rows.data()); break;
-                        case 3: dgrad_channel4<3>(g, a, c, cols, rows.data()); break;
-                        default: dgrad_channel4<4>(g, a, c, cols, rows.data()); break;
+                    const DgradArgsV4 a{pk, &wp[size_t(c * out * khw)], out, oh, runs, g.kh, g.kw};
+                    float* cols[kGroup];
+                    for (int64_t s = 0; s < ns; s++) cols[s] = &X.at(0, n + s);
+                    switch (np) {
+                        case 1: dgrad_channel_v4<1>(g, a, c, ns, cols, rows.data()); break;
+                        case 2: dgrad_channel_v4<2>(g, a, c, ns, cols, rows.data()); break;
+                        case 3: dgrad_channel_v4<3>(g, a, c, ns, cols, rows.data()); break;
+                        default: dgrad_channel_v4<4>(g, a, c, ns, cols, rows.data()); break;
                     }
                 }
             });

@@ -1,12 +1,13 @@
 -- conv_dgrad (a convolution's input gradient without im2col's windows) on
--- every device against a float64 loop written here: the cpu's AVX2 path
--- (stride 1, no padding) with 8-column dz rows (full runs), 10 and 14 columns
+-- every device against a float64 loop written here: the cpu's AVX2 or AVX-512
+-- path (stride 1, no padding; the CPU's best) with 8-column dz rows (full runs), 10 and 14 columns
 -- (a full run and a masked one), 3 (masked only), kw = 7 (two groups of window
 -- columns), kh ≠ kw, channel counts 1, 3, 4 → 16 and 32 → 64, odd batches (a
 -- tile of one sample); the scalar loops (stride, padding, views); dx
 -- overwritten; the errors; the same bits on 1 and 2 threads; and nn.conv2d's
--- backward, which takes it on the cpu, through nn.gradcheck. Run with
--- VELA_CPU_ISA=base too for the scalar path everywhere.
+-- backward, which takes it on the cpu, through nn.gradcheck; the AVX-512
+-- path's bits against a child's on the AVX2 path. Run with VELA_CPU_ISA=v3
+-- and base too for those paths everywhere.
 local t = dofile("tests/lua/t.lua")
 local nn = require "vela.nn"
 

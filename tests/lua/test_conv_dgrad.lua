@@ -1,9 +1,9 @@
 -- conv_dgrad (a convolution's input gradient without im2col's windows) on
 -- every device against a float64 loop written here: the cpu's AVX2 or AVX-512
--- path (stride 1, no padding; the CPU's best) with 8-column dz rows (full runs), 10 and 14 columns
--- (a full run and a masked one), 3 (masked only), kw = 7 (two groups of window
--- columns), kh ≠ kw, channel counts 1, 3, 4 → 16 and 32 → 64, odd batches (a
--- tile of one sample); the scalar loops (stride, padding, views); dx
+-- path (stride 1, no padding; the CPU's best) with 8-column dz rows (full
+-- runs), 10 and 14 columns (a full run and a masked one), 3 (masked only),
+-- kw = 7 (two groups of window columns), kh ≠ kw, channel counts 1, 3, 4 → 16
+-- and 32 → 64, odd batches (a tile of one sample); the scalar loops (stride, padding, views); dx
 -- overwritten; the errors; the same bits on 1 and 2 threads; and nn.conv2d's
 -- backward, which takes it on the cpu, through nn.gradcheck; the AVX-512
 -- path's bits against a child's on the AVX2 path. Run with VELA_CPU_ISA=v3

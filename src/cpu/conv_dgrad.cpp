@@ -154,6 +154,10 @@ __attribute__((target("avx2,fma"))) void dgrad_channel(const ConvGeom& g, const 
 // sample), aligned, so that a zmm is one load. The tile is the AVX2 tile for
 // 2·NP samples: NP zmm of dz per (ky, o), kw ≤ 5 broadcast weights, NP × NK
 // accumulators.
+// x86-64-v4's features by name: isa.hpp's VELA_V4 also asks for 512-bit
+// vectors, a target string clang refuses (dropping the attribute), and these
+// loops are intrinsics.
+#define DGRAD_V4 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 constexpr int64_t kGroup = 8;  // samples per v4 group: 4 zmm per (ky, o), 20 accumulators
 
 struct DgradArgsV4 {
@@ -163,7 +167,7 @@ struct DgradArgsV4 {
 };
 
 template <int NP, int NK>
-VELA_V4 void dgrad_tile_v4(const DgradArgsV4& a, int64_t iy, int64_t ky0, int64_t ky1, int64_t run, int64_t kx0,
+DGRAD_V4 void dgrad_tile_v4(const DgradArgsV4& a, int64_t iy, int64_t ky0, int64_t ky1, int64_t run, int64_t kx0,
                            float* const* rb) {
     __m512 acc[NP][NK];
     _Pragma("GCC unroll 8") for (int p = 0; p < NP; p++)
@@ -201,7 +205,7 @@ VELA_V4 void dgrad_tile_v4(const DgradArgsV4& a, int64_t iy, int64_t ky0, int64_
 }
 
 template <int NP>
-VELA_V4 void dgrad_tile_v4_n(const DgradArgsV4& a, int64_t iy, int64_t ky0, int64_t ky1, int64_t run, int64_t kx0,
+DGRAD_V4 void dgrad_tile_v4_n(const DgradArgsV4& a, int64_t iy, int64_t ky0, int64_t ky1, int64_t run, int64_t kx0,
                              int64_t nk, float* const* rb) {
     switch (nk) {
         case 1: return dgrad_tile_v4<NP, 1>(a, iy, ky0, ky1, run, kx0, rb);
@@ -215,7 +219,7 @@ VELA_V4 void dgrad_tile_v4_n(const DgradArgsV4& a, int64_t iy, int64_t ky0, int6
 // dx rows of input channel c for the group's ns ≤ 2·NP samples (dx: their
 // columns; rows: 2·NP row buffers of w + 16 floats).
 template <int NP>
-VELA_V4 void dgrad_channel_v4(const ConvGeom& g, const DgradArgsV4& a, int64_t c, int64_t ns, float* const* dx,
+DGRAD_V4 void dgrad_channel_v4(const ConvGeom& g, const DgradArgsV4& a, int64_t c, int64_t ns, float* const* dx,
                               float* rows) {
     const int64_t oh = g.oh(), rl = g.w + 16;
     float* rb[2 * NP];

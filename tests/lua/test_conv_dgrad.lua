@@ -1,12 +1,13 @@
 -- conv_dgrad (a convolution's input gradient without im2col's windows) on
--- every device against a float64 loop written here: the cpu's AVX2 path
--- (stride 1, no padding) with 8-column dz rows (full runs), 10 and 14 columns
--- (a full run and a masked one), 3 (masked only), kw = 7 (two groups of window
--- columns), kh ≠ kw, channel counts 1, 3, 4 → 16 and 32 → 64, odd batches (a
--- tile of one sample); the scalar loops (stride, padding, views); dx
+-- every device against a float64 loop written here: the cpu's AVX2 or AVX-512
+-- path (stride 1, no padding; the CPU's best) with 8-column dz rows (full
+-- runs), 10 and 14 columns (a full run and a masked one), 3 (masked only),
+-- kw = 7 (two groups of window columns), kh ≠ kw, channel counts 1, 3, 4 → 16
+-- and 32 → 64, odd batches (a tile of one sample); the scalar loops (stride, padding, views); dx
 -- overwritten; the errors; the same bits on 1 and 2 threads; and nn.conv2d's
--- backward, which takes it on the cpu, through nn.gradcheck. Run with
--- VELA_CPU_ISA=base too for the scalar path everywhere.
+-- backward, which takes it on the cpu, through nn.gradcheck; the AVX-512
+-- path's bits against a child's on the AVX2 path. Run with VELA_CPU_ISA=v3
+-- and base too for those paths everywhere.
 local t = dofile("tests/lua/t.lua")
 local nn = require "vela.nn"
 
@@ -134,13 +135,13 @@ for _, id in ipairs(t.devices()) do
   end
 
   if id == "cpu" then
-    t.test("cpu: conv_dgrad gives the same bits on 1 and 2 threads (4 → 16 channels, 7 samples)", function()
+    t.test("cpu: conv_dgrad gives the same bits on 1 and 2 threads (4 → 16 channels, 11 samples)", function()
       local g = {c = 4, h = 10, w = 11, k = 3}
-      local D, W = from(values(16 * 72, 7, 31)), from(values(16, 36, 33))
+      local D, W = from(values(16 * 72, 11, 31)), from(values(16, 36, 33))
       local before, got = threads(), {}
       for i, k in ipairs{1, 2} do
         threads(k)
-        got[i] = host(conv_dgrad(D, W, zeros(440, 7), g))
+        got[i] = host(conv_dgrad(D, W, zeros(440, 11), g))
       end
       threads(before)
       for i = 1, #got[1] do
@@ -151,6 +152,77 @@ for _, id in ipairs(t.devices()) do
       end
     end)
   end
+end
+
+-- The v4 path (AVX-512: 2 samples per vector, groups of 8) sums each dx
+-- element as the v3 (AVX2) path does: a child under VELA_CPU_ISA=v3 gets the
+-- same bits, at 4 → 16 channels, 9 × 11 → dz rows of 9 (a full run and a
+-- masked one), 11 samples (a full group of 8 and one of 3); both against
+-- float64. A CPU without AVX-512 runs v3 in both.
+if (os.getenv("VELA_CPU_ISA") or "") == "" then  -- this process on the detected path, as the first child
+  local child = dofile("tests/lua/helpers/child.lua")
+  t.test("cpu: conv_dgrad's v4 and v3 paths give the same bits (11 samples, dz rows of 9)", function()
+    local code = [==[
+      vela.device("cpu")
+      local g = {c = 4, h = 9, w = 11, k = 3}
+      local function vals(r, c, seed)
+        local m = {}
+        for i = 1, r do
+          m[i] = {}
+          for j = 1, c do m[i][j] = ((i * 37 + j * 101 + seed * 7919) % 1999) / 999.5 - 1 end
+        end
+        return m
+      end
+      local dx = conv_dgrad(from(vals(16 * 63, 11, 1)), from(vals(16, 36, 2)), zeros(396, 11), g)
+      local out = {}
+      for i = 1, 396 do for j = 1, 11 do out[#out + 1] = ("%a"):format(dx:get(i, j)) end end
+      print(vela.device("cpu"):info().limits.loops)
+      print(table.concat(out, " "))
+    ]==]
+    local runs = {}
+    for _, isa in ipairs{"unset", "v3"} do
+      local status, out = child.run(code, (isa == "unset" and "env -u VELA_CPU_ISA" or "env VELA_CPU_ISA=v3") ..
+                                    " timeout 60")
+      assert(status == 0, out)
+      local loops, values = out:match("^([^\n]*)\n(.*)$")
+      runs[isa] = {loops = loops, values = {}}
+      for w in values:gmatch("%S+") do table.insert(runs[isa].values, w) end
+    end
+    assert(runs.v3.loops:find("x86-64-v3", 1, true) == 1, runs.v3.loops)
+    -- the unset child takes this process's path: v4 where the CPU has AVX-512
+    assert(runs.unset.loops == device("cpu"):info().limits.loops, runs.unset.loops)
+    print("  (conv_dgrad: " .. runs.unset.loops .. " against x86-64-v3)")
+    local a, b = runs.unset.values, runs.v3.values
+    assert(#a == 396 * 11 and #b == 396 * 11, ("%d and %d values"):format(#a, #b))
+    -- the same values in float64 (the child's are the same formula)
+    local function vals(r, c, seed)
+      local m = {}
+      for i = 1, r do
+        m[i] = {}
+        for j = 1, c do m[i][j] = ((i * 37 + j * 101 + seed * 7919) % 1999) / 999.5 - 1 end
+      end
+      return m
+    end
+    local g = {c = 4, h = 9, w = 11, k = 3}
+    local D, W = vals(16 * 63, 11, 1), vals(16, 36, 2)
+    -- float32 inputs, as the child's matrices hold them
+    local function f32(m)
+      for _, row in ipairs(m) do for j, v in ipairs(row) do row[j] = string.unpack("f", string.pack("f", v)) end end
+      return m
+    end
+    local X, A = want_dgrad(f32(D), f32(W), g, 11)
+    local got = {}
+    for i = 1, 396 do
+      got[i] = {}
+      for j = 1, 11 do
+        local k = (i - 1) * 11 + j
+        assert(a[k] == b[k], ("dx(%d, %d): %s on %s, %s on v3"):format(i, j, a[k], runs.unset.loops, b[k]))
+        got[i][j] = tonumber(a[k])
+      end
+    end
+    close(got, X, A, 16 * 9, "dx")
+  end)
+  child.done()
 end
 
 print(("(cpu path: %s)"):format(os.getenv("VELA_CPU_ISA") == "base" and "scalar loops" or "the CPU's best"))

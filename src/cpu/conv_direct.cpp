@@ -134,6 +134,74 @@ __attribute__((target("avx2,fma"))) void fwd_sample(const ConvGeom& g, const std
     }
 }
 
+// The AVX-512 forward (isa() == v4): with 16 lanes an 8-column output row
+// does not fill a vector, so this tile runs across output channels instead:
+// NC vectors of 16 channels × a run of NP output positions of one row (NC·NP
+// ≤ 24 accumulators). Each window offset r is NC aligned loads of the block's
+// weights (wp: [r][16·NC], repacked once per call) and one broadcast pixel per
+// position; each output is still summed over r in im2col's row order from 0,
+// then the bias, then relu: the AVX2 tile's operations, lane for lane, so the
+// same bits. The tile leaves through t ([position][channel]) into the planes.
+constexpr int64_t kFwdBlock4 = 32;  // output channels per task of the AVX-512 forward
+constexpr int64_t kRun4 = 12;       // the longest run of positions of its tile
+
+template <int NC, int NP>
+VELA_V4 void fwd_tile4(const float* img, int64_t hw, int64_t w, int64_t c, int64_t kh, int64_t kw, const float* wp,
+                       const float* bias, bool relu, int64_t nb, float* out, int64_t P) {
+    __m512 acc[NP][NC];
+    _Pragma("GCC unroll 16") for (int p = 0; p < NP; p++)
+        _Pragma("GCC unroll 4") for (int v = 0; v < NC; v++) acc[p][v] = _mm512_setzero_ps();
+    const float* wk = wp;
+    for (int64_t ch = 0; ch < c; ch++, img += hw)
+        for (int64_t ky = 0; ky < kh; ky++) {
+            const float* row = img + ky * w;
+            for (int64_t kx = 0; kx < kw; kx++, wk += 16 * NC) {
+                __m512 wv[NC];
+                _Pragma("GCC unroll 4") for (int v = 0; v < NC; v++) wv[v] = _mm512_load_ps(wk + 16 * v);
+                _Pragma("GCC unroll 16") for (int p = 0; p < NP; p++) {
+                    const __m512 xv = _mm512_set1_ps(row[kx + p]);
+                    _Pragma("GCC unroll 4") for (int v = 0; v < NC; v++)
+                        acc[p][v] = _mm512_fmadd_ps(wv[v], xv, acc[p][v]);
+                }
+            }
+        }
+    alignas(64) float t[NP][16 * NC];
+    const __m512 zero = _mm512_setzero_ps();
+    _Pragma("GCC unroll 4") for (int v = 0; v < NC; v++) {
+        const __m512 bv = _mm512_loadu_ps(bias + 16 * v);
+        _Pragma("GCC unroll 16") for (int p = 0; p < NP; p++) {
+            __m512 r = _mm512_add_ps(acc[p][v], bv);
+            // (the masked form: GCC 12's _mm512_max_ps warns of its undefined pass-through)
+            if (relu) r = _mm512_mask_max_ps(r, __mmask16(0xffff), r, zero);
+            _mm512_store_ps(&t[p][16 * v], r);
+        }
+    }
+    for (int64_t j = 0; j < nb; j++)
+        _Pragma("GCC unroll 16") for (int p = 0; p < NP; p++) out[j * P + p] = t[p][j];
+}
+
+// One sample's output for a block of nb ≤ 16·NC channels: each output row in
+// runs of equal length (at most kRun4: 24 columns are 2 runs of 12, 8 one).
+template <int NC>
+VELA_V4 void fwd_sample4(const ConvGeom& g, const float* img, const float* wp, int64_t nb, const float* bias,
+                         bool relu, float* out) {
+    const int64_t P = g.positions(), hw = g.h * g.w, oh = g.oh(), ow = g.ow();
+    const int64_t runs = (ow + kRun4 - 1) / kRun4, len = (ow + runs - 1) / runs;
+    for (int64_t oy = 0; oy < oh; oy++)
+        for (int64_t ox = 0; ox < ow; ox += len) {
+            const float* in = img + oy * g.w + ox;
+            float* o = out + oy * ow + ox;
+#define VELA_FWD_TILE4(NP) \
+    case NP: fwd_tile4<NC, NP>(in, hw, g.w, g.c, g.kh, g.kw, wp, bias, relu, nb, o, P); break
+            switch (std::min(len, ow - ox)) {
+                VELA_FWD_TILE4(1); VELA_FWD_TILE4(2); VELA_FWD_TILE4(3); VELA_FWD_TILE4(4);
+                VELA_FWD_TILE4(5); VELA_FWD_TILE4(6); VELA_FWD_TILE4(7); VELA_FWD_TILE4(8);
+                VELA_FWD_TILE4(9); VELA_FWD_TILE4(10); VELA_FWD_TILE4(11); VELA_FWD_TILE4(12);
+            }
+#undef VELA_FWD_TILE4
+        }
+}
+
 __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
     alignas(32) float t[8];
     _mm256_store_ps(t, v);
@@ -325,7 +393,7 @@ void CpuDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const 
     Timed t(this, Kernel::conv);
     const int64_t out = w.rows, R = g.patch(), P = g.positions(), N = x.cols, oh = g.oh(), ow = g.ow();
     const Plane X = plane(x), W = plane(w), Y = plane(y);
-    std::vector<float> bias(size_t(out) + kFwdBlock, 0.0f);
+    std::vector<float> bias(size_t(out) + kFwdBlock4, 0.0f);  // zeros past out: a whole block's lanes
     if (b.buf) {
         const float* bp = fptr(b);
         for (int64_t o = 0; o < out; o++) bias[size_t(o)] = bp[o * b.inc()];
@@ -338,6 +406,30 @@ void CpuDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const 
         if (Y.rs == 1) return unary_run_at(isa(), after, p, p, P, nullptr);
         for (int64_t q = 0; q < P; q++) unary_run_at(isa(), after, p + q * Y.rs, p + q * Y.rs, 1, nullptr);
     };
+    if (fast_geometry(g, X, Y, false) && isa() == Isa::v4) {
+        // The weights by block of 32 channels (16 in a last block of ≤ 16),
+        // [r][channel of the block], zeros past out; blocks R·32 floats apart.
+        const int64_t blocks = (out + kFwdBlock4 - 1) / kFwdBlock4;
+        const auto width = [&](int64_t k) { return out - k * kFwdBlock4 <= 16 ? int64_t(16) : kFwdBlock4; };
+        Aligned wp(size_t(blocks * R * kFwdBlock4));
+        std::fill_n(wp.p, blocks * R * kFwdBlock4, 0.0f);
+        for (int64_t o = 0; o < out; o++) {
+            const int64_t k = o / kFwdBlock4, wd = width(k);
+            for (int64_t r = 0; r < R; r++) wp.p[(k * R * kFwdBlock4) + r * wd + o % kFwdBlock4] = W.at(o, r);
+        }
+        const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, P * R * kFwdBlock4 / 16));
+        parallel_for(N * blocks, grain, [&](int64_t b0, int64_t e) {
+            for (int64_t q = b0; q < e; q++) {
+                const int64_t n = q / blocks, k = q % blocks, o0 = k * kFwdBlock4;
+                const int64_t nb = std::min(kFwdBlock4, out - o0);
+                const float* wk = wp.p + k * R * kFwdBlock4;
+                if (width(k) == 16) fwd_sample4<1>(g, &X.at(0, n), wk, nb, &bias[size_t(o0)], fused_relu, &Y.at(o0 * P, n));
+                else fwd_sample4<2>(g, &X.at(0, n), wk, nb, &bias[size_t(o0)], fused_relu, &Y.at(o0 * P, n));
+                for (int64_t o = o0; o < o0 + nb; o++) finish(o, n);
+            }
+        });
+        return;
+    }
     if (fast_geometry(g, X, Y, false)) {
         const std::vector<Seg> sg = segments(g);
         // The weights by block of 4 channels, 4 per window offset (zeros past out).

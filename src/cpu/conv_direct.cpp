@@ -308,6 +308,53 @@ __attribute__((target("avx2,fma"))) void wgrad_rows(const ConvGeom& g, const flo
     }
 }
 
+// wgrad_rows on AVX-512 (isa() == v4): NV ≤ 4 blocks of 16 channels at once,
+// one vector each (dp: the first block; the others m·P·16 floats apart), so
+// each position loads NV vectors of dz and KW broadcast pixels for KW·NV
+// FMAs (20 at the second conv: 64 channels). Each lane sums the same
+// products in the same order as wgrad_rows's (samples, then positions): the
+// same bits.
+template <int KW, int NV>
+VELA_V4 void wgrad_rows4(const ConvGeom& g, const float* xp, const float* dp, int64_t m, int64_t out, int64_t o0,
+                         int64_t ch, int64_t ky, float* part) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, R = g.patch(), hw = g.h * g.w, w = g.w;
+    const int64_t bs = m * P * 16;  // one block of 16 channels
+    __m512 acc[KW][NV];
+    _Pragma("GCC unroll 8") for (int k = 0; k < KW; k++)
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[k][v] = _mm512_setzero_ps();
+    const float* d = dp;
+    for (int64_t n = 0; n < m; n++) {
+        const float* img = xp + n * hw + ky * w;
+        for (int64_t oy = 0; oy < oh; oy++, img += w)
+            for (int64_t ox = 0; ox < ow; ox++, d += 16) {
+                __m512 a[NV];
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) a[v] = _mm512_load_ps(d + v * bs);
+                _Pragma("GCC unroll 8") for (int k = 0; k < KW; k++) {
+                    const __m512 xv = _mm512_set1_ps(img[ox + k]);
+                    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[k][v] = _mm512_fmadd_ps(xv, a[v], acc[k][v]);
+                }
+            }
+    }
+    alignas(64) float t[16];
+    _Pragma("GCC unroll 8") for (int k = 0; k < KW; k++)
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {
+            _mm512_store_ps(t, acc[k][v]);
+            const int64_t r = (ch * g.kh + ky) * g.kw + k, ob = o0 + 16 * v;
+            for (int64_t j = 0; j < 16 && ob + j < out; j++) part[(ob + j) * R + r] = t[j];
+        }
+}
+
+template <int KW>
+VELA_V4 void wgrad_rows4_for(int64_t nv, const ConvGeom& g, const float* xp, const float* dp, int64_t m, int64_t out,
+                             int64_t o0, int64_t ch, int64_t ky, float* part) {
+    switch (nv) {
+        case 1: return wgrad_rows4<KW, 1>(g, xp, dp, m, out, o0, ch, ky, part);
+        case 2: return wgrad_rows4<KW, 2>(g, xp, dp, m, out, o0, ch, ky, part);
+        case 3: return wgrad_rows4<KW, 3>(g, xp, dp, m, out, o0, ch, ky, part);
+        default: return wgrad_rows4<KW, 4>(g, xp, dp, m, out, o0, ch, ky, part);
+    }
+}
+
 // A float buffer whose data starts on a 64-byte boundary (not zeroed: every
 // float is written before it is read).
 struct Aligned {
@@ -318,6 +365,18 @@ struct Aligned {
         p = v.get() + ((64 - a % 64) % 64) / sizeof(float);
     }
 };
+
+// n floats of this thread's scratch `slot`, 64-byte aligned, kept from call
+// to call (grown when short; not zeroed): conv_wgrad's moved dz and copied
+// planes. A fresh buffer per chunk (256 KB at the second conv) came from mmap
+// each time and had its pages faulted in again: ~8% of the call.
+float* scratch(int slot, size_t n) {
+    thread_local std::unique_ptr<float[]> buf[2];
+    thread_local size_t size[2] = {0, 0};
+    if (size[slot] < n) buf[slot].reset(new float[n + 16]), size[slot] = n;
+    const auto a = reinterpret_cast<uintptr_t>(buf[slot].get());
+    return buf[slot].get() + ((64 - a % 64) % 64) / sizeof(float);
+}
 
 // 8 channels' dz planes of one sample (src, P floats each, P apart) moved to
 // d[p·16 + j] (channel j of 8, position p), 8 positions at a time through an
@@ -364,16 +423,35 @@ __attribute__((target("avx2,fma"))) void move_block(const float* src, int64_t P,
 void wgrad_chunk(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out, int64_t n0, int64_t n1, float* part,
                  float* dbp) {
     const int64_t m = n1 - n0, P = g.positions(), hw = g.h * g.w;
-    Aligned dp(size_t(m * P * out)), xp(size_t(m * hw));
+    float* const dp = scratch(0, size_t(m * P * out));
+    float* const xp = scratch(1, size_t(m * hw));
     for (int64_t n = 0; n < m; n++)
         for (int64_t o = 0; o < out; o += 8)
-            move_block(&D.at(o * P, n0 + n), P, dp.p + ((o / 16 * m + n) * P) * 16 + o % 16, dbp + o);
+            move_block(&D.at(o * P, n0 + n), P, dp + ((o / 16 * m + n) * P) * 16 + o % 16, dbp + o);
     for (int64_t ch = 0; ch < g.c; ch++) {
-        for (int64_t n = 0; n < m; n++) std::copy_n(&X.at(ch * hw, n0 + n), hw, xp.p + n * hw);
+        for (int64_t n = 0; n < m; n++) std::copy_n(&X.at(ch * hw, n0 + n), hw, xp + n * hw);
+        if (isa() == Isa::v4) {
+            for (int64_t o0 = 0; o0 < out; o0 += 64) {
+                const float* d = dp + o0 * m * P;
+                const int64_t nv = std::min<int64_t>(4, (out - o0) / 16);
+                for (int64_t ky = 0; ky < g.kh; ky++) {
+#define VELA_WGRAD_ROWS4(KW) wgrad_rows4_for<KW>(nv, g, xp, d, m, out, o0, ch, ky, part)
+                    switch (g.kw) {
+                        case 1: VELA_WGRAD_ROWS4(1); break;
+                        case 2: VELA_WGRAD_ROWS4(2); break;
+                        case 3: VELA_WGRAD_ROWS4(3); break;
+                        case 4: VELA_WGRAD_ROWS4(4); break;
+                        default: VELA_WGRAD_ROWS4(5); break;
+                    }
+#undef VELA_WGRAD_ROWS4
+                }
+            }
+            continue;
+        }
         for (int64_t o0 = 0; o0 < out; o0 += 16) {
-            const float* d = dp.p + o0 * m * P;
+            const float* d = dp + o0 * m * P;
             for (int64_t ky = 0; ky < g.kh; ky++) {
-#define VELA_WGRAD_ROWS(KW) wgrad_rows<KW>(g, xp.p, d, m, out, o0, ch, ky, part)
+#define VELA_WGRAD_ROWS(KW) wgrad_rows<KW>(g, xp, d, m, out, o0, ch, ky, part)
                 switch (g.kw) {
                     case 1: VELA_WGRAD_ROWS(1); break;
                     case 2: VELA_WGRAD_ROWS(2); break;

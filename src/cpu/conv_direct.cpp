@@ -202,6 +202,86 @@ VELA_V4 void fwd_sample4(const ConvGeom& g, const float* img, const float* wp, i
         }
 }
 
+// The AVX-512 forward for rows of at least 16 output columns (the first conv
+// of examples/cnn.lua: 24), where a run of channels would leave its tile
+// through a transpose that costs as much as its 25 window offsets: vectors
+// of 16 output positions in the plane's order (so each is one store into
+// the plane), a vector that crosses into the next output row being two
+// masked loads (the second kVecGap = w − ow further on in the image). The
+// tile is 8 channels (a broadcast weight each) × NV ≤ 3 such vectors; every
+// output is summed over r in im2col's order from 0, then the bias, then relu:
+// the AVX2 tile's operations, so the same bits.
+constexpr int64_t kFwdPosBlock = 8;  // output channels per task of this tile
+
+struct Vec16 {
+    int64_t in, out;        // the first lane's input pixel (oy·w + ox) and output position
+    __mmask16 first, next;  // the lanes in its first output row, and in the next
+};
+
+template <int NV>
+VELA_V4 void fwd_postile(const float* img, int64_t hw, int64_t w, int64_t gap, int64_t c, int64_t kh, int64_t kw,
+                         const float* wp, const Vec16* vs, int64_t nb, const float* bias, bool relu, float* out,
+                         int64_t P) {
+    __m512 acc[kFwdPosBlock][NV];
+    _Pragma("GCC unroll 8") for (int j = 0; j < kFwdPosBlock; j++)
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) acc[j][v] = _mm512_setzero_ps();
+    const float* wk = wp;
+    for (int64_t ch = 0; ch < c; ch++, img += hw)
+        for (int64_t ky = 0; ky < kh; ky++) {
+            const float* row = img + ky * w;
+            for (int64_t kx = 0; kx < kw; kx++, wk += kFwdPosBlock) {
+                __m512 xv[NV];
+                _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {
+                    const float* a = row + vs[v].in + kx;
+                    xv[v] = _mm512_mask_loadu_ps(_mm512_maskz_loadu_ps(vs[v].first, a), vs[v].next, a + gap);
+                }
+                _Pragma("GCC unroll 8") for (int j = 0; j < kFwdPosBlock; j++) {
+                    const __m512 wv = _mm512_set1_ps(wk[j]);
+                    _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++)
+                        acc[j][v] = _mm512_fmadd_ps(wv, xv[v], acc[j][v]);
+                }
+            }
+        }
+    const __m512 zero = _mm512_setzero_ps();
+    _Pragma("GCC unroll 8") for (int j = 0; j < kFwdPosBlock; j++) {
+        if (j >= nb) break;  // constant indices only, so the accumulators stay in registers
+        const __m512 bv = _mm512_set1_ps(bias[j]);
+        _Pragma("GCC unroll 4") for (int v = 0; v < NV; v++) {
+            __m512 r = _mm512_add_ps(acc[j][v], bv);
+            if (relu) r = _mm512_mask_max_ps(r, __mmask16(0xffff), r, zero);
+            _mm512_mask_storeu_ps(out + j * P + vs[v].out, __mmask16(vs[v].first | vs[v].next), r);
+        }
+    }
+}
+
+// The vectors of a geometry with ow ≥ 16 (so that a vector spans at most two rows).
+std::vector<Vec16> vectors16(const ConvGeom& g) {
+    std::vector<Vec16> vs;
+    const int64_t P = g.positions(), ow = g.ow();
+    for (int64_t p = 0; p < P; p += 16) {
+        const int64_t oy = p / ow, ox = p % ow, n = std::min<int64_t>(16, P - p);
+        const int64_t s = std::min(n, ow - ox);  // lanes in row oy
+        const auto upto = [](int64_t k) { return __mmask16(k >= 16 ? 0xffff : (1u << k) - 1); };
+        vs.push_back({oy * g.w + ox, p, upto(s), __mmask16(upto(n) & ~upto(s))});
+    }
+    return vs;
+}
+
+VELA_V4 void fwd_possample(const ConvGeom& g, const std::vector<Vec16>& vs, const float* img, const float* wp,
+                           int64_t nb, const float* bias, bool relu, float* out) {
+    const int64_t P = g.positions(), hw = g.h * g.w, V = int64_t(vs.size()), gap = g.w - g.ow();
+    for (int64_t i = 0; i < V; i += 3) {
+        const Vec16* v = &vs[size_t(i)];
+#define VELA_FWD_POSTILE(NV) fwd_postile<NV>(img, hw, g.w, gap, g.c, g.kh, g.kw, wp, v, nb, bias, relu, out, P)
+        switch (std::min<int64_t>(3, V - i)) {
+            case 3: VELA_FWD_POSTILE(3); break;
+            case 2: VELA_FWD_POSTILE(2); break;
+            default: VELA_FWD_POSTILE(1); break;
+        }
+#undef VELA_FWD_POSTILE
+    }
+}
+
 __attribute__((target("avx2,fma"))) inline float hsum(__m256 v) {
     alignas(32) float t[8];
     _mm256_store_ps(t, v);
@@ -484,6 +564,26 @@ void CpuDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const 
         if (Y.rs == 1) return unary_run_at(isa(), after, p, p, P, nullptr);
         for (int64_t q = 0; q < P; q++) unary_run_at(isa(), after, p + q * Y.rs, p + q * Y.rs, 1, nullptr);
     };
+    if (fast_geometry(g, X, Y, false) && isa() == Isa::v4 && ow >= 16) {
+        const std::vector<Vec16> vs = vectors16(g);
+        // The weights by block of 8 channels, 8 per window offset (zeros past out).
+        const int64_t blocks = (out + kFwdPosBlock - 1) / kFwdPosBlock;
+        std::vector<float> wp(size_t(blocks * R * kFwdPosBlock), 0.0f);
+        for (int64_t o = 0; o < out; o++)
+            for (int64_t r = 0; r < R; r++)
+                wp[size_t(((o / kFwdPosBlock) * R + r) * kFwdPosBlock + o % kFwdPosBlock)] = W.at(o, r);
+        const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, P * R * kFwdPosBlock / 16));
+        parallel_for(N * blocks, grain, [&](int64_t b0, int64_t e) {
+            for (int64_t q = b0; q < e; q++) {
+                const int64_t n = q / blocks, k = q % blocks, o0 = k * kFwdPosBlock;
+                const int64_t nb = std::min(kFwdPosBlock, out - o0);
+                fwd_possample(g, vs, &X.at(0, n), &wp[size_t(k * R * kFwdPosBlock)], nb, &bias[size_t(o0)],
+                              fused_relu, &Y.at(o0 * P, n));
+                for (int64_t o = o0; o < o0 + nb; o++) finish(o, n);
+            }
+        });
+        return;
+    }
     if (fast_geometry(g, X, Y, false) && isa() == Isa::v4) {
         // The weights by block of 32 channels (16 in a last block of ≤ 16),
         // [r][channel of the block], zeros past out; blocks R·32 floats apart.

@@ -351,6 +351,102 @@ __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Pl
     for (int64_t j = 0; j < nb; j++) dbp[j] = hsum(db[j]);
 }
 
+// n floats of this thread's scratch `slot`, 64-byte aligned, kept from call
+// to call (grown when short; not zeroed): conv_wgrad's moved dz and copied
+// planes. A fresh buffer per chunk (256 KB at the second conv) came from mmap
+// each time and had its pages faulted in again: ~8% of the call.
+float* scratch(int slot, size_t n) {
+    thread_local std::unique_ptr<float[]> buf[2];
+    thread_local size_t size[2] = {0, 0};
+    if (size[slot] < n) buf[slot].reset(new float[n + 16]), size[slot] = n;
+    const auto a = reinterpret_cast<uintptr_t>(buf[slot].get());
+    return buf[slot].get() + ((64 - a % 64) % 64) / sizeof(float);
+}
+
+// conv_wgrad's one-channel tile on AVX-512 (kw ≤ 5: the first conv), over the
+// samples [n0, n1) of a chunk, all output channels: each sample's image is
+// first copied KW times, shifted, xs_k[oy·ow + ox] = x(oy, ox + k) (kw·h·ow
+// floats, 13 KB at the first conv), so that the pixels under window offset
+// (ky, k) of 16 positions in the plane's order are one load, xs_k + ky·ow + p,
+// whatever the row breaks. Then per 4 channels (their dz, 9 KB, read from
+// memory once) and window row ky, 4 × KW accumulators: each vector of 16
+// positions loads 4 vectors of dz and KW of xs for 4·KW FMAs (the AVX2 tile:
+// 2 and 5 for 10). The sums are kept in st between (sample, ky); lane i sums
+// the positions ≡ i (mod 16) of each sample in order, then the 16 lanes are
+// added in a fixed tree: other sums than the AVX2 tile's (whose lanes are the
+// columns mod 8 of each row), so the last bits differ between v4 and v3.
+VELA_V4 inline float hsum16(__m512 v) {
+    alignas(64) float t[16];
+    _mm512_store_ps(t, v);
+    float s[8];
+    for (int i = 0; i < 8; i++) s[i] = t[i] + t[i + 8];
+    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
+}
+
+template <int KW, bool Masked>
+VELA_V4 inline void wgrad_vec4(const float* const (&d)[4], const float* x, int64_t L, int64_t p, __mmask16 m,
+                               __m512 (&acc)[4][KW]) {
+    __m512 a[4];
+    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) a[j] = Masked ? _mm512_maskz_loadu_ps(m, d[j] + p) : _mm512_loadu_ps(d[j] + p);
+    _Pragma("GCC unroll 5") for (int k = 0; k < KW; k++) {
+        const __m512 xv = Masked ? _mm512_maskz_loadu_ps(m, x + k * L + p) : _mm512_loadu_ps(x + k * L + p);
+        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[j][k] = _mm512_fmadd_ps(a[j], xv, acc[j][k]);
+    }
+}
+
+template <int KW>
+VELA_V4 void wgrad_one4(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out, int64_t n0, int64_t n1,
+                        float* part, float* dbp) {
+    const int64_t P = g.positions(), ow = g.ow(), kh = g.kh, R = kh * KW, quads = (out + 3) / 4;
+    const int64_t full = P / 16 * 16, L = (g.h * ow + 15) / 16 * 16;
+    const __mmask16 tail = __mmask16((1u << (P % 16)) - 1);
+    float* xs = scratch(1, size_t(KW * L));
+    float* st = scratch(0, size_t(quads * (kh * 4 * KW + 4) * 16));  // per quad: kh·4·KW accumulators, then db's 4
+    std::fill_n(st, quads * (kh * 4 * KW + 4) * 16, 0.0f);
+    for (int64_t n = n0; n < n1; n++) {
+        const float* img = &X.at(0, n);
+        for (int64_t k = 0; k < KW; k++)
+            for (int64_t y = 0; y < g.h; y++) std::copy_n(img + y * g.w + k, ow, xs + k * L + y * ow);
+        for (int64_t q = 0; q < quads; q++) {
+            const int64_t nb = std::min<int64_t>(4, out - 4 * q);
+            const float* d[4];
+            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) d[j] = &D.at((4 * q + std::min<int64_t>(j, nb - 1)) * P, n);
+            float* s = st + q * (kh * 4 * KW + 4) * 16;
+            {  // db: lane i sums the positions ≡ i (mod 16), in order
+                float* sd = s + kh * 4 * KW * 16;
+                __m512 db[4];
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) db[j] = _mm512_load_ps(sd + 16 * j);
+                for (int64_t p = 0; p < full; p += 16)
+                    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) db[j] = _mm512_add_ps(db[j], _mm512_loadu_ps(d[j] + p));
+                if (full < P)
+                    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+                        db[j] = _mm512_add_ps(db[j], _mm512_maskz_loadu_ps(tail, d[j] + full));
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) _mm512_store_ps(sd + 16 * j, db[j]);
+            }
+            for (int64_t ky = 0; ky < kh; ky++, s += 4 * KW * 16) {
+                __m512 acc[4][KW];
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+                    _Pragma("GCC unroll 5") for (int k = 0; k < KW; k++) acc[j][k] = _mm512_load_ps(s + 16 * (j * KW + k));
+                const float* x = xs + ky * ow;
+                for (int64_t p = 0; p < full; p += 16) wgrad_vec4<KW, false>(d, x, L, p, tail, acc);
+                if (full < P) wgrad_vec4<KW, true>(d, x, L, full, tail, acc);
+                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+                    _Pragma("GCC unroll 5") for (int k = 0; k < KW; k++) _mm512_store_ps(s + 16 * (j * KW + k), acc[j][k]);
+            }
+        }
+    }
+    for (int64_t q = 0; q < quads; q++) {
+        const int64_t nb = std::min<int64_t>(4, out - 4 * q);
+        const float* s = st + q * (kh * 4 * KW + 4) * 16;
+        for (int64_t j = 0; j < nb; j++) {
+            for (int64_t ky = 0; ky < kh; ky++)
+                for (int64_t k = 0; k < KW; k++)
+                    part[(4 * q + j) * R + ky * KW + k] = hsum16(_mm512_load_ps(s + 16 * ((ky * 4 + j) * KW + k)));
+            dbp[4 * q + j] = hsum16(_mm512_load_ps(s + 16 * (kh * 4 * KW + j)));
+        }
+    }
+}
+
 // conv_wgrad's fast path for several input channels, over a chunk of m
 // samples: dp the chunk's dz for output channels [o0, o0 + 16), moved to
 // [sample][position][16 channels] (64-byte aligned, so each position's two
@@ -445,18 +541,6 @@ struct Aligned {
         p = v.get() + ((64 - a % 64) % 64) / sizeof(float);
     }
 };
-
-// n floats of this thread's scratch `slot`, 64-byte aligned, kept from call
-// to call (grown when short; not zeroed): conv_wgrad's moved dz and copied
-// planes. A fresh buffer per chunk (256 KB at the second conv) came from mmap
-// each time and had its pages faulted in again: ~8% of the call.
-float* scratch(int slot, size_t n) {
-    thread_local std::unique_ptr<float[]> buf[2];
-    thread_local size_t size[2] = {0, 0};
-    if (size[slot] < n) buf[slot].reset(new float[n + 16]), size[slot] = n;
-    const auto a = reinterpret_cast<uintptr_t>(buf[slot].get());
-    return buf[slot].get() + ((64 - a % 64) % 64) / sizeof(float);
-}
 
 // 8 channels' dz planes of one sample (src, P floats each, P apart) moved to
 // d[p·16 + j] (channel j of 8, position p), 8 positions at a time through an
@@ -680,6 +764,21 @@ void CpuDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& dz,
             for (int64_t c = b0; c < e; c++)
                 wgrad_chunk(g, X, D, out, c * chunk, std::min(N, (c + 1) * chunk), &part[size_t(c * out * R)],
                             &dbp[size_t(c * out)]);
+        });
+    } else if (N > 0 && fast_geometry(g, X, D) && isa() == Isa::v4 && g.kw <= 5) {
+        parallel_for(chunks, 1, [&](int64_t b0, int64_t e) {
+            for (int64_t c = b0; c < e; c++) {
+                const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk);
+                float* pr = &part[size_t(c * out * R)];
+                float* db = &dbp[size_t(c * out)];
+                switch (g.kw) {
+                    case 1: wgrad_one4<1>(g, X, D, out, n0, n1, pr, db); break;
+                    case 2: wgrad_one4<2>(g, X, D, out, n0, n1, pr, db); break;
+                    case 3: wgrad_one4<3>(g, X, D, out, n0, n1, pr, db); break;
+                    case 4: wgrad_one4<4>(g, X, D, out, n0, n1, pr, db); break;
+                    default: wgrad_one4<5>(g, X, D, out, n0, n1, pr, db); break;
+                }
+            }
         });
     } else if (N > 0 && fast_geometry(g, X, D)) {
         const int64_t pairs = (out + 1) / 2;

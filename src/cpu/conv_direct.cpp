@@ -6,21 +6,35 @@
 // and on AVX2 for the forward of any stride-1 unpadded conv (the second conv
 // of examples/cnn.lua: no windows, no packing, no to_images).
 //
-// Fast path (stride 1, no padding, every image and output column dense,
-// AVX2 + FMA): conv holds 4 output channels × 3 runs of 8 output positions
-// (a 24-column row, or 3 rows of an 8-column output) in 12 accumulators and
-// adds each window offset (c, ky, kx) with one broadcast weight per channel,
-// then the bias and relu in the same registers; conv_wgrad holds, for one
-// input channel, 2 channels × 5 window columns, summing dz × the shifted
-// image over the positions, and for several (kw ≤ 5, out a multiple of 16)
-// 16 channels × 5 window columns, dz moved to channels-last (blocks of 16
-// channels, 64-byte aligned, by 8×8 transposes) so that each position adds
-// 2 vectors of dz times kw broadcast pixels (kw a template constant). Anything else
-// takes the scalar loops below (any geometry). Each output is summed in a
-// fixed order: the window offsets in im2col's row order for conv; for
-// conv_wgrad fixed chunks of kChunk (kChunkMany) samples, each chunk's sum
-// alone, then the chunks in order, so the result does not depend on the
-// thread count.
+// Fast paths (stride 1, no padding, every image and output column dense):
+// on AVX2 + FMA (isa() v3), conv holds 4 output channels × 3 runs of 8 output
+// positions (a 24-column row, or 3 rows of an 8-column output) in 12
+// accumulators and adds each window offset (c, ky, kx) with one broadcast
+// weight per channel, then the bias and relu in the same registers;
+// conv_wgrad holds, for one input channel, 2 channels × 5 window columns,
+// summing dz × the shifted image over the positions, and for several (kw ≤ 5,
+// out a multiple of 16) 16 channels × 5 window columns, dz moved to
+// channels-last (blocks of 16 channels, 64-byte aligned, by 8×8 transposes)
+// so that each position adds 2 vectors of dz times kw broadcast pixels (kw a
+// template constant).
+// On AVX-512 (isa() v4; docs/cpu.md, "The direct conv on AVX-512"): conv's
+// tile runs across output channels, 2 vectors of 16 channels × a run of ≤ 12
+// positions of a row, a broadcast pixel per position and window offset
+// (fwd_tile4; an 8-column row does not fill a vector of positions), and for
+// rows of ≥ 16 columns (the first conv's 24) 8 channels × 3 vectors of 16
+// positions in the plane's order, stored straight into the planes
+// (fwd_postile); conv_wgrad's several-channel tile takes up to 4 blocks of 16
+// channels per pass (wgrad_rows4), its one-channel tile (kw ≤ 5) 4 channels ×
+// kw window columns over vectors of 16 positions of images copied kw times,
+// shifted (wgrad_one4). Anything else takes the scalar loops below (any
+// geometry).
+// Each output is summed in a fixed order: the window offsets in im2col's row
+// order for conv (on v3 and v4 alike: the same bits); for conv_wgrad fixed
+// chunks of kChunk (kChunkMany) samples, each chunk's sum alone, then the
+// chunks in order, so the result does not depend on the thread count. Within
+// a chunk the several-channel tiles of v3 and v4 sum each output in the same
+// order (the same bits); the one-channel tiles do not (v3's lanes are a row's
+// columns mod 8, v4's the plane's positions mod 16): their last bits differ.
 #include <immintrin.h>
 
 #include <algorithm>

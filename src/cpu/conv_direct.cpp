@@ -221,7 +221,7 @@ VELA_V4 void fwd_sample4(const ConvGeom& g, const float* img, const float* wp, i
 // through a transpose that costs as much as its 25 window offsets: vectors
 // of 16 output positions in the plane's order (so each is one store into
 // the plane), a vector that crosses into the next output row being two
-// masked loads (the second kVecGap = w − ow further on in the image). The
+// masked loads (the second gap = w − ow floats further on in the image). The
 // tile is 8 channels (a broadcast weight each) × NV ≤ 3 such vectors; every
 // output is summed over r in im2col's order from 0, then the bias, then relu:
 // the AVX2 tile's operations, so the same bits.
@@ -365,17 +365,34 @@ __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Pl
     for (int64_t j = 0; j < nb; j++) dbp[j] = hsum(db[j]);
 }
 
-// n floats of this thread's scratch `slot`, 64-byte aligned, kept from call
-// to call (grown when short; not zeroed): conv_wgrad's moved dz and copied
-// planes. A fresh buffer per chunk (256 KB at the second conv) came from mmap
-// each time and had its pages faulted in again: ~8% of the call.
-float* scratch(int slot, size_t n) {
-    thread_local std::unique_ptr<float[]> buf[2];
-    thread_local size_t size[2] = {0, 0};
-    if (size[slot] < n) buf[slot].reset(new float[n + 16]), size[slot] = n;
-    const auto a = reinterpret_cast<uintptr_t>(buf[slot].get());
-    return buf[slot].get() + ((64 - a % 64) % 64) / sizeof(float);
-}
+// n floats, 64-byte aligned, not zeroed: conv_wgrad's moved dz, copied
+// planes and sums. Up to kScratchKeep floats they are this thread's buffer
+// `slot`, kept from call to call (grown when short): a fresh buffer per chunk
+// (256 KB at the second conv) came from mmap each time and had its pages
+// faulted in again, ~8% of the call. Larger ones are the object's own, freed
+// with it, so that a large layer's buffers are not held for the process's life.
+constexpr size_t kScratchKeep = size_t(1) << 20;  // 4 MB a slot
+
+class Scratch {
+  public:
+    Scratch(int slot, size_t n) {
+        float* base;
+        if (n <= kScratchKeep) {
+            thread_local std::unique_ptr<float[]> buf[2];
+            thread_local size_t size[2] = {0, 0};
+            if (size[slot] < n) buf[slot].reset(new float[n + 16]), size[slot] = n;
+            base = buf[slot].get();
+        } else {
+            own_.reset(new float[n + 16]);
+            base = own_.get();
+        }
+        p = base + ((64 - reinterpret_cast<uintptr_t>(base) % 64) % 64) / sizeof(float);
+    }
+    float* p;
+
+  private:
+    std::unique_ptr<float[]> own_;
+};
 
 // conv_wgrad's one-channel tile on AVX-512 (kw ≤ 5: the first conv), over the
 // samples [n0, n1) of a chunk, all output channels: each sample's image is
@@ -414,8 +431,9 @@ VELA_V4 void wgrad_one4(const ConvGeom& g, const Plane& X, const Plane& D, int64
     const int64_t P = g.positions(), ow = g.ow(), kh = g.kh, R = kh * KW, quads = (out + 3) / 4;
     const int64_t full = P / 16 * 16, L = (g.h * ow + 15) / 16 * 16;
     const __mmask16 tail = __mmask16((1u << (P % 16)) - 1);
-    float* xs = scratch(1, size_t(KW * L));
-    float* st = scratch(0, size_t(quads * (kh * 4 * KW + 4) * 16));  // per quad: kh·4·KW accumulators, then db's 4
+    Scratch xbuf(1, size_t(KW * L)), sbuf(0, size_t(quads * (kh * 4 * KW + 4) * 16));
+    float* const xs = xbuf.p;
+    float* const st = sbuf.p;  // per quad: kh·4·KW accumulators, then db's 4
     std::fill_n(st, quads * (kh * 4 * KW + 4) * 16, 0.0f);
     for (int64_t n = n0; n < n1; n++) {
         const float* img = &X.at(0, n);
@@ -601,8 +619,9 @@ __attribute__((target("avx2,fma"))) void move_block(const float* src, int64_t P,
 void wgrad_chunk(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out, int64_t n0, int64_t n1, float* part,
                  float* dbp) {
     const int64_t m = n1 - n0, P = g.positions(), hw = g.h * g.w;
-    float* const dp = scratch(0, size_t(m * P * out));
-    float* const xp = scratch(1, size_t(m * hw));
+    Scratch dbuf(0, size_t(m * P * out)), xbuf(1, size_t(m * hw));
+    float* const dp = dbuf.p;
+    float* const xp = xbuf.p;
     for (int64_t n = 0; n < m; n++)
         for (int64_t o = 0; o < out; o += 8)
             move_block(&D.at(o * P, n0 + n), P, dp + ((o / 16 * m + n) * P) * 16 + o % 16, dbp + o);

@@ -426,9 +426,9 @@ VELA_V4 inline void wgrad_vec4(const float* const (&d)[4], const float* x, int64
 }
 
 template <int KW>
-VELA_V4 void wgrad_one4(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out, int64_t n0, int64_t n1,
-                        float* part, float* dbp) {
-    const int64_t P = g.positions(), ow = g.ow(), kh = g.kh, R = kh * KW, quads = (out + 3) / 4;
+VELA_V4 void wgrad_one4(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out, int64_t q0, int64_t q1,
+                        int64_t n0, int64_t n1, float* part, float* dbp) {
+    const int64_t P = g.positions(), ow = g.ow(), kh = g.kh, R = kh * KW, quads = q1 - q0;
     const int64_t full = P / 16 * 16, L = (g.h * ow + 15) / 16 * 16;
     const __mmask16 tail = __mmask16((1u << (P % 16)) - 1);
     Scratch xbuf(1, size_t(KW * L)), sbuf(0, size_t(quads * (kh * 4 * KW + 4) * 16));
@@ -439,11 +439,11 @@ VELA_V4 void wgrad_one4(const ConvGeom& g, const Plane& X, const Plane& D, int64
         const float* img = &X.at(0, n);
         for (int64_t k = 0; k < KW; k++)
             for (int64_t y = 0; y < g.h; y++) std::copy_n(img + y * g.w + k, ow, xs + k * L + y * ow);
-        for (int64_t q = 0; q < quads; q++) {
+        for (int64_t q = q0; q < q1; q++) {
             const int64_t nb = std::min<int64_t>(4, out - 4 * q);
             const float* d[4];
             _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) d[j] = &D.at((4 * q + std::min<int64_t>(j, nb - 1)) * P, n);
-            float* s = st + q * (kh * 4 * KW + 4) * 16;
+            float* s = st + (q - q0) * (kh * 4 * KW + 4) * 16;
             {  // db: lane i sums the positions ≡ i (mod 16), in order
                 float* sd = s + kh * 4 * KW * 16;
                 __m512 db[4];
@@ -467,9 +467,9 @@ VELA_V4 void wgrad_one4(const ConvGeom& g, const Plane& X, const Plane& D, int64
             }
         }
     }
-    for (int64_t q = 0; q < quads; q++) {
+    for (int64_t q = q0; q < q1; q++) {
         const int64_t nb = std::min<int64_t>(4, out - 4 * q);
-        const float* s = st + q * (kh * 4 * KW + 4) * 16;
+        const float* s = st + (q - q0) * (kh * 4 * KW + 4) * 16;
         for (int64_t j = 0; j < nb; j++) {
             for (int64_t ky = 0; ky < kh; ky++)
                 for (int64_t k = 0; k < KW; k++)
@@ -799,17 +799,25 @@ void CpuDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& dz,
                             &dbp[size_t(c * out)]);
         });
     } else if (N > 0 && fast_geometry(g, X, D) && isa() == Isa::v4 && g.kw <= 5) {
-        parallel_for(chunks, 1, [&](int64_t b0, int64_t e) {
-            for (int64_t c = b0; c < e; c++) {
+        // A task: a chunk's samples for a group of the 4-channel quads (all
+        // of them unless there are fewer than 4 chunks: small batches still
+        // spread over the threads; each quad's sums are its own, so the
+        // grouping does not change them).
+        const int64_t quads = (out + 3) / 4, groups = std::min(quads, (4 + chunks - 1) / chunks);
+        const int64_t per = (quads + groups - 1) / groups;
+        parallel_for(chunks * groups, 1, [&](int64_t b0, int64_t e) {
+            for (int64_t t = b0; t < e; t++) {
+                const int64_t c = t / groups, q0 = (t % groups) * per, q1 = std::min(quads, q0 + per);
                 const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk);
+                if (q0 >= q1) continue;
                 float* pr = &part[size_t(c * out * R)];
                 float* db = &dbp[size_t(c * out)];
                 switch (g.kw) {
-                    case 1: wgrad_one4<1>(g, X, D, out, n0, n1, pr, db); break;
-                    case 2: wgrad_one4<2>(g, X, D, out, n0, n1, pr, db); break;
-                    case 3: wgrad_one4<3>(g, X, D, out, n0, n1, pr, db); break;
-                    case 4: wgrad_one4<4>(g, X, D, out, n0, n1, pr, db); break;
-                    default: wgrad_one4<5>(g, X, D, out, n0, n1, pr, db); break;
+                    case 1: wgrad_one4<1>(g, X, D, out, q0, q1, n0, n1, pr, db); break;
+                    case 2: wgrad_one4<2>(g, X, D, out, q0, q1, n0, n1, pr, db); break;
+                    case 3: wgrad_one4<3>(g, X, D, out, q0, q1, n0, n1, pr, db); break;
+                    case 4: wgrad_one4<4>(g, X, D, out, q0, q1, n0, n1, pr, db); break;
+                    default: wgrad_one4<5>(g, X, D, out, q0, q1, n0, n1, pr, db); break;
                 }
             }
         });

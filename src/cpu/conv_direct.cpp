@@ -24,17 +24,14 @@
 // rows of ≥ 16 columns (the first conv's 24) 8 channels × 3 vectors of 16
 // positions in the plane's order, stored straight into the planes
 // (fwd_postile); conv_wgrad's several-channel tile takes up to 4 blocks of 16
-// channels per pass (wgrad_rows4), its one-channel tile (kw ≤ 5) 4 channels ×
-// kw window columns over vectors of 16 positions of images copied kw times,
-// shifted (wgrad_one4). Anything else takes the scalar loops below (any
-// geometry).
+// channels per pass (wgrad_rows4), its one-channel tile 8 channels × 5 window
+// columns, two channels' 8-lane runs side by side in each vector
+// (wgrad_block8). Anything else takes the scalar loops below (any geometry).
 // Each output is summed in a fixed order: the window offsets in im2col's row
-// order for conv (on v3 and v4 alike: the same bits); for conv_wgrad fixed
-// chunks of kChunk (kChunkMany) samples, each chunk's sum alone, then the
-// chunks in order, so the result does not depend on the thread count. Within
-// a chunk the several-channel tiles of v3 and v4 sum each output in the same
-// order (the same bits); the one-channel tiles do not (v3's lanes are a row's
-// columns mod 8, v4's the plane's positions mod 16): their last bits differ.
+// order for conv; for conv_wgrad fixed chunks of kChunk (kChunkMany) samples,
+// each chunk's sum alone, then the chunks in order, so the result does not
+// depend on the thread count. The v4 tiles keep the v3 tiles' order lane for
+// lane: the same bits on both paths (tests/lua/test_conv_direct.lua).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -365,8 +362,8 @@ __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Pl
     for (int64_t j = 0; j < nb; j++) dbp[j] = hsum(db[j]);
 }
 
-// n floats, 64-byte aligned, not zeroed: conv_wgrad's moved dz, copied
-// planes and sums. Up to kScratchKeep floats they are this thread's buffer
+// n floats, 64-byte aligned, not zeroed: conv_wgrad's moved dz and copied
+// planes. Up to kScratchKeep floats they are this thread's buffer
 // `slot`, kept from call to call (grown when short): a fresh buffer per chunk
 // (256 KB at the second conv) came from mmap each time and had its pages
 // faulted in again, ~8% of the call. Larger ones are the object's own, freed
@@ -394,89 +391,76 @@ class Scratch {
     std::unique_ptr<float[]> own_;
 };
 
-// conv_wgrad's one-channel tile on AVX-512 (kw ≤ 5: the first conv), over the
-// samples [n0, n1) of a chunk, all output channels: each sample's image is
-// first copied KW times, shifted, xs_k[oy·ow + ox] = x(oy, ox + k) (kw·h·ow
-// floats, 13 KB at the first conv), so that the pixels under window offset
-// (ky, k) of 16 positions in the plane's order are one load, xs_k + ky·ow + p,
-// whatever the row breaks. Then per 4 channels (their dz, 9 KB, read from
-// memory once) and window row ky, 4 × KW accumulators: each vector of 16
-// positions loads 4 vectors of dz and KW of xs for 4·KW FMAs (the AVX2 tile:
-// 2 and 5 for 10). The sums are kept in st between (sample, ky); lane i sums
-// the positions ≡ i (mod 16) of each sample in order, then the 16 lanes are
-// added in a fixed tree: other sums than the AVX2 tile's (whose lanes are the
-// columns mod 8 of each row), so the last bits differ between v4 and v3.
-VELA_V4 inline float hsum16(__m512 v) {
-    alignas(64) float t[16];
-    _mm512_store_ps(t, v);
-    float s[8];
-    for (int i = 0; i < 8; i++) s[i] = t[i] + t[i + 8];
-    return ((s[0] + s[4]) + (s[2] + s[6])) + ((s[1] + s[5]) + (s[3] + s[7]));
-}
-
-template <int KW, bool Masked>
-VELA_V4 inline void wgrad_vec4(const float* const (&d)[4], const float* x, int64_t L, int64_t p, __mmask16 m,
-                               __m512 (&acc)[4][KW]) {
+// conv_wgrad's one-channel tile on AVX-512 with the AVX2 tile's sums
+// (wgrad_block's): each vector holds two channels' 8-lane accumulators side
+// by side, so every lane sums the same products in the same order as there
+// (a row's runs of 8 columns, the rows, the samples of the chunk) and the
+// halves are added by hsum's tree: the same bits. 8 channels × 5 window
+// columns are 20 vectors; each run of 8 positions loads 4 pairs of dz runs
+// (two 256-bit loads each) and the 5 image runs (each broadcast to both
+// halves) for 20 FMAs. As wgrad_block, a sample's dz (8 planes, 18 KB at the
+// first conv) is read for every block of window offsets in turn, the blocks'
+// sums kept in st between samples.
+template <bool Masked>
+VELA_V4 inline void wgrad_step8(const float* const (&e)[8], int64_t ox, const float* x, __mmask8 m, int64_t nk,
+                                bool with_db, __m512 (&acc)[4][5], __m512 (&db)[4]) {
     __m512 a[4];
-    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) a[j] = Masked ? _mm512_maskz_loadu_ps(m, d[j] + p) : _mm512_loadu_ps(d[j] + p);
-    _Pragma("GCC unroll 5") for (int k = 0; k < KW; k++) {
-        const __m512 xv = Masked ? _mm512_maskz_loadu_ps(m, x + k * L + p) : _mm512_loadu_ps(x + k * L + p);
-        _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) acc[j][k] = _mm512_fmadd_ps(a[j], xv, acc[j][k]);
+    _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) {
+        const __m256 lo = Masked ? _mm256_maskz_loadu_ps(m, e[2 * p] + ox) : _mm256_loadu_ps(e[2 * p] + ox);
+        const __m256 hi = Masked ? _mm256_maskz_loadu_ps(m, e[2 * p + 1] + ox) : _mm256_loadu_ps(e[2 * p + 1] + ox);
+        a[p] = _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+        if (with_db) db[p] = _mm512_add_ps(db[p], a[p]);
+    }
+    _Pragma("GCC unroll 5") for (int k = 0; k < 5; k++) {
+        if (k >= nk) break;
+        const __m512 xv = _mm512_broadcast_f32x8(Masked ? _mm256_maskz_loadu_ps(m, x + k) : _mm256_loadu_ps(x + k));
+        _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) acc[p][k] = _mm512_fmadd_ps(a[p], xv, acc[p][k]);
     }
 }
 
-template <int KW>
-VELA_V4 void wgrad_one4(const ConvGeom& g, const Plane& X, const Plane& D, int64_t out, int64_t q0, int64_t q1,
-                        int64_t n0, int64_t n1, float* part, float* dbp) {
-    const int64_t P = g.positions(), ow = g.ow(), kh = g.kh, R = kh * KW, quads = q1 - q0;
-    const int64_t full = P / 16 * 16, L = (g.h * ow + 15) / 16 * 16;
-    const __mmask16 tail = __mmask16((1u << (P % 16)) - 1);
-    Scratch xbuf(1, size_t(KW * L)), sbuf(0, size_t(quads * (kh * 4 * KW + 4) * 16));
-    float* const xs = xbuf.p;
-    float* const st = sbuf.p;  // per quad: kh·4·KW accumulators, then db's 4
-    std::fill_n(st, quads * (kh * 4 * KW + 4) * 16, 0.0f);
+// 8 lanes added as hsum adds them.
+inline float hsum8(const float* t) { return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7])); }
+
+VELA_V4 void wgrad_block8(const ConvGeom& g, const Plane& X, const Plane& D, int64_t o0, int64_t nb, int64_t n0,
+                          int64_t n1, float* part, float* dbp) {
+    const int64_t oh = g.oh(), ow = g.ow(), P = oh * ow, R = g.kh * g.kw;
+    const int64_t kb = (g.kw + 4) / 5, blocks = g.kh * kb;
+    std::vector<float> st(size_t(blocks * 320), 0.0f);  // block b's 4 × 5 accumulators at 320·b
+    __m512 db[4];
+    _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) db[p] = _mm512_setzero_ps();
+    const __mmask8 tail = __mmask8((1u << (ow % 8)) - 1);
     for (int64_t n = n0; n < n1; n++) {
         const float* img = &X.at(0, n);
-        for (int64_t k = 0; k < KW; k++)
-            for (int64_t y = 0; y < g.h; y++) std::copy_n(img + y * g.w + k, ow, xs + k * L + y * ow);
-        for (int64_t q = q0; q < q1; q++) {
-            const int64_t nb = std::min<int64_t>(4, out - 4 * q);
-            const float* d[4];
-            _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) d[j] = &D.at((4 * q + std::min<int64_t>(j, nb - 1)) * P, n);
-            float* s = st + (q - q0) * (kh * 4 * KW + 4) * 16;
-            {  // db: lane i sums the positions ≡ i (mod 16), in order
-                float* sd = s + kh * 4 * KW * 16;
-                __m512 db[4];
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) db[j] = _mm512_load_ps(sd + 16 * j);
-                for (int64_t p = 0; p < full; p += 16)
-                    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) db[j] = _mm512_add_ps(db[j], _mm512_loadu_ps(d[j] + p));
-                if (full < P)
-                    _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
-                        db[j] = _mm512_add_ps(db[j], _mm512_maskz_loadu_ps(tail, d[j] + full));
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++) _mm512_store_ps(sd + 16 * j, db[j]);
+        const float* d[8];
+        _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) d[j] = &D.at((o0 + std::min<int64_t>(j, nb - 1)) * P, n);
+        for (int64_t b = 0; b < blocks; b++) {
+            const int64_t ky = b / kb, kx0 = (b % kb) * 5, nk = std::min<int64_t>(5, g.kw - kx0);
+            float* s = &st[size_t(b * 320)];
+            __m512 acc[4][5];
+            _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++)
+                _Pragma("GCC unroll 5") for (int k = 0; k < 5; k++) acc[p][k] = _mm512_loadu_ps(s + 16 * (p * 5 + k));
+            const bool with_db = b == 0;
+            for (int64_t oy = 0; oy < oh; oy++) {
+                const float* row = img + (oy + ky) * g.w + kx0;
+                const float* e[8];
+                _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) e[j] = d[j] + oy * ow;
+                int64_t ox = 0;
+                for (; ox + 8 <= ow; ox += 8) wgrad_step8<false>(e, ox, row + ox, tail, nk, with_db, acc, db);
+                if (ox < ow) wgrad_step8<true>(e, ox, row + ox, tail, nk, with_db, acc, db);
             }
-            for (int64_t ky = 0; ky < kh; ky++, s += 4 * KW * 16) {
-                __m512 acc[4][KW];
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
-                    _Pragma("GCC unroll 5") for (int k = 0; k < KW; k++) acc[j][k] = _mm512_load_ps(s + 16 * (j * KW + k));
-                const float* x = xs + ky * ow;
-                for (int64_t p = 0; p < full; p += 16) wgrad_vec4<KW, false>(d, x, L, p, tail, acc);
-                if (full < P) wgrad_vec4<KW, true>(d, x, L, full, tail, acc);
-                _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
-                    _Pragma("GCC unroll 5") for (int k = 0; k < KW; k++) _mm512_store_ps(s + 16 * (j * KW + k), acc[j][k]);
-            }
+            _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++)
+                _Pragma("GCC unroll 5") for (int k = 0; k < 5; k++) _mm512_storeu_ps(s + 16 * (p * 5 + k), acc[p][k]);
         }
     }
-    for (int64_t q = q0; q < q1; q++) {
-        const int64_t nb = std::min<int64_t>(4, out - 4 * q);
-        const float* s = st + (q - q0) * (kh * 4 * KW + 4) * 16;
-        for (int64_t j = 0; j < nb; j++) {
-            for (int64_t ky = 0; ky < kh; ky++)
-                for (int64_t k = 0; k < KW; k++)
-                    part[(4 * q + j) * R + ky * KW + k] = hsum16(_mm512_load_ps(s + 16 * ((ky * 4 + j) * KW + k)));
-            dbp[4 * q + j] = hsum16(_mm512_load_ps(s + 16 * (kh * 4 * KW + j)));
-        }
+    for (int64_t b = 0; b < blocks; b++) {
+        const int64_t ky = b / kb, kx0 = (b % kb) * 5, nk = std::min<int64_t>(5, g.kw - kx0);
+        for (int64_t j = 0; j < nb; j++)
+            for (int64_t k = 0; k < nk; k++)
+                part[j * R + ky * g.kw + kx0 + k] = hsum8(&st[size_t(b * 320 + 16 * ((j / 2) * 5 + k) + 8 * (j % 2))]);
     }
+    alignas(64) float t[64];
+    _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) _mm512_store_ps(t + 16 * p, db[p]);
+    for (int64_t j = 0; j < nb; j++) dbp[j] = hsum8(t + 16 * (j / 2) + 8 * (j % 2));
 }
 
 // conv_wgrad's fast path for several input channels, over a chunk of m
@@ -798,27 +782,14 @@ void CpuDevice::conv_wgrad(const ConvGeom& g, const Matrix& x, const Matrix& dz,
                 wgrad_chunk(g, X, D, out, c * chunk, std::min(N, (c + 1) * chunk), &part[size_t(c * out * R)],
                             &dbp[size_t(c * out)]);
         });
-    } else if (N > 0 && fast_geometry(g, X, D) && isa() == Isa::v4 && g.kw <= 5) {
-        // A task: a chunk's samples for a group of the 4-channel quads (all
-        // of them unless there are fewer than 4 chunks: small batches still
-        // spread over the threads; each quad's sums are its own, so the
-        // grouping does not change them).
-        const int64_t quads = (out + 3) / 4, groups = std::min(quads, (4 + chunks - 1) / chunks);
-        const int64_t per = (quads + groups - 1) / groups;
-        parallel_for(chunks * groups, 1, [&](int64_t b0, int64_t e) {
-            for (int64_t t = b0; t < e; t++) {
-                const int64_t c = t / groups, q0 = (t % groups) * per, q1 = std::min(quads, q0 + per);
+    } else if (N > 0 && fast_geometry(g, X, D) && isa() == Isa::v4) {
+        const int64_t octs = (out + 7) / 8;
+        const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, kChunk * P * R));
+        parallel_for(chunks * octs, grain, [&](int64_t b0, int64_t e) {
+            for (int64_t q = b0; q < e; q++) {
+                const int64_t c = q / octs, o0 = (q % octs) * 8, nb = std::min<int64_t>(8, out - o0);
                 const int64_t n0 = c * kChunk, n1 = std::min(N, n0 + kChunk);
-                if (q0 >= q1) continue;
-                float* pr = &part[size_t(c * out * R)];
-                float* db = &dbp[size_t(c * out)];
-                switch (g.kw) {
-                    case 1: wgrad_one4<1>(g, X, D, out, q0, q1, n0, n1, pr, db); break;
-                    case 2: wgrad_one4<2>(g, X, D, out, q0, q1, n0, n1, pr, db); break;
-                    case 3: wgrad_one4<3>(g, X, D, out, q0, q1, n0, n1, pr, db); break;
-                    case 4: wgrad_one4<4>(g, X, D, out, q0, q1, n0, n1, pr, db); break;
-                    default: wgrad_one4<5>(g, X, D, out, q0, q1, n0, n1, pr, db); break;
-                }
+                wgrad_block8(g, X, D, o0, nb, n0, n1, &part[size_t((c * out + o0) * R)], &dbp[size_t(c * out + o0)]);
             }
         });
     } else if (N > 0 && fast_geometry(g, X, D)) {

@@ -4,14 +4,15 @@
 -- register tiles), 9, 11, 14 and 30 (masked tails, two runs), 8 (3 rows per
 -- AVX2 tile), 18 (AVX-512 vectors across row breaks), 1 to 3 blocks of output
 -- channels, every activation form (fused relu, identity, one applied after),
--- no bias; conv_wgrad's tiles for one input channel (3 to 11 channels) and
--- for several (1 to 5 blocks of 16 channels); the general path (channels, strides, padding); dw as
--- a transposed view; the errors. On a CPU with AVX-512 the cpu runs its v4
--- tiles here, and a child (this file again, the cpu only, under
--- VELA_CPU_ISA=v3) runs the same cases on the AVX2 tiles, each against the
--- float64 loops, and hands back its results' bits, which must equal the v4
--- ones (the same sums in the same order). Run with VELA_CPU_ISA=base too for
--- the scalar path (the test says which path ran).
+-- no bias; conv_wgrad's tiles for one input channel (3 to 11 output
+-- channels) and for several (1 to 5 blocks of 16 output channels); the
+-- general path (channels, strides, padding); dw as a transposed view; the
+-- errors. On a CPU with AVX-512 the cpu runs its v4 tiles here, and a child
+-- (this file again, the cpu only, under VELA_CPU_ISA=v3) runs the same cases
+-- on the AVX2 tiles, each against the float64 loops, and hands back its
+-- results' bits, which must equal the v4 ones (the same sums in the same
+-- order). Run with VELA_CPU_ISA=base too for the scalar path (the test says
+-- which path ran).
 local t = dofile("tests/lua/t.lua")
 local nn = require "vela.nn"
 

@@ -1,16 +1,39 @@
 -- conv and conv_wgrad (the whole convolution without im2col's windows; on the
--- cpu direct loops, AVX2 for one input channel) on every device against
--- float64 loops written here: the cpu's fast path (stride 1, no padding; one
--- channel or several for conv) with output rows of 24 columns (full register
--- tiles), 9, 11 and 30 (masked tails), 8 (3 rows per tile), every activation form (fused relu, identity, one applied
--- after), no bias; the general path (channels, strides, padding); dw as a
--- transposed view; the errors. Run with VELA_CPU_ISA=base too for the scalar
--- path (the test says which path ran).
+-- cpu direct loops) on every device against float64 loops written here: the
+-- cpu's fast paths (stride 1, no padding) with output rows of 24 columns (full
+-- register tiles), 9, 11, 14 and 30 (masked tails, two runs), 8 (3 rows per
+-- AVX2 tile), 18 (AVX-512 vectors across row breaks), 1 to 3 blocks of output
+-- channels, every activation form (fused relu, identity, one applied after),
+-- no bias; conv_wgrad's tiles for one input channel (3 to 11 output
+-- channels) and for several (1 to 5 blocks of 16 output channels); the
+-- general path (channels, strides, padding); dw as a transposed view; the
+-- errors. On a CPU with AVX-512 the cpu runs its v4 tiles here, and a child
+-- (this file again, the cpu only, under VELA_CPU_ISA=v3) runs the same cases
+-- on the AVX2 tiles, each against the float64 loops, and hands back its
+-- results' bits, which must equal the v4 ones (the same sums in the same
+-- order). Run with VELA_CPU_ISA=base too for the scalar path (the test says
+-- which path ran).
 local t = dofile("tests/lua/t.lua")
 local nn = require "vela.nn"
 
-local ids = t.devices()
+-- The child: the cpu only, under the VELA_CPU_ISA its parent set.
+local as_child = os.getenv("VELA_CONV_DIRECT_CHILD") == "1"
+local ids = as_child and {"cpu"} or t.devices()
 local host = t.host
+local loops = device("cpu"):info().limits.loops  -- "x86-64-v4 (AVX-512 + FMA, 16 lanes): detected"
+local on_v4 = loops:find("^x86%-64%-v4") ~= nil
+
+-- FNV-1a over a host table's float32 bits: the cases' results, compared between
+-- this process and the child.
+local function bits(h, m)
+  for _, row in ipairs(host(m)) do
+    for _, v in ipairs(row) do
+      for c in string.pack("f", v):gmatch(".") do h = (h ~ c:byte()) * 0x100000001b3 end
+    end
+  end
+  return h
+end
+local hashes = {}  -- case name .. " conv" / " conv_wgrad" → ("%016x") of the cpu's results
 
 local values = t.values  -- deterministic float32 values in [-2, 2)
 
@@ -88,6 +111,15 @@ local cases = {
    g = {c = 2, h = 6, w = 9, k = 5}, out = 32, n = 5, wgrad_only = true},
   {name = "2 channels, 3×6, 2×4, 16 outputs, 3 samples (that tile, 4 window columns)",
    g = {c = 2, h = 3, w = 6, k = {2, 4}}, out = 16, n = 3, wgrad_only = true},
+  -- the cpu only (its AVX-512 tiles; the other devices' conv does not depend on these shapes):
+  {name = "one channel, 6×17, 2×7, 11 outputs, 9 samples (conv_wgrad's AVX-512 one-channel tile: 8 + 3 channels, 2 blocks of window columns, a run of 8 and a tail of 3, 2 chunks)",
+   g = {c = 1, h = 6, w = 17, k = {2, 7}}, out = 11, n = 9, cpu_only = true},
+  {name = "2 channels, 4×17, 2×4, 40 outputs (14-column rows: two runs of 7; AVX-512: blocks of 32 and 8 channels)",
+   g = {c = 2, h = 4, w = 17, k = {2, 4}}, out = 40, n = 2, cpu_only = true},
+  {name = "2 channels, 5×20, 3×3, 11 outputs (18-column rows: AVX-512 vectors of 16 positions across row breaks, a tail of 6)",
+   g = {c = 2, h = 5, w = 20, k = 3}, out = 11, n = 2, cpu_only = true},
+  {name = "2 channels, 3×7, 2×5, 80 outputs, 17 samples (conv_wgrad's several-channel tile: 5 blocks of 16, 4 + 1 per AVX-512 pass; 2 chunks)",
+   g = {c = 2, h = 3, w = 7, k = {2, 5}}, out = 80, n = 17, wgrad_only = true, cpu_only = true},
   {name = "two channels, stride 2, pad 1 (the general path)", g = {c = 2, h = 7, w = 6, k = 3, stride = {2, 1}, pad = 1},
    out = 3, n = 4},
 }
@@ -101,7 +133,7 @@ for _, id in ipairs(ids) do
   -- the memory of a replaced buffer freed too soon, and queued work would then
   -- write over it); each checked against float64 loops. First on the device,
   -- so that its calls find the buffers empty and grow them.
-  t.test(id .. ": convs of different sizes queued back to back, no read between, against float64 loops", function()
+  if not as_child then t.test(id .. ": convs of different sizes queued back to back, no read between, against float64 loops", function()
     local function make(g, out, n, seed)
       local c, kh, kw, _, _, _, _, oh, ow = geo(g)
       local R, P = c * kh * kw, oh * ow
@@ -132,24 +164,26 @@ for _, id in ipairs(ids) do
     end
     close(host(f1), F1, 1, 0, "a matrix uploaded while the convs were queued")
     close(host(f2), F2, 1, 0, "a matrix uploaded while the convs were queued")
-  end)
+  end) end
 
   for _, cs in ipairs(cases) do
-    if cs.wgrad_only and id ~= "cpu" then goto next_case end
+    if (cs.wgrad_only or cs.cpu_only) and id ~= "cpu" then goto next_case end
     local g, out, n = cs.g, cs.out, cs.n
     local c, kh, kw, _, _, _, _, oh, ow = geo(g)
     local R, P = c * kh * kw, oh * ow
     local X, W, B = values(c * g.h * g.w, n, 3), values(out, R, 5), values(out, 1, 7)
-    for _, act in ipairs(cs.wgrad_only and {} or {"relu", "identity", "tanh"}) do
+    -- (the child: relu, the fused form, alone)
+    for _, act in ipairs(cs.wgrad_only and {} or as_child and {"relu"} or {"relu", "identity", "tanh"}) do
       t.test(("%s: conv, %s, %s, against float64 loops"):format(id, cs.name, act), function()
         local y = zeros(out * P, n)
         local r = conv(from(X), from(W), from(B), y, g, act)
         assert(rawequal(r, y), "conv returns y")
         -- each output sums R products of values below 2 in size
         close(host(y), want_conv(X, W, B, g, n, act), 4 * R, 1e-6, "conv")
+        if id == "cpu" and act == "relu" then hashes[cs.name .. " conv"] = ("%016x"):format(bits(0, y)) end
       end)
     end
-    if not cs.wgrad_only then t.test(("%s: conv without a bias, %s"):format(id, cs.name), function()
+    if not cs.wgrad_only and not as_child then t.test(("%s: conv without a bias, %s"):format(id, cs.name), function()
       local y = zeros(out * P, n)
       conv(from(X), from(W), nil, y, g)
       close(host(y), want_conv(X, W, nil, g, n, "identity"), 4 * R, 1e-6, "conv, no bias")
@@ -162,12 +196,14 @@ for _, id in ipairs(ids) do
       conv_wgrad(from(X), from(D), dwt:t(), db, g)
       close(host(dwt:t()), dW, 4 * n * P, 1e-6, "dw")
       close(host(db), dB, 2 * n * P, 1e-6, "db")
+      if id == "cpu" then hashes[cs.name .. " conv_wgrad"] = ("%016x"):format(bits(bits(0, dwt), db)) end
       local dw = zeros(out, R)
       conv_wgrad(from(X), from(D), dw, nil, g)
       close(host(dw), dW, 4 * n * P, 1e-6, "dw, no db")
     end)
     ::next_case::
   end
+  if as_child then goto next_device end
 
   t.test(id .. ": conv_wgrad over 0 samples gives zeros; conv's errors name the argument", function()
     local g = {c = 1, h = 6, w = 6, k = 3}
@@ -236,7 +272,31 @@ for _, id in ipairs(ids) do
       end
     end
   end)
+  ::next_device::
 end
 
-print(("(cpu path: %s)"):format(os.getenv("VELA_CPU_ISA") == "base" and "scalar loops" or "the CPU's best"))
+if as_child then  -- the results' bits, for the parent
+  for name, h in pairs(hashes) do print("bits " .. h .. " " .. name) end
+elseif on_v4 then
+  t.test("cpu: the same cases on the AVX2 tiles (a child under VELA_CPU_ISA=v3) pass, with the bits of AVX-512's", function()
+    local child = dofile("tests/lua/helpers/child.lua")
+    local status, out = child.run('dofile("tests/lua/test_conv_direct.lua")',
+                                  "env VELA_CPU_ISA=v3 VELA_CONV_DIRECT_CHILD=1 timeout 120")
+    child.done()
+    assert(status == 0, out)
+    assert(out:find("(cpu path: x86-64-v3 (AVX2 + FMA, 8 lanes): VELA_CPU_ISA=v3)", 1, true), out)
+    local seen = 0
+    for h, name in out:gmatch("bits (%x+) ([^\n]+)") do
+      assert(hashes[name], "the child ran a case this process did not: " .. name)
+      assert(h == hashes[name], ("%s: bits %s on v3, %s on v4"):format(name, h, hashes[name]))
+      seen = seen + 1
+    end
+    local want = 0  -- every case's conv_wgrad, and its conv
+    for _, cs in ipairs(cases) do want = want + (cs.wgrad_only and 1 or 2) end
+    assert(seen == want, ("%d results compared, %d expected: %s"):format(seen, want, out))
+  end)
+end
+
+
+print(("(cpu path: %s)"):format(loops))
 t.done()

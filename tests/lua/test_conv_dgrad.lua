@@ -162,9 +162,8 @@ end
 if (os.getenv("VELA_CPU_ISA") or "") == "" then  -- this process on the detected path, as the first child
   local child = dofile("tests/lua/helpers/child.lua")
   t.test("cpu: conv_dgrad's v4 and v3 paths give the same bits (11 samples, dz rows of 9)", function()
-    local code = [==[
-      vela.device("cpu")
-      local g = {c = 4, h = 9, w = 11, k = 3}
+    -- The inputs' values, one formula for the child and the float64 reference here.
+    local vals_src = [==[
       local function vals(r, c, seed)
         local m = {}
         for i = 1, r do
@@ -173,6 +172,10 @@ if (os.getenv("VELA_CPU_ISA") or "") == "" then  -- this process on the detected
         end
         return m
       end
+    ]==]
+    local code = vals_src .. [==[
+      vela.device("cpu")
+      local g = {c = 4, h = 9, w = 11, k = 3}
       local dx = conv_dgrad(from(vals(16 * 63, 11, 1)), from(vals(16, 36, 2)), zeros(396, 11), g)
       local out = {}
       for i = 1, 396 do for j = 1, 11 do out[#out + 1] = ("%a"):format(dx:get(i, j)) end end
@@ -194,15 +197,8 @@ if (os.getenv("VELA_CPU_ISA") or "") == "" then  -- this process on the detected
     print("  (conv_dgrad: " .. runs.unset.loops .. " against x86-64-v3)")
     local a, b = runs.unset.values, runs.v3.values
     assert(#a == 396 * 11 and #b == 396 * 11, ("%d and %d values"):format(#a, #b))
-    -- the same values in float64 (the child's are the same formula)
-    local function vals(r, c, seed)
-      local m = {}
-      for i = 1, r do
-        m[i] = {}
-        for j = 1, c do m[i][j] = ((i * 37 + j * 101 + seed * 7919) % 1999) / 999.5 - 1 end
-      end
-      return m
-    end
+    -- the same values in float64
+    local vals = load(vals_src .. " return vals")()
     local g = {c = 4, h = 9, w = 11, k = 3}
     local D, W = vals(16 * 63, 11, 1), vals(16, 36, 2)
     -- float32 inputs, as the child's matrices hold them

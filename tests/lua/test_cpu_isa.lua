@@ -7,18 +7,7 @@
 local t = dofile("tests/lua/t.lua")
 local child = dofile("tests/lua/helpers/child.lua")
 
-local flags = {}
-for line in io.lines("/proc/cpuinfo") do
-  local f = line:match("^flags%s*:%s*(.*)")
-  if f then
-    for w in f:gmatch("%S+") do flags[w] = true end
-    break
-  end
-end
-local function has(...)
-  for _, f in ipairs{...} do if not flags[f] then return false end end
-  return true
-end
+local has = dofile("tests/lua/helpers/cpu_flags.lua").has
 local paths = {
   {"base", true, "x86-64 (SSE2, 4 lanes)"},
   {"v3", has("avx2", "fma", "bmi2"), "x86-64-v3 (AVX2 + FMA, 8 lanes)"},

@@ -8,15 +8,7 @@
 local t = dofile("tests/lua/t.lua")
 local child = dofile("tests/lua/helpers/child.lua")
 
-local flags = {}
-for line in io.lines("/proc/cpuinfo") do
-  local f = line:match("^flags%s*:%s*(.*)")
-  if f then
-    for w in f:gmatch("%S+") do flags[w] = true end
-    break
-  end
-end
-local avx512 = flags.avx512f and flags.avx512bw and flags.avx512dq and flags.avx512vl
+local avx512 = dofile("tests/lua/helpers/cpu_flags.lua").has("avx512f", "avx512bw", "avx512dq", "avx512vl")
 
 local lavapipe
 for _, d in ipairs(devices()) do

@@ -271,8 +271,8 @@ void CpuDevice::conv_dgrad(const ConvGeom& g, const Matrix& dz, const Matrix& w,
             const int64_t groups = (N + kGroup - 1) / kGroup, runs = (ow + 7) / 8;
             const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, kGroup * hw * out * khw / 16));
             parallel_for(groups * g.c, grain, [&](int64_t b0, int64_t e) {
-                std::vector<float> rows(size_t(kGroup * (g.w + 16))), pkv(size_t(out * oh * runs * kGroup * 8 + 16));
-                float* const pk = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(pkv.data()) + 63) & ~uintptr_t(63));
+                convwalk::Scratch rows(1, size_t(kGroup * (g.w + 16))), pkv(0, size_t(out * oh * runs * kGroup * 8));
+                float* const pk = pkv.p;
                 int64_t packed = -1;  // the group in pk
                 for (int64_t q = b0; q < e; q++) {
                     const int64_t grp = q / g.c, n = grp * kGroup, c = q % g.c, ns = std::min(kGroup, N - n);
@@ -285,10 +285,10 @@ void CpuDevice::conv_dgrad(const ConvGeom& g, const Matrix& dz, const Matrix& w,
                     float* cols[kGroup];
                     for (int64_t s = 0; s < ns; s++) cols[s] = &X.at(0, n + s);
                     switch (np) {
-                        case 1: dgrad_channel_v4<1>(g, a, c, ns, cols, rows.data()); break;
-                        case 2: dgrad_channel_v4<2>(g, a, c, ns, cols, rows.data()); break;
-                        case 3: dgrad_channel_v4<3>(g, a, c, ns, cols, rows.data()); break;
-                        default: dgrad_channel_v4<4>(g, a, c, ns, cols, rows.data()); break;
+                        case 1: dgrad_channel_v4<1>(g, a, c, ns, cols, rows.p); break;
+                        case 2: dgrad_channel_v4<2>(g, a, c, ns, cols, rows.p); break;
+                        case 3: dgrad_channel_v4<3>(g, a, c, ns, cols, rows.p); break;
+                        default: dgrad_channel_v4<4>(g, a, c, ns, cols, rows.p); break;
                     }
                 }
             });

@@ -47,6 +47,8 @@ namespace vela::cpu {
 using convwalk::lanes;
 using convwalk::Plane;
 using convwalk::plane;
+using convwalk::Aligned;
+using convwalk::Scratch;
 
 namespace {
 
@@ -362,35 +364,6 @@ __attribute__((target("avx2,fma"))) void wgrad_block(const ConvGeom& g, const Pl
     for (int64_t j = 0; j < nb; j++) dbp[j] = hsum(db[j]);
 }
 
-// n floats, 64-byte aligned, not zeroed: conv_wgrad's moved dz and copied
-// planes. Up to kScratchKeep floats they are this thread's buffer
-// `slot`, kept from call to call (grown when short): a fresh buffer per chunk
-// (256 KB at the second conv) came from mmap each time and had its pages
-// faulted in again, ~8% of the call. Larger ones are the object's own, freed
-// with it, so that a large layer's buffers are not held for the process's life.
-constexpr size_t kScratchKeep = size_t(1) << 20;  // 4 MB a slot
-
-class Scratch {
-  public:
-    Scratch(int slot, size_t n) {
-        float* base;
-        if (n <= kScratchKeep) {
-            thread_local std::unique_ptr<float[]> buf[2];
-            thread_local size_t size[2] = {0, 0};
-            if (size[slot] < n) buf[slot].reset(new float[n + 16]), size[slot] = n;
-            base = buf[slot].get();
-        } else {
-            own_.reset(new float[n + 16]);
-            base = own_.get();
-        }
-        p = base + ((64 - reinterpret_cast<uintptr_t>(base) % 64) % 64) / sizeof(float);
-    }
-    float* p;
-
-  private:
-    std::unique_ptr<float[]> own_;
-};
-
 // conv_wgrad's one-channel tile on AVX-512 with the AVX2 tile's sums
 // (wgrad_block's): each vector holds two channels' 8-lane accumulators side
 // by side, so every lane sums the same products in the same order as there
@@ -413,7 +386,9 @@ VELA_V4 inline void wgrad_step8(const float* const (&e)[8], int64_t ox, const fl
     }
     _Pragma("GCC unroll 5") for (int k = 0; k < 5; k++) {
         if (k >= nk) break;
-        const __m512 xv = _mm512_broadcast_f32x8(Masked ? _mm256_maskz_loadu_ps(m, x + k) : _mm256_loadu_ps(x + k));
+        const __m256 xr = Masked ? _mm256_maskz_loadu_ps(m, x + k) : _mm256_loadu_ps(x + k);
+        // both halves xr (as _mm512_broadcast_f32x8, whose GCC 12 header warns of an undefined pass-through)
+        const __m512 xv = _mm512_insertf32x8(_mm512_castps256_ps512(xr), xr, 1);
         _Pragma("GCC unroll 4") for (int p = 0; p < 4; p++) acc[p][k] = _mm512_fmadd_ps(a[p], xv, acc[p][k]);
     }
 }
@@ -547,17 +522,6 @@ VELA_V4 void wgrad_rows4_for(int64_t nv, const ConvGeom& g, const float* xp, con
     }
 }
 
-// A float buffer whose data starts on a 64-byte boundary (not zeroed: every
-// float is written before it is read).
-struct Aligned {
-    std::unique_ptr<float[]> v;
-    float* p;
-    explicit Aligned(size_t n) : v(new float[n + 16]) {
-        const auto a = reinterpret_cast<uintptr_t>(v.get());
-        p = v.get() + ((64 - a % 64) % 64) / sizeof(float);
-    }
-};
-
 // 8 channels' dz planes of one sample (src, P floats each, P apart) moved to
 // d[p·16 + j] (channel j of 8, position p), 8 positions at a time through an
 // 8×8 transpose in registers; db[j] += the plane's sum, summed from 0 in
@@ -665,23 +629,34 @@ void CpuDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const 
         if (Y.rs == 1) return unary_run_at(isa(), after, p, p, P, nullptr);
         for (int64_t q = 0; q < P; q++) unary_run_at(isa(), after, p + q * Y.rs, p + q * Y.rs, 1, nullptr);
     };
-    if (fast_geometry(g, X, Y, false) && isa() == Isa::v4 && ow >= 16) {
-        const std::vector<Vec16> vs = vectors16(g);
-        // The weights by block of 8 channels, 8 per window offset (zeros past out).
-        const int64_t blocks = (out + kFwdPosBlock - 1) / kFwdPosBlock;
-        std::vector<float> wp(size_t(blocks * R * kFwdPosBlock), 0.0f);
-        for (int64_t o = 0; o < out; o++)
-            for (int64_t r = 0; r < R; r++)
-                wp[size_t(((o / kFwdPosBlock) * R + r) * kFwdPosBlock + o % kFwdPosBlock)] = W.at(o, r);
-        const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, P * R * kFwdPosBlock / 16));
+    // Every (sample, block of `block` output channels) on the pool, each taking
+    // P·R·block/lanes vector FMAs (for the grain): tile(n, k, o0, nb) writes
+    // block k's nb planes of sample n, then the activation other than relu.
+    auto each_block = [&](int64_t block, int64_t lanes, auto&& tile) {
+        const int64_t blocks = (out + block - 1) / block;
+        const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, P * R * block / lanes));
         parallel_for(N * blocks, grain, [&](int64_t b0, int64_t e) {
             for (int64_t q = b0; q < e; q++) {
-                const int64_t n = q / blocks, k = q % blocks, o0 = k * kFwdPosBlock;
-                const int64_t nb = std::min(kFwdPosBlock, out - o0);
-                fwd_possample(g, vs, &X.at(0, n), &wp[size_t(k * R * kFwdPosBlock)], nb, &bias[size_t(o0)],
-                              fused_relu, &Y.at(o0 * P, n));
+                const int64_t n = q / blocks, k = q % blocks, o0 = k * block, nb = std::min(block, out - o0);
+                tile(n, k, o0, nb);
                 for (int64_t o = o0; o < o0 + nb; o++) finish(o, n);
             }
+        });
+    };
+    // The weights by block of `block` channels, `block` per window offset, zeros past out.
+    auto by_block = [&](int64_t block) {
+        const int64_t blocks = (out + block - 1) / block;
+        std::vector<float> wp(size_t(blocks * R * block), 0.0f);
+        for (int64_t o = 0; o < out; o++)
+            for (int64_t r = 0; r < R; r++) wp[size_t(((o / block) * R + r) * block + o % block)] = W.at(o, r);
+        return wp;
+    };
+    if (fast_geometry(g, X, Y, false) && isa() == Isa::v4 && ow >= 16) {
+        const std::vector<Vec16> vs = vectors16(g);
+        const std::vector<float> wp = by_block(kFwdPosBlock);
+        each_block(kFwdPosBlock, 16, [&](int64_t n, int64_t k, int64_t o0, int64_t nb) {
+            fwd_possample(g, vs, &X.at(0, n), &wp[size_t(k * R * kFwdPosBlock)], nb, &bias[size_t(o0)], fused_relu,
+                          &Y.at(o0 * P, n));
         });
         return;
     }
@@ -696,36 +671,19 @@ void CpuDevice::conv(const ConvGeom& g, const Matrix& x, const Matrix& w, const 
             const int64_t k = o / kFwdBlock4, wd = width(k);
             for (int64_t r = 0; r < R; r++) wp.p[(k * R * kFwdBlock4) + r * wd + o % kFwdBlock4] = W.at(o, r);
         }
-        const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, P * R * kFwdBlock4 / 16));
-        parallel_for(N * blocks, grain, [&](int64_t b0, int64_t e) {
-            for (int64_t q = b0; q < e; q++) {
-                const int64_t n = q / blocks, k = q % blocks, o0 = k * kFwdBlock4;
-                const int64_t nb = std::min(kFwdBlock4, out - o0);
-                const float* wk = wp.p + k * R * kFwdBlock4;
-                if (width(k) == 16) fwd_sample4<1>(g, &X.at(0, n), wk, nb, &bias[size_t(o0)], fused_relu, &Y.at(o0 * P, n));
-                else fwd_sample4<2>(g, &X.at(0, n), wk, nb, &bias[size_t(o0)], fused_relu, &Y.at(o0 * P, n));
-                for (int64_t o = o0; o < o0 + nb; o++) finish(o, n);
-            }
+        each_block(kFwdBlock4, 16, [&](int64_t n, int64_t k, int64_t o0, int64_t nb) {
+            const float* wk = wp.p + k * R * kFwdBlock4;
+            if (width(k) == 16) fwd_sample4<1>(g, &X.at(0, n), wk, nb, &bias[size_t(o0)], fused_relu, &Y.at(o0 * P, n));
+            else fwd_sample4<2>(g, &X.at(0, n), wk, nb, &bias[size_t(o0)], fused_relu, &Y.at(o0 * P, n));
         });
         return;
     }
     if (fast_geometry(g, X, Y, false)) {
         const std::vector<Seg> sg = segments(g);
-        // The weights by block of 4 channels, 4 per window offset (zeros past out).
-        const int64_t blocks = (out + kFwdBlock - 1) / kFwdBlock;
-        std::vector<float> wp(size_t(blocks * R * kFwdBlock), 0.0f);
-        for (int64_t o = 0; o < out; o++)
-            for (int64_t r = 0; r < R; r++)
-                wp[size_t(((o / kFwdBlock) * R + r) * kFwdBlock + o % kFwdBlock)] = W.at(o, r);
-        const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, P * R * kFwdBlock / 8));
-        parallel_for(N * blocks, grain, [&](int64_t b0, int64_t e) {
-            for (int64_t q = b0; q < e; q++) {
-                const int64_t n = q / blocks, k = q % blocks, o0 = k * kFwdBlock;
-                const int64_t nb = std::min(kFwdBlock, out - o0);
-                fwd_sample(g, sg, &X.at(0, n), &wp[size_t(k * R * kFwdBlock)], nb, &bias[size_t(o0)], fused_relu,
-                           &Y.at(o0 * P, n));
-                for (int64_t o = o0; o < o0 + nb; o++) finish(o, n);
-            }
+        const std::vector<float> wp = by_block(kFwdBlock);
+        each_block(kFwdBlock, 8, [&](int64_t n, int64_t k, int64_t o0, int64_t nb) {
+            fwd_sample(g, sg, &X.at(0, n), &wp[size_t(k * R * kFwdBlock)], nb, &bias[size_t(o0)], fused_relu,
+                       &Y.at(o0 * P, n));
         });
         return;
     }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 
 #include "core/conv.hpp"
 #include "cpu/cpu_kernels.hpp"
@@ -20,6 +21,47 @@ struct Plane {
     float& at(int64_t i, int64_t j) const { return p[i * rs + j * cs]; }
 };
 inline Plane plane(const Matrix& m) { return {fptr(m), m.row_step(), m.col_step()}; }
+
+// A float buffer whose data starts on a 64-byte boundary (not zeroed: every
+// float is written before it is read).
+struct Aligned {
+    std::unique_ptr<float[]> v;
+    float* p = nullptr;
+    Aligned() = default;
+    explicit Aligned(size_t n) : v(new float[n + 16]) {
+        const auto a = reinterpret_cast<uintptr_t>(v.get());
+        p = v.get() + ((64 - a % 64) % 64) / sizeof(float);
+    }
+};
+
+// n floats, 64-byte aligned, not zeroed, for the direct convolution's copies
+// (conv_wgrad's moved dz and planes, conv_dgrad's dz per group and dx rows).
+// Up to kScratchKeep floats they are this thread's buffer `slot` (0 or 1),
+// kept from call to call and grown when short: a fresh buffer per piece
+// (256 KB at the second conv's conv_wgrad) came from mmap each time and had
+// its pages faulted in again, ~8% of the call. Larger ones are the object's
+// own, freed with it, so that a large layer's buffers are not held for the
+// process's life. Two objects alive at once on a thread take different slots.
+constexpr size_t kScratchKeep = size_t(1) << 20;  // 4 MB a slot
+
+class Scratch {
+  public:
+    Scratch(int slot, size_t n) {
+        if (n > kScratchKeep) {
+            own_ = Aligned(n);
+            p = own_.p;
+            return;
+        }
+        thread_local Aligned buf[2];
+        thread_local size_t size[2] = {0, 0};
+        if (size[slot] < n) buf[slot] = Aligned(n), size[slot] = n;
+        p = buf[slot].p;
+    }
+    float* p;
+
+  private:
+    Aligned own_;
+};
 
 // Lane masks for the first `left` lanes of 8 (all when left ≥ 8): the direct
 // convolution's masked runs (conv_direct.cpp, conv_dgrad.cpp).

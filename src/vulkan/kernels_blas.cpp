@@ -58,10 +58,70 @@ struct RegblockSpec {  // mm_regblock.glsl (mm_regblock.comp, mm_regblock_i64.co
 };
 struct TiledSpec {    // mm_tiled.comp
     uint32_t tx, ty;  // the workgroup
-    uint32_t tt;      // register block tt×tt per invocation
+    uint32_t tt;      // register block tt×tt per invocation (4 or 8)
     uint32_t bk;      // values of k per shared-memory tile
     uint32_t ta, tb, epi, act;
+    uint32_t va, vb;  // 16-byte loads of a, b (address and ld multiples of 4 floats)
+    uint32_t vc;      // 16-byte stores of c (rows contiguous, address and column step multiples of 4)
+    uint32_t db;      // two tile buffers, one barrier per k step
 };
+
+uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
+uint64_t ceil_div_u64(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// mm_tiled's shapes, largest block first: the workgroup, the register block
+// and the k step. Each stages BM·BK/4 and BK·BN/4 16-byte pieces, whole
+// multiples of the workgroup's invocations (mm_tiled.comp's PA, PB).
+struct TileShape {
+    const char* name;
+    uint32_t tx, ty, tt, bk, db;
+    bool chosen;  // false: only when named (VELA_MM_TILE, force_gemm_tile), for measuring
+};
+constexpr TileShape kTileShapes[] = {
+    {"128", 16, 16, 8, 8, 0, true},        // 128×128 block, 8×8 per invocation
+    {"128db", 16, 16, 8, 8, 1, false},     // the same, two tile buffers
+    {"128k16", 16, 16, 8, 16, 0, false},   // 16 values of k per step
+    {"128k16db", 16, 16, 8, 16, 1, false}, // both
+    {"64", 16, 16, 4, 16, 0, true},        // 64×64, 4×4
+    {"32", 8, 8, 4, 16, 0, true},          // 32×32, 4×4, 64 invocations
+};
+constexpr size_t kTileShapeCount = sizeof kTileShapes / sizeof kTileShapes[0];
+
+// VELA_MM_TILE=128|128db|128k16|128k16db|64|32 fixes mm_tiled's block (benchmarks: scripts/bench/gpu_gemm.sh);
+// unset or "auto", record_gemm chooses by the size of c.
+int forced_tile = [] {
+    const char* e = std::getenv("VELA_MM_TILE");
+    if (!e || !*e || std::strcmp(e, "auto") == 0) return -1;
+    for (size_t i = 0; i < kTileShapeCount; ++i)
+        if (std::strcmp(e, kTileShapes[i].name) == 0) return int(i);
+    return -2;  // reported at the first mm (a static initializer cannot raise a Lua error)
+}();
+
+bool tile_fits(const Caps& caps, const TileShape& t) {
+    const uint32_t bm = t.tx * t.tt, bn = t.ty * t.tt;
+    const uint32_t shared = (t.db ? 2 : 1) * (t.bk * (bm + 4) + t.bk * (bn + 4)) * 4;
+    return t.tx * t.ty <= caps.max_workgroup_invocations && t.tx <= caps.max_workgroup_size[0] &&
+           t.ty <= caps.max_workgroup_size[1] && shared <= caps.max_shared_memory;
+}
+
+// The largest block that still gives the GPU many workgroups: a block that
+// leaves most of its multiprocessors idle loses more than its larger tiles
+// save (the sweep in docs/results.md, "mm_tiled's blocks on the H200").
+const TileShape& choose_tile(const char* fn, const Caps& caps, uint64_t m, uint64_t n) {
+    if (forced_tile == -2)
+        fail("%s: VELA_MM_TILE is '%s', but it must be 128, 128db, 128k16, 128k16db, 64, 32 or auto", fn, std::getenv("VELA_MM_TILE"));
+    if (forced_tile >= 0 && tile_fits(caps, kTileShapes[forced_tile])) return kTileShapes[forced_tile];
+    constexpr uint64_t kEnoughGroups = 256;
+    const TileShape* best = nullptr;
+    for (const TileShape& t : kTileShapes) {
+        if (!t.chosen || !tile_fits(caps, t)) continue;
+        const uint64_t groups = uint64_t(ceil_div_u64(m, t.tx * t.tt)) * ceil_div_u64(n, t.ty * t.tt);
+        best = &t;
+        if (groups >= kEnoughGroups) break;
+    }
+    if (!best) fail("%s: this device's workgroups are too small for the GEMM kernel (it needs 64 invocations)", fn);
+    return *best;
+}
 struct MvSpec {  // mv.comp
     uint32_t wg, ta, mode;
 };
@@ -123,7 +183,6 @@ uint32_t u32(const char* fn, const char* what, int64_t v) {
     return uint32_t(v);
 }
 
-uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
 
 // mm_regblock_i64 (64-bit addresses, subgroupShuffle, pair loads of b) where
 // the device has both; the portable mm_regblock elsewhere.
@@ -277,14 +336,17 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         tile_m = sg * rspec.mr;
         tile_n = rspec.nr;
     } else {
-        uint32_t t = caps.max_workgroup_invocations >= 256 && caps.max_workgroup_size[0] >= 16 &&
-                             caps.max_workgroup_size[1] >= 16
-                         ? 16
-                         : 8;
-        // 4×4 accumulators per invocation; BK 16: (64+1 + 64+1)·16·4 bytes = 8.3 KiB of shared memory.
-        tspec = {.tx = t, .ty = t, .tt = 4, .bk = 16, .ta = ta, .tb = tb, .epi = epi, .act = uint32_t(act)};
-        tile_m = t * 4;
-        tile_n = t * 4;
+        const TileShape& t = choose_tile(fn, caps, p.m, p.n);
+        // 16-byte loads and stores where every address they form is a
+        // multiple of 16 bytes: the operand's first element and its leading
+        // dimension (the tiles start at multiples of 4 along the contiguous
+        // direction); for c, contiguous rows (crs = 1) and a column step of 4k.
+        const uint32_t va = p.a % 16 == 0 && p.lda % 4 == 0, vb = p.b % 16 == 0 && p.ldb % 4 == 0;
+        const uint32_t vc = p.c % 16 == 0 && p.crs == 1 && p.ccs % 4 == 0;
+        tspec = {.tx = t.tx, .ty = t.ty, .tt = t.tt, .bk = t.bk, .ta = ta, .tb = tb, .epi = epi,
+                 .act = uint32_t(act), .va = va, .vb = vb, .vc = vc, .db = t.db};
+        tile_m = t.tx * t.tt;
+        tile_n = t.ty * t.tt;
         shader = "mm_tiled";
     }
 
@@ -366,6 +428,18 @@ void grid_1d(const Caps& caps, uint64_t count, uint32_t groups[3]) {
 }  // namespace
 
 void force_gemm_variant(GemmVariant v) { forced = v; }
+void force_gemm_tile(const char* name) {
+    if (!name) {
+        forced_tile = -1;
+        return;
+    }
+    for (size_t i = 0; i < kTileShapeCount; ++i)
+        if (std::strcmp(name, kTileShapes[i].name) == 0) {
+            forced_tile = int(i);
+            return;
+        }
+    fail("force_gemm_tile: '%s' is not a block (128, 128db, 128k16, 128k16db, 64 or 32)", name);
+}
 void set_gemm_texel(bool on) { texel_on = on; }
 uint64_t gemm_texel_count() { return texel_dispatches; }
 

@@ -12,6 +12,10 @@ namespace vela::vk {
 // workgroup per row with a shared-memory reduction.
 enum class GemmVariant : uint8_t { automatic, regblock, tiled };
 void force_gemm_variant(GemmVariant v);
+// mm_tiled's block of c by name: "128" (128×128, 8×8 per invocation), "64"
+// or "32" (4×4); nullptr: chosen by the size of c (VELA_MM_TILE sets it for
+// a process). Throws for another name.
+void force_gemm_tile(const char* name);
 
 // mm_regblock_tex (operands through texel views, docs/gemm.md) where the
 // device and the operands allow it; off: mm_regblock_i64 there (the tests

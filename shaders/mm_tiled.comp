@@ -40,6 +40,10 @@ layout(constant_id = 8) const uint VA = 0;  // 16-byte loads of a allowed (addre
 layout(constant_id = 9) const uint VB = 0;  // of b likewise
 layout(constant_id = 10) const uint VC = 0;  // 16-byte stores of c (crs = 1, address and ccs multiples of 4)
 layout(constant_id = 11) const uint DB = 0;  // 1: two tiles of each operand in shared memory, one barrier per step
+// 1: invocations numbered in 32-lane groups of 8×4 (tx, ty) (a subgroup of 32
+// on NVIDIA reads 8 + 4 distinct 16-byte values per k instead of 16 + 2);
+// else tx, ty are the local invocation's x and y. Either way each (tx, ty) once.
+layout(constant_id = 12) const uint SWZ = 0;
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 const uint G = TT / 4;  // 4-row (4-column) groups per invocation
@@ -131,8 +135,13 @@ void write4(uint i, uint j, vec4 v, bool inside) {
 }
 
 void main() {
+    uint tid = gl_LocalInvocationID.x + TX * gl_LocalInvocationID.y;
     uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
-    uint tid = tx + TX * ty;
+    if (SWZ != 0) {  // the host sets it only where TX % 8 = 0 and TY % 4 = 0
+        uint lane = tid % 32, group = tid / 32;
+        tx = (group % (TX / 8)) * 8 + lane % 8;
+        ty = (group / (TX / 8)) * 4 + lane / 8;
+    }
     uint i0 = gl_WorkGroupID.x * BM, j0 = gl_WorkGroupID.y * BN;
     bool rows_in = i0 + BM <= p.m, cols_in = j0 + BN <= p.n;
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "core/error.hpp"
 #include "vulkan/device.hpp"
@@ -64,6 +65,7 @@ struct TiledSpec {    // mm_tiled.comp
     uint32_t va, vb;  // 16-byte loads of a, b (address and ld multiples of 4 floats)
     uint32_t vc;      // 16-byte stores of c (rows contiguous, address and column step multiples of 4)
     uint32_t db;      // two tile buffers, one barrier per k step
+    uint32_t swz;     // invocations in 32-lane groups of 8×4 (tx, ty)
 };
 
 uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
@@ -74,20 +76,24 @@ uint64_t ceil_div_u64(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // multiples of the workgroup's invocations (mm_tiled.comp's PA, PB).
 struct TileShape {
     const char* name;
-    uint32_t tx, ty, tt, bk, db;
+    uint32_t tx, ty, tt, bk, db, swz;
     bool chosen;  // false: only when named (VELA_MM_TILE, force_gemm_tile), for measuring
 };
 constexpr TileShape kTileShapes[] = {
-    {"128", 16, 16, 8, 8, 0, true},        // 128×128 block, 8×8 per invocation
-    {"128db", 16, 16, 8, 8, 1, false},     // the same, two tile buffers
-    {"128k16", 16, 16, 8, 16, 0, false},   // 16 values of k per step
-    {"128k16db", 16, 16, 8, 16, 1, false}, // both
-    {"64", 16, 16, 4, 16, 0, true},        // 64×64, 4×4
-    {"32", 8, 8, 4, 16, 0, true},          // 32×32, 4×4, 64 invocations
+    {"128", 16, 16, 8, 8, 0, 0, true},         // 128×128 block, 8×8 per invocation
+    {"128db", 16, 16, 8, 8, 1, 0, false},      // the same, two tile buffers
+    {"128k16", 16, 16, 8, 16, 0, 0, false},    // 16 values of k per step
+    {"128k16db", 16, 16, 8, 16, 1, 0, false},  // both
+    {"128w", 16, 16, 8, 8, 0, 1, false},       // 128, invocations in 8×4 groups
+    {"128k16w", 16, 16, 8, 16, 0, 1, false},
+    {"128k16dbw", 16, 16, 8, 16, 1, 1, false},
+    {"64", 16, 16, 4, 16, 0, 0, true},         // 64×64, 4×4
+    {"64w", 16, 16, 4, 16, 0, 1, false},
+    {"32", 8, 8, 4, 16, 0, 0, true},           // 32×32, 4×4, 64 invocations
 };
 constexpr size_t kTileShapeCount = sizeof kTileShapes / sizeof kTileShapes[0];
 
-// VELA_MM_TILE=128|128db|128k16|128k16db|64|32 fixes mm_tiled's block (benchmarks: scripts/bench/gpu_gemm.sh);
+// VELA_MM_TILE=<a name in kTileShapes> fixes mm_tiled's block (benchmarks: scripts/bench/gpu_gemm.sh);
 // unset or "auto", record_gemm chooses by the size of c.
 int forced_tile = [] {
     const char* e = std::getenv("VELA_MM_TILE");
@@ -96,6 +102,12 @@ int forced_tile = [] {
         if (std::strcmp(e, kTileShapes[i].name) == 0) return int(i);
     return -2;  // reported at the first mm (a static initializer cannot raise a Lua error)
 }();
+
+std::string tile_names() {
+    std::string names;
+    for (const TileShape& t : kTileShapes) names += (names.empty() ? "" : ", ") + std::string(t.name);
+    return names;
+}
 
 bool tile_fits(const Caps& caps, const TileShape& t) {
     const uint32_t bm = t.tx * t.tt, bn = t.ty * t.tt;
@@ -108,8 +120,6 @@ bool tile_fits(const Caps& caps, const TileShape& t) {
 // leaves most of its multiprocessors idle loses more than its larger tiles
 // save (the sweep in docs/results.md, "mm_tiled's blocks on the H200").
 const TileShape& choose_tile(const char* fn, const Caps& caps, uint64_t m, uint64_t n) {
-    if (forced_tile == -2)
-        fail("%s: VELA_MM_TILE is '%s', but it must be 128, 128db, 128k16, 128k16db, 64, 32 or auto", fn, std::getenv("VELA_MM_TILE"));
     if (forced_tile >= 0 && tile_fits(caps, kTileShapes[forced_tile])) return kTileShapes[forced_tile];
     constexpr uint64_t kEnoughGroups = 256;
     const TileShape* best = nullptr;
@@ -218,6 +228,9 @@ uint64_t max_k_per_dispatch(const Caps& caps, const Matrix& a, const Matrix& b) 
 // The mm/dense dispatch shared by VulkanDevice::mm and VulkanDevice::dense.
 void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, const Matrix& b, float beta,
                  const Matrix& c, uint32_t epi, const Matrix* bias, Act act, const GemmBatch* batch = nullptr) {
+    if (forced_tile == -2)
+        fail("%s: VELA_MM_TILE is '%s', but it must be auto or one of %s", fn, std::getenv("VELA_MM_TILE"),
+             tile_names().c_str());
     if (c.empty()) return;
     const Caps& caps = r.caps();
     GemmPush p{};
@@ -344,7 +357,8 @@ void record_gemm(VulkanDevice& r, const char* fn, float alpha, const Matrix& a, 
         const uint32_t va = p.a % 16 == 0 && p.lda % 4 == 0, vb = p.b % 16 == 0 && p.ldb % 4 == 0;
         const uint32_t vc = p.c % 16 == 0 && p.crs == 1 && p.ccs % 4 == 0;
         tspec = {.tx = t.tx, .ty = t.ty, .tt = t.tt, .bk = t.bk, .ta = ta, .tb = tb, .epi = epi,
-                 .act = uint32_t(act), .va = va, .vb = vb, .vc = vc, .db = t.db};
+                 .act = uint32_t(act), .va = va, .vb = vb, .vc = vc, .db = t.db,
+                 .swz = t.swz && t.tx % 8 == 0 && t.ty % 4 == 0};
         tile_m = t.tx * t.tt;
         tile_n = t.ty * t.tt;
         shader = "mm_tiled";
@@ -438,7 +452,7 @@ void force_gemm_tile(const char* name) {
             forced_tile = int(i);
             return;
         }
-    fail("force_gemm_tile: '%s' is not a block (128, 128db, 128k16, 128k16db, 64 or 32)", name);
+    fail("force_gemm_tile: '%s' is not a block (one of %s)", name, tile_names().c_str());
 }
 void set_gemm_texel(bool on) { texel_on = on; }
 uint64_t gemm_texel_count() { return texel_dispatches; }

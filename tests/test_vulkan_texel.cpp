@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/ops.hpp"
+#include "vulkan/kernels_blas.hpp"
 #include "vulkan/texel.hpp"
 #include "vulkan_common.hpp"
 
@@ -140,12 +141,19 @@ TEST_CASE("vulkan texel kernels: gather_cols against the host, texels on and off
     }
 }
 
-// y ← α·op(a)·x + β·y, one invocation per row (lavapipe's choice), op(a) = a
-// and aᵀ, x a row of a matrix (a step of 3), β = 0 and not.
+// y ← α·op(a)·x + β·y, one invocation per row, op(a) = a and aᵀ, x a row of
+// a matrix (a step of 3), β = 0 and not. One invocation per row is lavapipe's
+// choice for both layouts; a GPU reduces a row of aᵀ in a workgroup instead,
+// without texels (an H200 ran 2 of the 4 calls on mv_tex), so the row variant
+// is forced: every call can take the texel shader on every device with texel views.
 TEST_CASE("vulkan texel kernels: mv against float64, texels on and off", "[vulkan][texel]") {
     NoValidationMessages guard;
     const bool on = GENERATE(true, false);
     TexelSwitch sw(on);
+    struct RowVariant {
+        RowVariant() { vk::force_gemm_variant(vk::GemmVariant::regblock); }
+        ~RowVariant() { vk::force_gemm_variant(vk::GemmVariant::automatic); }
+    } rows;
     const uint64_t before = vk::texel_kernel_count();
     const int64_t m = 37, n = 130;
     for (bool trans : {false, true}) {

@@ -1,8 +1,16 @@
 #include "vulkan/check.hpp"
 
+#include <atomic>
+
 #include "core/error.hpp"
 
 namespace vela::vk {
+
+namespace {
+std::atomic<bool> lost{false};
+}  // namespace
+
+bool device_lost_seen() { return lost.load(); }
 
 const char* result_name(VkResult r) {
     switch (r) {
@@ -33,10 +41,12 @@ const char* result_name(VkResult r) {
 
 VkResult check(VkResult r, const char* call) {
     if (r >= 0) return r;
-    if (r == VK_ERROR_DEVICE_LOST)
+    if (r == VK_ERROR_DEVICE_LOST) {
+        lost.store(true);
         fail("%s: device lost (the GPU reset or the driver crashed; matrices on this device are gone, "
              "other devices keep working)",
              call);
+    }
     if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
         fail("%s: %s (free matrices with m:release() or use smaller ones; the session is intact)", call,
              result_name(r));

@@ -14,6 +14,9 @@ const char* result_name(VkResult r);
 // Throws vela::Error("<call>: <result name>") unless r is VK_SUCCESS (or an
 // allowed non-error such as VK_TIMEOUT / VK_INCOMPLETE, returned as-is).
 VkResult check(VkResult r, const char* call);
+// Whether check() has seen VK_ERROR_DEVICE_LOST in this process (the
+// validation messages at teardown, context.cpp).
+bool device_lost_seen();
 
 // A zeroed Vulkan structure with its sType set (brace-initialising only sType warns under -Wextra).
 template <typename T>

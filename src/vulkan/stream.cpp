@@ -18,6 +18,20 @@
 
 namespace vela::vk {
 
+namespace {
+// Throws Interrupted naming the failure r of `call` on device `name`: a
+// failure (the device lost) that answers a Ctrl-C the wait took.
+[[noreturn]] void interrupted_by(const std::string& name, VkResult r, const char* call) {
+    std::string what = "failed";
+    try {
+        check(r, call);
+    } catch (const Error& e) {
+        what = e.what();
+    }
+    throw Interrupted(format("interrupted: %s: %s", name.c_str(), what.c_str()));
+}
+}  // namespace
+
 void VulkanBuffer::free_storage() {
     stream_.retire(alloc, last_use);
     alloc = Allocation{};
@@ -219,6 +233,11 @@ void Stream::wait_slot(Slot& s, bool count) {
         }
     }
     status_clear();
+    // A Ctrl-C that came as the wait failed (the device lost) is taken with
+    // the failure: an error other than Interrupted would leave the shell's
+    // pending "interrupted!" hook in place, and that would replace the message
+    // at the next instruction, past the caller's pcall (seen on an H200).
+    if (r < 0 && interrupt_flag().exchange(false)) interrupted_by(name_, r, "vkWaitForFences");
     check(r, "vkWaitForFences");
     complete_through(s.serial);
 }
@@ -242,11 +261,33 @@ void Stream::drop_queued() {
         }
     *cond_ = 0;  // every dispatch not yet started is skipped
     set_stop(1);  // a user kernel running returns at its next check
-    VkResult r = fences.empty() ? VK_SUCCESS : vkWaitForFences(gpu_.device, uint32_t(fences.size()), fences.data(),
-                                                               VK_TRUE, UINT64_MAX);
+    // The kernel running finishes (a built-in one) or stops at its next check
+    // (one written at the prompt): a bounded wait all the same, so that a
+    // kernel that does neither (a device that never sees the stop word) does
+    // not hold the prompt; the skip and the stop word then stay until that
+    // work completes, which the next submission waits for (submit).
+    const uint64_t slice = 20'000'000, most = 150;  // 3 s
+    VkResult r = VK_SUCCESS;
+    for (uint64_t i = 0; !fences.empty() && i < most; ++i)
+        if ((r = vkWaitForFences(gpu_.device, uint32_t(fences.size()), fences.data(), VK_TRUE, slice)) != VK_TIMEOUT)
+            break;
+    if (r < 0) interrupted_by(name_, r, "vkWaitForFences");  // lost: say so, as the Ctrl-C's answer
+    if (r == VK_TIMEOUT) {
+        uint64_t last = 0;
+        for (Slot& s : ring_)
+            if (s.pending) last = std::max(last, s.serial);
+        stop_through_ = std::max(stop_through_, last);  // complete_through clears the stop word and the skip
+        end_batch();
+        bound_ = VK_NULL_HANDLE;
+        throw Interrupted(format("interrupted: dropped up to %llu queued kernel%s on %s, but the kernel running was "
+                                 "still running after %.1f s (one written at the prompt stops at its next check, a "
+                                 "built-in one finishes): the next call on %s waits for it (Ctrl-C stops that wait); "
+                                 "the matrices they would have written hold undefined values",
+                                 (unsigned long long)dropped, dropped == 1 ? "" : "s", name_.c_str(),
+                                 double(most * slice) * 1e-9, name_.c_str()));
+    }
     set_stop(0);
     *cond_ = 1;
-    check(r, "vkWaitForFences");
     complete_through(serial_);
     end_batch();
     bound_ = VK_NULL_HANDLE;
@@ -314,6 +355,7 @@ void Stream::complete_through(uint64_t serial) {
     completed_ = std::max(completed_, serial);
     if (stop_through_ && completed_ >= stop_through_) {
         set_stop(0);
+        if (cond_) *cond_ = 1;  // (a drop whose running kernel outlived its wait: see drop_queued)
         stop_through_ = 0;
     }
     auto keep = std::remove_if(retired_.begin(), retired_.end(), [&](auto& r) {

@@ -18,12 +18,18 @@ TEST_CASE("prompt: Ctrl-C in a wait drops the queued kernels, the next read is p
         return;
     }
     REQUIRE(pty.expect("> "));
-    // n: at least 400 products (seconds to minutes on a software device), more
-    // where a second of timed products shows a fast device (an H100 ran 400
-    // before the Ctrl-C came).
-    pty.send("a = rand(512, 512, 1) c = zeros(512, 512) ok = c:get(1, 1) t0, k = os.time(), 0 "
-             "repeat mm(a, a, c) sync() k = k + 1 until os.time() - t0 >= 2 n = math.max(400, 4 * k)\n");
-    REQUIRE(pty.expect("\r\n> ", 30));
+    // n products queued without a wait: the stream's ring holds Stream::kRing
+    // command buffers of kBatch kernels (1,024), and recording past it waits
+    // for the oldest. An H200 queued 24,000 products (a count sized by a
+    // timed loop): the host blocked in mm as the ring filled, those waits
+    // ended before the Ctrl-C came, and the key stopped the Lua loop instead
+    // of a wait. So the products are made long, not many: their size doubles
+    // from 512 until 8 take 40 ms, and 300 take 1.5 s or more (a software
+    // device splits a k over 1,024 into dispatches, but stops at 512).
+    pty.send("s = 256 repeat s = 2 * s a = rand(s, s, 1) c = zeros(s, s) mm(a, a, c) sync() t0 = clock() "
+             "for i = 1, 8 do mm(a, a, c) end sync() dt = clock() - t0 until dt >= 0.04 or s >= 8192 "
+             "ok = c:get(1, 1) n = 300\n");
+    REQUIRE(pty.expect("\r\n> ", 60));
     // n queued products: seconds at least. Ctrl-C
     // goes in once the host blocks in the read's wait (VELA_SAY_WAITS prints
     // that line as it blocks), so it lands in the wait, however slow the build.
@@ -35,6 +41,11 @@ TEST_CASE("prompt: Ctrl-C in a wait drops the queued kernels, the next read is p
     // is the next read, timed below.
     REQUIRE(pty.expect("interrupted", 60));
     REQUIRE(pty.expect("> ", 30));
+    if (pty.output().find("cannot drop them") != std::string::npos) {
+        // No VK_EXT_conditional_rendering (SwiftShader): the wait stops, the queued products still run.
+        WARN("vulkan:0 cannot drop queued kernels: " << pty.output().substr(pty.output().rfind("interrupted")));
+        return;
+    }
     bool dropped = pty.output().find("dropped up to") != std::string::npos;
     INFO(pty.output());
     REQUIRE(dropped);

@@ -10,8 +10,10 @@
 // op(b) for one k are TT/4 16-byte shared loads each, consecutive
 // invocations reading consecutive 16 bytes (no bank conflicts), for TT²
 // fma. The next step's tiles are loaded from memory into registers while the
-// current one is computed (register prefetch), then stored behind a barrier
-// (DB: into a second buffer, so a step needs one barrier instead of two).
+// current one is computed (register prefetch), then stored behind a barrier.
+// (Two tile buffers with one barrier per step, and invocations numbered in
+// 8×4 groups per 32-lane subgroup, measured no faster on an H200: dropped,
+// docs/results.md "mm_tiled on an H200".)
 //
 // Loads from memory go along each operand's contiguous direction (rows of an
 // untransposed a, k of a transposed one; k of an untransposed b, columns of a
@@ -39,11 +41,6 @@ layout(constant_id = 7) const uint ACT = ACT_IDENTITY;
 layout(constant_id = 8) const uint VA = 0;  // 16-byte loads of a allowed (address, lda multiples of 4 floats)
 layout(constant_id = 9) const uint VB = 0;  // of b likewise
 layout(constant_id = 10) const uint VC = 0;  // 16-byte stores of c (crs = 1, address and ccs multiples of 4)
-layout(constant_id = 11) const uint DB = 0;  // 1: two tiles of each operand in shared memory, one barrier per step
-// 1: invocations numbered in 32-lane groups of 8×4 (tx, ty) (a subgroup of 32
-// on NVIDIA reads 8 + 4 distinct 16-byte values per k instead of 16 + 2);
-// else tx, ty are the local invocation's x and y. Either way each (tx, ty) once.
-layout(constant_id = 12) const uint SWZ = 0;
 layout(local_size_x_id = 0, local_size_y_id = 1) in;
 
 const uint G = TT / 4;  // 4-row (4-column) groups per invocation
@@ -53,9 +50,8 @@ const uint NT = TX * TY;
 // Tile rows in vec4s: k-major, padded by one vec4 where the tile is stored transposed.
 const uint LA4 = BM / 4 + (TA != 0 ? 1 : 0);
 const uint LB4 = BN / 4 + (TB != 0 ? 0 : 1);
-const uint NBUF = DB != 0 ? 2 : 1;
-shared vec4 As[NBUF * BK * LA4];
-shared vec4 Bs[NBUF * BK * LB4];
+shared vec4 As[BK * LA4];
+shared vec4 Bs[BK * LB4];
 // 16-byte pieces of each tile per invocation (the host keeps these whole).
 const uint PA = BM * BK / 4 / NT;
 const uint PB = BN * BK / 4 / NT;
@@ -91,24 +87,21 @@ vec4 piece_b(uint e, uint k0, uint j0, bool inside) {
     return vec4(load_b(k, j), load_b(k + 1, j), load_b(k + 2, j), load_b(k + 3, j));
 }
 
-// Piece e into tile buffer `buf` (0 unless DB).
-void store_a(uint buf, uint e, vec4 v) {
-    uint base = buf * BK * LA4;
+void store_a(uint e, vec4 v) {
     if (TA == 0) {
-        As[base + (e / (BM / 4)) * LA4 + e % (BM / 4)] = v;
+        As[(e / (BM / 4)) * LA4 + e % (BM / 4)] = v;
     } else {  // 4 values of k for one row: one float in each of 4 tile rows
         uint r = e / (BK / 4), kk = 4 * (e % (BK / 4));
-        [[unroll]] for (uint q = 0; q < 4; q++) As[base + (kk + q) * LA4 + r / 4][r % 4] = v[q];
+        [[unroll]] for (uint q = 0; q < 4; q++) As[(kk + q) * LA4 + r / 4][r % 4] = v[q];
     }
 }
 
-void store_b(uint buf, uint e, vec4 v) {
-    uint base = buf * BK * LB4;
+void store_b(uint e, vec4 v) {
     if (TB != 0) {
-        Bs[base + (e / (BN / 4)) * LB4 + e % (BN / 4)] = v;
+        Bs[(e / (BN / 4)) * LB4 + e % (BN / 4)] = v;
     } else {
         uint c = e / (BK / 4), kk = 4 * (e % (BK / 4));
-        [[unroll]] for (uint q = 0; q < 4; q++) Bs[base + (kk + q) * LB4 + c / 4][c % 4] = v[q];
+        [[unroll]] for (uint q = 0; q < 4; q++) Bs[(kk + q) * LB4 + c / 4][c % 4] = v[q];
     }
 }
 
@@ -135,13 +128,8 @@ void write4(uint i, uint j, vec4 v, bool inside) {
 }
 
 void main() {
-    uint tid = gl_LocalInvocationID.x + TX * gl_LocalInvocationID.y;
     uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y;
-    if (SWZ != 0) {  // the host sets it only where TX % 8 = 0 and TY % 4 = 0
-        uint lane = tid % 32, group = tid / 32;
-        tx = (group % (TX / 8)) * 8 + lane % 8;
-        ty = (group / (TX / 8)) * 4 + lane / 8;
-    }
+    uint tid = tx + TX * ty;
     uint i0 = gl_WorkGroupID.x * BM, j0 = gl_WorkGroupID.y * BN;
     bool rows_in = i0 + BM <= p.m, cols_in = j0 + BN <= p.n;
 
@@ -151,22 +139,10 @@ void main() {
     vec4 ra[PA], rb[PB];
     [[unroll]] for (uint q = 0; q < PA; q++) ra[q] = piece_a(tid + q * NT, i0, 0, rows_in && BK <= p.k);
     [[unroll]] for (uint q = 0; q < PB; q++) rb[q] = piece_b(tid + q * NT, 0, j0, cols_in && BK <= p.k);
-    // DB: tiles alternate between two buffers. Step s reads buffer s % 2 and
-    // stores the next tiles into the other, which step s − 1 read before the
-    // barrier that ended it: one barrier per step. Otherwise one buffer, a
-    // barrier after the stores and one after the reads.
-    if (DB != 0) {
-        [[unroll]] for (uint q = 0; q < PA; q++) store_a(0, tid + q * NT, ra[q]);
-        [[unroll]] for (uint q = 0; q < PB; q++) store_b(0, tid + q * NT, rb[q]);
-        barrier();
-    }
-    uint cur = 0;
     for (uint k0 = 0; k0 < p.k; k0 += BK) {
-        if (DB == 0) {
-            [[unroll]] for (uint q = 0; q < PA; q++) store_a(0, tid + q * NT, ra[q]);
-            [[unroll]] for (uint q = 0; q < PB; q++) store_b(0, tid + q * NT, rb[q]);
-            barrier();
-        }
+        [[unroll]] for (uint q = 0; q < PA; q++) store_a(tid + q * NT, ra[q]);
+        [[unroll]] for (uint q = 0; q < PB; q++) store_b(tid + q * NT, rb[q]);
+        barrier();
         // The next tiles travel from memory while this one is computed.
         uint k1 = k0 + BK;
         if (k1 < p.k) {
@@ -174,23 +150,16 @@ void main() {
             [[unroll]] for (uint q = 0; q < PA; q++) ra[q] = piece_a(tid + q * NT, i0, k1, rows_in && k_in);
             [[unroll]] for (uint q = 0; q < PB; q++) rb[q] = piece_b(tid + q * NT, k1, j0, cols_in && k_in);
         }
-        uint a0 = cur * BK * LA4, b0 = cur * BK * LB4;
         [[unroll]] for (uint kk = 0; kk < BK; kk++) {
             vec4 av[G], bv[G];
-            [[unroll]] for (uint g = 0; g < G; g++) av[g] = As[a0 + kk * LA4 + tx + TX * g];
-            [[unroll]] for (uint h = 0; h < G; h++) bv[h] = Bs[b0 + kk * LB4 + ty + TY * h];
+            [[unroll]] for (uint g = 0; g < G; g++) av[g] = As[kk * LA4 + tx + TX * g];
+            [[unroll]] for (uint h = 0; h < G; h++) bv[h] = Bs[kk * LB4 + ty + TY * h];
             [[unroll]] for (uint h = 0; h < G; h++)
                 [[unroll]] for (uint q = 0; q < 4; q++)
                     [[unroll]] for (uint g = 0; g < G; g++)
                         acc[(4 * h + q) * G + g] = fma(av[g], vec4(bv[h][q]), acc[(4 * h + q) * G + g]);
         }
-        if (DB != 0 && k1 < p.k) {
-            cur ^= 1u;
-            [[unroll]] for (uint q = 0; q < PA; q++) store_a(cur, tid + q * NT, ra[q]);
-            [[unroll]] for (uint q = 0; q < PB; q++) store_b(cur, tid + q * NT, rb[q]);
-        }
-        // DB: the stores above before the next step's reads; otherwise the
-        // next step overwrites the tiles: everyone must be done reading.
+        // The next step overwrites the tiles: everyone must be done reading.
         barrier();
     }
 

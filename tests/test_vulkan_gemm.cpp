@@ -546,8 +546,8 @@ TEST_CASE("vulkan mm: operands through texel views, and the fallback with them o
     else CHECK(vk::gemm_texel_count() == before);
 }
 
-// mm_tiled's blocks (128×128 with 8×8 per invocation, with one tile buffer
-// and with two, 64×64 and 32×32 with 4×4), each forced: c of two whole blocks and a part block each way,
+// mm_tiled's blocks (128×128 with 8×8 per invocation and 16 or 8 values of
+// k per step, 64×64 and 32×32 with 4×4), each forced: c of two whole blocks and a part block each way,
 // so one workgroup runs wholly inside (16-byte loads where the operand's
 // address and ld allow it, 16-byte stores of c) and the others meet every
 // edge (loads element by element, zeros past the edges); a k of three whole
@@ -566,14 +566,14 @@ TEST_CASE("vulkan mm: mm_tiled's blocks, 16-byte loads and stores inside, elemen
         int64_t block, bk;
         bool all_transposes;
     };
-    const Shape shapes[] = {{"128", 128, 8, true}, {"128db", 128, 8, false}, {"64", 64, 16, false}, {"32", 32, 16, false}};
+    const Shape shapes[] = {{"128", 128, 16, true}, {"128k8", 128, 8, false}, {"64", 64, 16, false}, {"32", 32, 16, false}};
     for (const Shape& s : shapes) {
         Tile tile(s.name);
         const int64_t m = 2 * s.block + 12, n = s.block + 20, k = 3 * s.bk + 4;
         // Each variant is a pipeline to compile (about a second on the software
-        // drivers): the smaller blocks, whose code differs only in the register
-        // block's size (and the 32 block in two pieces per tile), take the aligned
-        // product alone; the unaligned pad only with both operands alike.
+        // drivers): the other blocks, whose code differs only in the register
+        // block's size and the pieces per tile, take the aligned product alone;
+        // the unaligned pad only with both operands alike.
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)
                 for (int64_t pad : {0, 1}) {

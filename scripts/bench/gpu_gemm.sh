@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 vela=${1:-build/vela}
 shift || true
-for tile in ${VELA_GPU_GEMM_TILES:-auto 128 128db 128k16 128k16db 128w 128k16w 128k16dbw 64 64w 32}; do
+for tile in ${VELA_GPU_GEMM_TILES:-auto 128 128k8 64 32}; do
   VELA_MM_TILE=$tile "$vela" scripts/bench/gpu_gemm.lua "$@" || echo "gpu_gemm.sh: block $tile failed"
   echo
 done

@@ -27,7 +27,7 @@ constexpr uint32_t kPushBytes = 128;
 std::string cache_dir();
 // A 64-bit hash of bytes for the disk caches' integrity checks (not cryptographic).
 uint64_t content_hash(const void* data, size_t bytes);
-constexpr uint32_t kMaxSpec = 13;  // mm_tiled.comp has 13
+constexpr uint32_t kMaxSpec = 11;  // mm_tiled.comp has 11
 
 class Pipelines {
 public:

@@ -27,8 +27,9 @@
 // VK_EXT_conditional_rendering every command buffer runs its dispatches under
 // a predicate in host-visible memory; the interrupted wait clears it, so the
 // dispatches not yet started are skipped (the one running finishes), drops
-// the command buffer being recorded, waits for the queue to drain and throws
-// Interrupted saying how many kernels were dropped. Devices without the
+// the command buffer being recorded, waits for the queue to drain (3 s at
+// most; then the skip and the stop word stay until that work completes) and
+// throws Interrupted saying how many kernels were dropped. Devices without the
 // extension stop the wait only (their submitted work still runs). Either way
 // the user kernels' stop word (loop_probe.hpp) ends a kernel written at the
 // prompt that runs or is queued: at once with the extension, else until the
@@ -107,7 +108,7 @@ private:
     void submit();
     void complete_through(uint64_t serial);  // bookkeeping once the fence of `serial` signalled
     void wait_slot(Slot& s, bool count);
-    [[noreturn]] void drop_queued();  // after Ctrl-C in a wait: skip, drain, throw Interrupted
+    [[noreturn]] void drop_queued();  // after Ctrl-C in a wait: skip, drain (3 s at most), throw Interrupted
     [[noreturn]] void stop_user_kernels();  // the same without conditional rendering: set the stop word, throw
     void set_stop(uint32_t v);              // the user kernels' stop word
     void make_predicate();

@@ -151,9 +151,15 @@ class BadInput(unittest.TestCase):
         reply, out = self.s.run('ok = pcall(device, "vulkan:0")\nok')
         if self.s.value("ok") != "true":
             self.skipTest("no Vulkan device")
-        self.s.run('a, c = rand(512, 512, 1), zeros(512, 512)\ndevice("cpu")')
-        msg_id = self.s.send("for i = 1, 2000 do mm(1, a, a, 0, c) end\nsync()")
-        time.sleep(3.0)
+        self.s.run('a, c = rand(1024, 1024, 1), zeros(1024, 1024)\ndevice("cpu")')
+        # Seconds of products queued by a cell that returns at once (200, fewer than the
+        # stream's ring of kernels, so recording never waits), then a cell that waits for
+        # them: the interrupt lands in that wait however loaded the machine is (2,000
+        # smaller products in one cell took longer than the 3 s sleep to record under
+        # load, and the interrupt hit the Lua loop instead).
+        self.s.run("for i = 1, 200 do mm(1, a, a, 0, c) end")
+        msg_id = self.s.send("sync()")
+        time.sleep(1.0)
         self.s.km.interrupt_kernel()
         reply, out = self.s.collect(msg_id, timeout=120)
         self.assertEqual(reply["status"], "error")

@@ -110,7 +110,9 @@ bool tile_fits(const Caps& caps, const TileShape& t) {
 
 // The largest block that still gives the GPU many workgroups: a block that
 // leaves most of its multiprocessors idle loses more than its larger tiles
-// save (the sweep in docs/results.md, "mm_tiled's blocks on the H200").
+// save (the sweep in docs/results.md, "mm_tiled on an H200"). A block named
+// by VELA_MM_TILE that this device cannot hold (workgroup size, shared
+// memory) gives way to that choice.
 const TileShape& choose_tile(const char* fn, const Caps& caps, uint64_t m, uint64_t n) {
     if (forced_tile >= 0 && tile_fits(caps, kTileShapes[forced_tile])) return kTileShapes[forced_tile];
     constexpr uint64_t kEnoughGroups = 256;
@@ -124,6 +126,7 @@ const TileShape& choose_tile(const char* fn, const Caps& caps, uint64_t m, uint6
     if (!best) fail("%s: this device's workgroups are too small for the GEMM kernel (it needs 64 invocations)", fn);
     return *best;
 }
+
 struct MvSpec {  // mv.comp
     uint32_t wg, ta, mode;
 };

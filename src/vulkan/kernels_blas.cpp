@@ -67,7 +67,6 @@ struct TiledSpec {    // mm_tiled.comp
 };
 
 uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
-uint64_t ceil_div_u64(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 // mm_tiled's shapes, largest block first: the workgroup, the register block
 // and the k step. Each stages BM·BK/4 and BK·BN/4 16-byte pieces, whole
@@ -85,14 +84,21 @@ constexpr TileShape kTileShapes[] = {
 };
 constexpr size_t kTileShapeCount = sizeof kTileShapes / sizeof kTileShapes[0];
 
+// The index in kTileShapes of the block called `name`, or -1.
+int tile_index(const char* name) {
+    for (size_t i = 0; i < kTileShapeCount; ++i)
+        if (std::strcmp(name, kTileShapes[i].name) == 0) return int(i);
+    return -1;
+}
+
 // VELA_MM_TILE=<a name in kTileShapes> fixes mm_tiled's block (benchmarks: scripts/bench/gpu_gemm.sh);
-// unset or "auto", record_gemm chooses by the size of c.
+// unset or "auto", record_gemm chooses by the size of c. -2: an unknown name,
+// reported at the first mm (a static initializer cannot raise a Lua error).
 int forced_tile = [] {
     const char* e = std::getenv("VELA_MM_TILE");
     if (!e || !*e || std::strcmp(e, "auto") == 0) return -1;
-    for (size_t i = 0; i < kTileShapeCount; ++i)
-        if (std::strcmp(e, kTileShapes[i].name) == 0) return int(i);
-    return -2;  // reported at the first mm (a static initializer cannot raise a Lua error)
+    const int i = tile_index(e);
+    return i >= 0 ? i : -2;
 }();
 
 std::string tile_names() {
@@ -119,7 +125,7 @@ const TileShape& choose_tile(const char* fn, const Caps& caps, uint64_t m, uint6
     const TileShape* best = nullptr;
     for (const TileShape& t : kTileShapes) {
         if (!t.chosen || !tile_fits(caps, t)) continue;
-        const uint64_t groups = uint64_t(ceil_div_u64(m, t.tx * t.tt)) * ceil_div_u64(n, t.ty * t.tt);
+        const uint64_t groups = uint64_t(ceil_div(m, t.tx * t.tt)) * ceil_div(n, t.ty * t.tt);
         best = &t;
         if (groups >= kEnoughGroups) break;
     }
@@ -441,12 +447,9 @@ void force_gemm_tile(const char* name) {
         forced_tile = -1;
         return;
     }
-    for (size_t i = 0; i < kTileShapeCount; ++i)
-        if (std::strcmp(name, kTileShapes[i].name) == 0) {
-            forced_tile = int(i);
-            return;
-        }
-    fail("force_gemm_tile: '%s' is not a block (one of %s)", name, tile_names().c_str());
+    const int i = tile_index(name);
+    if (i < 0) fail("force_gemm_tile: '%s' is not a block (one of %s)", name, tile_names().c_str());
+    forced_tile = i;
 }
 void set_gemm_texel(bool on) { texel_on = on; }
 uint64_t gemm_texel_count() { return texel_dispatches; }

@@ -58,6 +58,29 @@ int feature_level(const CpuFeatures& f) {
 using VoidFn = void (*)();
 VoidFn openblas_fn(const char* name) { return reinterpret_cast<VoidFn>(dlsym(RTLD_DEFAULT, name)); }
 
+// OpenBLAS's pthreads build starts its worker threads as it loads, one fewer
+// than the cores, and each spins (sched_yield) for about 2^28 cycles waiting
+// for work before it sleeps: 0.1 s of a core in every vela process, at start-up,
+// while the dynamic loader, a Vulkan driver's first use and the pool want it
+// (measured: a 0.3 s script took 0.46 s of processor time, 0.33 s with
+// OPENBLAS_NUM_THREADS=1). vela runs OpenBLAS on one thread (cpu_device.cpp,
+// init_threads), so the workers go as soon as this program's own initialisers
+// run, which is after every shared library's. openblas_set_num_threads starts
+// the server again when it finds none, with blas_num_threads − 1 workers, so
+// that count (an exported int) becomes 1 too; asking for more threads later
+// (the native benchmarks' comparisons) adds workers as OpenBLAS always does.
+const bool blas_workers_stopped = [] {
+    openblas_set_num_threads(1);
+    using ShutdownFn = int (*)();
+    auto stop = reinterpret_cast<ShutdownFn>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
+    auto workers = static_cast<int*>(dlsym(RTLD_DEFAULT, "blas_num_threads"));
+    if (stop && workers) {
+        stop();
+        *workers = 1;
+    }
+    return true;
+}();
+
 // Deterministic inputs in [-1, 1).
 void fill_inputs(std::vector<float>& v, uint32_t seed) {
     for (float& x : v) {

@@ -186,6 +186,28 @@ t.test("threads and seed", function()
   assert(rand(3, 3):get(2, 2) == a:get(2, 2))
 end)
 
+-- OpenBLAS's pthreads build starts one worker per core but one as it loads,
+-- each spinning a tenth of a second for work; vela stops them before main and
+-- keeps OpenBLAS on one thread (src/cpu/blas_core.cpp). A fresh process runs
+-- the main thread and the pool's threads() − 1 workers, nothing else.
+t.test("threads: a fresh process runs the pool's threads only, none of OpenBLAS's", function()
+  local child = dofile("tests/lua/helpers/child.lua")
+  local status, out = child.run([[
+    local n = threads()
+    local f = assert(io.open("/proc/self/stat"))
+    local pid = f:read("n")
+    f:close()
+    local tasks = 0
+    for _ in io.popen("ls /proc/" .. pid .. "/task"):lines() do tasks = tasks + 1 end
+    print("TASKS " .. tasks .. " THREADS " .. n)
+  ]])
+  child.done()
+  assert(status == 0, out)
+  local tasks, n = out:match("TASKS (%d+) THREADS (%d+)")
+  assert(tasks, out)
+  assert(tonumber(tasks) == tonumber(n), ("%s threads in the process, want %s (main and the pool's workers): %s"):format(tasks, n, out))
+end)
+
 t.test("compare: times and differences per device", function()
   local r = compare(function(dev)
     assert(device() == dev)

@@ -152,11 +152,6 @@ void Stream::begin() {
     s.probed.clear();
     s.profiled = profiling_ && s.queries;
     if (s.profiled) vkCmdResetQueryPool(s.cb, s.queries, 0, 2 * kBatch);
-    if (cond_) {
-        auto ci = make<VkConditionalRenderingBeginInfoEXT>(VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT);
-        ci.buffer = cond_buffer_;
-        begin_cond_(s.cb, &ci);
-    }
     bound_ = VK_NULL_HANDLE;
     recording_ = true;
     // No batch is made ahead of the first kernel: each batch.comp variant
@@ -173,7 +168,6 @@ void Stream::submit() {
     if (stop_through_ > completed_) wait(stop_through_);
     end_batch();
     Slot& s = ring_[cur_];
-    if (cond_) end_cond_(s.cb);
     // Make shader writes visible to the host: read-backs map the memory after the fence.
     auto mb = make<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -247,7 +241,6 @@ void Stream::drop_queued() {
     if (recording_) {  // never submitted: dropped whole
         end_batch();
         Slot& s = ring_[cur_];
-        if (end_cond_) end_cond_(s.cb);
         (void)vkEndCommandBuffer(s.cb);
         dropped += s.kernels;
         recording_ = false;

@@ -24,8 +24,9 @@
 // reduction throws it (report_checks): no wait is added for the check.
 //
 // Ctrl-C during a wait drops the queued work: on devices with
-// VK_EXT_conditional_rendering every command buffer runs its dispatches under
-// a predicate in host-visible memory; the interrupted wait clears it, so the
+// VK_EXT_conditional_rendering every dispatch runs under a predicate in
+// host-visible memory, in a conditional block of its own (cmd_dispatch says
+// why); the interrupted wait clears it, so the
 // dispatches not yet started are skipped (the one running finishes), drops
 // the command buffer being recorded, waits for the queue to drain (3 s at
 // most; then the skip and the stop word stay until that work completes) and
@@ -121,6 +122,7 @@ private:
     void reset_batch_spec();           // no step yet: every family absent, no variant chosen
     std::array<uint32_t, 6> any_batch_spec() const;  // the variant with every family, operations read from memory
     void end_batch();                  // record the open batch's dispatch, with the variant its steps need
+    void cmd_dispatch(VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z);  // under the predicate, where there is one
     void push_texels(Slot& s, const Dispatch& d);  // d.texels as set 0 (push descriptors)
     // The batch.comp variant for what the open batch holds plus step code `code`
     // (0: none); may throw, so it is called before anything of the step is recorded.

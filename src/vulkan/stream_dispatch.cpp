@@ -131,6 +131,22 @@ void Stream::open_batch(Slot& s) {
     batch_loops_ = 0;
 }
 
+// A dispatch under the drop's predicate, in a conditional block of its own:
+// the spec lets a device sample the predicate once per block (any time between
+// the begin and each dispatch), and a block per command buffer meant a device
+// that does so ran every kernel of a command buffer it had started after a
+// Ctrl-C (an H200 did: docs/vulkan.md). Each block is read again as its
+// dispatch comes up, behind the barrier that orders it after the one before.
+void Stream::cmd_dispatch(VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z) {
+    if (cond_) {
+        auto ci = make<VkConditionalRenderingBeginInfoEXT>(VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT);
+        ci.buffer = cond_buffer_;
+        begin_cond_(cb, &ci);
+    }
+    vkCmdDispatch(cb, x, y, z);
+    if (cond_) end_cond_(cb);
+}
+
 // Every other recording (a dispatch, a barrier, the end of the command buffer)
 // ends the open batch first, so its dispatch lands where the batch began.
 void Stream::end_batch() {
@@ -143,7 +159,7 @@ void Stream::end_batch() {
         bound_ = batch_pipeline_;
     }
     vkCmdPushConstants(s.cb, pipelines_.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof batch_list_, &batch_list_);
-    vkCmdDispatch(s.cb, 1, 1, 1);
+    cmd_dispatch(s.cb, 1, 1, 1);
     ++s.dispatches;
 }
 
@@ -248,13 +264,13 @@ void Stream::dispatch(const Dispatch& d) {
     const bool host_timed = profiling_ && !s.profiled;
     if (s.profiled) {
         vkCmdWriteTimestamp(s.cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, s.queries, 2 * s.dispatches);
-        vkCmdDispatch(s.cb, d.groups[0], d.groups[1], d.groups[2]);
+        cmd_dispatch(s.cb, d.groups[0], d.groups[1], d.groups[2]);
         vkCmdWriteTimestamp(s.cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s.queries, 2 * s.dispatches + 1);
         const KernelCall& c = current_call();  // the user's call names it on every device
         s.labels.emplace_back(c.name ? c.name : d.label ? d.label : d.shader);
         s.calls.push_back(c.id);
     } else {
-        vkCmdDispatch(s.cb, d.groups[0], d.groups[1], d.groups[2]);
+        cmd_dispatch(s.cb, d.groups[0], d.groups[1], d.groups[2]);
     }
     dirty_ = true;
     ++s.dispatches;

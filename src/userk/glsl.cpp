@@ -63,6 +63,7 @@ bool declares(const std::string& cond) {
 std::string preamble(const Spec& s) {
     std::string g = std::string(kUserVersion) + "\n" +
         "#extension GL_GOOGLE_cpp_style_line_directive : require\n"
+        "#extension GL_KHR_memory_scope_semantics : require\n"  // atomicLoad: the stop word, below
         "#include \"common.glsl\"\n"
         "#include \"ops.glsl\"\n"
         "layout(constant_id = 0) const uint WG = 64;\n"
@@ -100,11 +101,17 @@ std::string preamble(const Spec& s) {
          // by the host on Ctrl-C. A general kernel reads it at its start and,
          // where VELA_LOOP_CHECK is set (drivers that do not bound loops), once
          // every 256 iterations of its loops (vela_go, put in front of each
-         // loop condition by guard_loops), and returns once it is set.
+         // loop condition by guard_loops), and returns once it is set. The read
+         // is an atomic load: glslang marks a volatile block's member with a
+         // decoration only and emits a plain OpLoad, which a compiler may
+         // hoist out of the loop through a buffer_reference (the likely reason
+         // an H200 never stopped such a loop); an OpAtomicLoad is read each
+         // time it runs.
          "layout(buffer_reference, buffer_reference_align = 4) coherent volatile buffer VelaStop { uint v; };\n"
          "bool vela_stopped() {\n"
          "    if (VELA_LOOP_LO == 0u && VELA_LOOP_HI == 0u) return false;\n"
-         "    return VelaStop(addr_f32(addr_make(VELA_LOOP_LO, VELA_LOOP_HI), 2u)).v != 0u;\n"
+         "    return atomicLoad(VelaStop(addr_f32(addr_make(VELA_LOOP_LO, VELA_LOOP_HI), 2u)).v, gl_ScopeDevice,\n"
+         "                      gl_StorageSemanticsBuffer, gl_SemanticsRelaxed) != 0u;\n"
          "}\n"
          "uint vela_tick = 0u;\n"
          "bool vela_halt = false;\n"

@@ -113,5 +113,18 @@ for _, dev in ipairs(t.kernel_devices(t.devices())) do
   end
 end
 
+-- The check in front of each loop must read the word again each time: a plain
+-- load of a volatile block member through a buffer_reference is only a
+-- decorated OpLoad, which a GPU's compiler may hoist out of the loop.
+t.test("the stop word is read with an atomic load, in front of each loop", function()
+  local k = kernel{args = {a = "matrix"}, size = 1, name = "loops",
+                   glsl = [[ for (uint i = 0u; i < 3u; ++i) set(a, 1, 1, float(i)); ]]}
+  local g = kernel_info(k).glsl
+  assert(g:find("vela_go()", 1, true), "no check in front of the loop:\n" .. g)
+  local body = g:match("bool vela_stopped%(%)%s*(%b{})")
+  assert(body, "no vela_stopped in the kernel's source:\n" .. g)
+  assert(body:find("atomicLoad(VelaStop(", 1, true), "the stop word is not read with an atomic load: " .. body)
+end)
+
 child_helper.done()
 t.done()

@@ -81,7 +81,9 @@ pass1_env=()
 [[ $build == build-sanitize ]] && pass1_env+=(VELA_FUZZ_CALLS=20000)
 cd "$build"
 status=0
-echo "test.sh: pass 1 of 3: the whole suite, Vulkan on lavapipe ($lvp_icd)"
+# Each banner gives the seconds since test.sh began (the build before pass 1),
+# so a CI log shows where its 30 minutes went.
+echo "test.sh: pass 1 of 3: the whole suite, Vulkan on lavapipe ($lvp_icd) [$SECONDS s since test.sh began]"
 env VK_ICD_FILENAMES="$lvp_icd" VELA_TEST_DRIVERS=llvmpipe "${pass1_env[@]}" \
   ctest --output-on-failure -j"$(nproc)" --timeout 600 || status=1
 sws_tests='^(vulkan|kernels|ops|lua\.|mpi\.|fuzz$)'
@@ -100,11 +102,11 @@ if [[ $build == build-sanitize ]]; then
   sws_skip='^vulkan (mm: transposes, α and β|mm: sizes and leading dimensions that take|mm: a transposed c, and even sizes|dense: fused bias and each activation|mm: operands through texel views|mm: 8-byte loads of b|mm: mm_tiled.s blocks)'
   sws_what="the Vulkan, kernel and op tests but the seven GEMM sweeps, the fuzzer and the driver-specific Lua tests"
 fi
-echo "test.sh: pass 2 of 3: $sws_what on SwiftShader ($sws_icd)"
+echo "test.sh: pass 2 of 3: $sws_what on SwiftShader ($sws_icd) [$SECONDS s]"
 env VK_ICD_FILENAMES="$sws_icd" VELA_TEST_DRIVERS=swiftshader VELA_FUZZ_DEVICES=vulkan:0 VELA_FUZZ_CALLS=20000 \
   ctest --output-on-failure -j"$(nproc)" --timeout 600 -R "$sws_tests" -E "$sws_skip" || status=1
-echo "test.sh: pass 3 of 3: both drivers at once"
+echo "test.sh: pass 3 of 3: both drivers at once [$SECONDS s]"
 env VK_ICD_FILENAMES="$lvp_icd:$sws_icd" VELA_TEST_DRIVERS=llvmpipe,swiftshader \
   ctest --output-on-failure --timeout 600 -R '^(vulkan drivers:|parallel\.)' || status=1
-((status == 0)) && echo "test.sh: all passes passed" || echo "test.sh: a pass failed (see above)" >&2
+((status == 0)) && echo "test.sh: all passes passed [$SECONDS s]" || echo "test.sh: a pass failed (see above) [$SECONDS s]" >&2
 exit $status

@@ -135,8 +135,8 @@ void Stream::open_batch(Slot& s) {
 // the spec lets a device sample the predicate once per block (any time between
 // the begin and each dispatch), and a block per command buffer meant a device
 // that does so ran every kernel of a command buffer it had started after a
-// Ctrl-C (an H200 did: docs/vulkan.md). Each block is read again as its
-// dispatch comes up, behind the barrier that orders it after the one before.
+// Ctrl-C (an H200 did: docs/vulkan.md). A block per dispatch lets such a
+// device read the predicate again for each kernel.
 void Stream::cmd_dispatch(VkCommandBuffer cb, uint32_t x, uint32_t y, uint32_t z) {
     if (cond_) {
         auto ci = make<VkConditionalRenderingBeginInfoEXT>(VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT);

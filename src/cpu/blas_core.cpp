@@ -72,7 +72,7 @@ VoidFn openblas_fn(const char* name) { return reinterpret_cast<VoidFn>(dlsym(RTL
 const bool blas_workers_stopped = [] {
     openblas_set_num_threads(1);
     using ShutdownFn = int (*)();
-    auto stop = reinterpret_cast<ShutdownFn>(dlsym(RTLD_DEFAULT, "blas_thread_shutdown_"));
+    auto stop = reinterpret_cast<ShutdownFn>(openblas_fn("blas_thread_shutdown_"));
     auto workers = static_cast<int*>(dlsym(RTLD_DEFAULT, "blas_num_threads"));
     if (stop && workers) {
         stop();

@@ -23,22 +23,30 @@ using namespace vela::test;
 
 namespace {
 
-// |got − want| ≤ 4 ulp of float at the larger of |want| and the scale of the terms.
-void check_close(const char* what, const std::vector<float>& got, const std::vector<double>& want,
-                 const std::vector<double>& scale) {
-    REQUIRE(got.size() == want.size());
+// An element's float64 value and the scale of the terms that made it.
+struct Want {
+    double value, scale;
+};
+
+// |got − want| ≤ 4 ulp of float at the larger of |want| and the scale of the terms. want(k) computes
+// element k's reference as it is compared: at 2^24 elements, vectors of the references were 1.3 GB
+// per device to allocate and fault in, most of the largest case's time.
+template <class F>
+void check_close(const char* what, const std::vector<float>& got, size_t n, F want) {
+    REQUIRE(got.size() == n);
     size_t bad = 0, first = 0;
-    double worst = 0;
-    for (size_t k = 0; k < got.size(); k++) {
-        double tol = 4.0 * 1.1920929e-7 * std::max(std::fabs(want[k]), scale[k]) + 1e-30;
-        double err = std::fabs(double(got[k]) - want[k]);
+    double worst = 0, first_want = 0;
+    for (size_t k = 0; k < n; k++) {
+        const Want w = want(k);
+        double tol = 4.0 * 1.1920929e-7 * std::max(std::fabs(w.value), w.scale) + 1e-30;
+        double err = std::fabs(double(got[k]) - w.value);
         if (!(err <= tol)) {
-            if (bad++ == 0) first = k;
+            if (bad++ == 0) first = k, first_want = w.value;
             worst = std::max(worst, err / tol);
         }
     }
     INFO(what << ": " << bad << " of " << got.size() << " elements off, first at " << first << " (got "
-              << (bad ? got[first] : 0.0f) << ", want " << (bad ? want[first] : 0.0) << "), worst " << worst
+              << (bad ? got[first] : 0.0f) << ", want " << first_want << "), worst " << worst
               << " × the tolerance");
     CHECK(bad == 0);
 }
@@ -55,18 +63,19 @@ void run_sgd(Device& d, Layout l, int64_t rows, int64_t cols, Sgd o) {
     auto w0 = data(n, 11, -2, 2), g0 = data(n, 12, -1, 1), v0 = data(n, 13, -0.5, 0.5);
     Matrix w = operand(d, l, rows, cols, w0), g = operand(d, l, rows, cols, g0), v = operand(d, l, rows, cols, v0);
     sgd_step(w, g, v, o.lr, o.mu, o.wd, o.nesterov);
-    std::vector<double> ww(n), vw(n), ws(n), vs(n);
-    for (size_t k = 0; k < n; k++) {
+    struct Ref {
+        Want w, v;
+    };
+    auto ref = [&](size_t k) {
         double gg = double(g0[k]) + double(o.wd) * w0[k];
         double vv = double(o.mu) * v0[k] + gg;
         double step = o.nesterov ? gg + double(o.mu) * vv : vv;
-        vw[k] = vv;
-        ww[k] = w0[k] - double(o.lr) * step;
-        vs[k] = std::fabs(double(o.mu) * v0[k]) + std::fabs(g0[k]) + std::fabs(double(o.wd) * w0[k]);
-        ws[k] = std::fabs(w0[k]) + std::fabs(double(o.lr)) * (vs[k] * (1 + std::fabs(double(o.mu))));
-    }
-    check_close("w", to_host(w), ww, ws);
-    check_close("v", to_host(v), vw, vs);
+        double vs = std::fabs(double(o.mu) * v0[k]) + std::fabs(g0[k]) + std::fabs(double(o.wd) * w0[k]);
+        double ws = std::fabs(w0[k]) + std::fabs(double(o.lr)) * (vs * (1 + std::fabs(double(o.mu))));
+        return Ref{{w0[k] - double(o.lr) * step, ws}, {vv, vs}};
+    };
+    check_close("w", to_host(w), n, [&](size_t k) { return ref(k).w; });
+    check_close("v", to_host(v), n, [&](size_t k) { return ref(k).v; });
     CHECK(to_host(g) == g0);  // the gradient is only read
 }
 
@@ -79,22 +88,23 @@ void run_adam(Device& d, Layout l, int64_t rows, int64_t cols, uint64_t seed) {
     Matrix w = operand(d, l, rows, cols, w0), g = operand(d, l, rows, cols, g0), m = operand(d, l, rows, cols, m0),
            v = operand(d, l, rows, cols, v0);
     adam_step(w, g, m, v, lr, b1, b2, eps);
-    std::vector<double> ww(n), mw(n), vw(n), ws(n), ms(n), vs(n);
-    for (size_t k = 0; k < n; k++) {
+    struct Ref {
+        Want w, m, v;
+    };
+    auto ref = [&](size_t k) {
         double mm = double(b1) * m0[k] + (1.0 - double(b1)) * g0[k];
         double vv = double(b2) * v0[k] + (1.0 - double(b2)) * double(g0[k]) * g0[k];
         double step = mm / (std::sqrt(vv) + double(eps));
-        mw[k] = mm, vw[k] = vv;
-        ww[k] = w0[k] - double(lr) * step;
-        ms[k] = std::fabs(double(b1) * m0[k]) + std::fabs((1.0 - double(b1)) * g0[k]);
-        vs[k] = std::fabs(double(b2) * v0[k]) + (1.0 - double(b2)) * double(g0[k]) * g0[k];
+        double ms = std::fabs(double(b1) * m0[k]) + std::fabs((1.0 - double(b1)) * g0[k]);
+        double vs = std::fabs(double(b2) * v0[k]) + (1.0 - double(b2)) * double(g0[k]) * g0[k];
         // The step's float error: m's (relative to its terms ms), v's through √v, and the quotient's roundings.
-        ws[k] = std::fabs(w0[k]) +
-                double(lr) * 2 * (ms[k] / (std::sqrt(vv) + double(eps)) + std::fabs(step) * (1 + vs[k] / vv));
-    }
-    check_close("w", to_host(w), ww, ws);
-    check_close("m", to_host(m), mw, ms);
-    check_close("v", to_host(v), vw, vs);
+        double ws = std::fabs(w0[k]) +
+                    double(lr) * 2 * (ms / (std::sqrt(vv) + double(eps)) + std::fabs(step) * (1 + vs / vv));
+        return Ref{{w0[k] - double(lr) * step, ws}, {mm, ms}, {vv, vs}};
+    };
+    check_close("w", to_host(w), n, [&](size_t k) { return ref(k).w; });
+    check_close("m", to_host(m), n, [&](size_t k) { return ref(k).m; });
+    check_close("v", to_host(v), n, [&](size_t k) { return ref(k).v; });
     CHECK(to_host(g) == g0);
 }
 

@@ -4,6 +4,7 @@
 
 #include <mutex>
 
+#include "core/host_memory.hpp"
 #include "cpu/cpu_device.hpp"
 #include "userk/host_runner.hpp"
 #include "vulkan/backend.hpp"
@@ -13,6 +14,7 @@ namespace vela {
 void register_backends() {
     static std::once_flag once;
     std::call_once(once, [] {
+        keep_freed_heap();  // before a driver loads: its compiler's allocations are the reason
         cpu::register_backend(userk::run_on_host);
         vk::register_backend();
     });

@@ -7,8 +7,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "error_of.hpp"
 #include "core/ops.hpp"
 #include "core/philox.hpp"
@@ -195,6 +201,34 @@ TEST_CASE("registry: VELA_DEVICE picks the default device", "[core]") {
     setenv("VELA_DEVICE", "nosuchdevice", 1);
     CHECK(error_of([] { default_device(); }).rfind("device: no device matches \"nosuchdevice\"", 0) == 0);
     unsetenv("VELA_DEVICE");
+}
+
+// keep_freed_heap (core/host_memory.hpp), set by register_backends before any test: blocks of 4 MiB
+// come from glibc's heap (at its defaults they are mapped one by one, above the 128 KiB threshold)
+// and, freed, stay in it (at its defaults the top beyond 128 KiB is given back). Not under
+// AddressSanitizer, whose allocator takes no mallopt.
+TEST_CASE("heap: blocks under 32 MiB come from the heap and stay there when freed", "[core]") {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+    if (!keep_freed_heap()) {
+        WARN("GLIBC_TUNABLES or MALLOC_*_ names a setting of glibc's heap: the user's is kept, not tested");
+        return;
+    }
+    const size_t block = size_t(4) << 20, count = 48;
+    const struct mallinfo2 before = mallinfo2();
+    std::vector<void*> blocks;
+    for (size_t i = 0; i < count; i++) {
+        blocks.push_back(std::malloc(block));
+        REQUIRE(blocks.back());
+        std::memset(blocks.back(), int(i), block);
+    }
+    const struct mallinfo2 live = mallinfo2();
+    CHECK(live.hblkhd - before.hblkhd < block);  // none mapped on its own
+    for (void* p : blocks) std::free(p);
+    const struct mallinfo2 after = mallinfo2();
+    CHECK(after.fordblks >= before.fordblks + count * block * 3 / 4);  // kept in the heap, free
+#else
+    WARN("AddressSanitizer's allocator: glibc's heap settings do not apply");
+#endif
 }
 
 // ---- argument checks -------------------------------------------------------------

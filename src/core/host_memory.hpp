@@ -18,8 +18,8 @@ void set_host_memory_probe(HostMemoryProbe probe);
 // The probe's answer; before any probe is set, {UINT64_MAX, "no limit known (no cpu backend registered)"}.
 HostMemory available_host_memory();
 
-// glibc's heap keeps what is freed, up to 512 MiB above its top, and serves requests up to 32 MiB
-// itself (mallopt M_TRIM_THRESHOLD, M_MMAP_THRESHOLD). The software Vulkan drivers compile each
+// glibc's heap keeps what is freed until 512 MiB lie free at its top (only then is it given back),
+// and serves requests up to 32 MiB itself (mallopt M_TRIM_THRESHOLD, M_MMAP_THRESHOLD). The software Vulkan drivers compile each
 // kernel through many short allocations in their own threads, and at glibc's defaults the heap of
 // such a thread is given back to the system and faulted in again compile after compile: SwiftShader
 // spent a fifth of its compile time in page faults (docs/results.md). The cpu device's matrices of

@@ -304,6 +304,42 @@ TEST_CASE("cpu isa: the streaming-store path gives the plain loops' bits", "[cpu
     CHECK(stream_min() == int64_t(8) << 20);
 }
 
+// add, sub, mul and div write a large result straight out with streaming
+// stores (elementwise.cpp, bin_direct): on every path the CPU has, from every
+// alignment of the output and of the inputs, in place too, and at lengths that
+// leave no whole vector, they give the plain loops' bits.
+TEST_CASE("cpu isa: the direct streaming loops of add, sub, mul and div give the plain loops' bits", "[cpu][isa]") {
+    const int64_t len = 300;
+    std::vector<float> a(size_t(len + 64)), b(size_t(len + 64));
+    for (size_t k = 0; k < a.size(); k++) {
+        a[k] = -7.0f + 0.0371f * float(k) + 1e-5f;
+        b[k] = (k % 5 ? 1.0f : -1.0f) * std::ldexp(1.0f + 0.11f * float(k % 9), int(k % 13) - 6);
+    }
+    a[7] = NAN, b[9] = INFINITY, b[11] = 0.0f;
+    for (Isa path : paths()) {
+        for (Binary op : {Binary::add, Binary::sub, Binary::mul, Binary::div}) {
+            INFO(isa_describe(path) << " " << binary_name(op));
+            for (int64_t off = 0; off < 17; off++) {
+                for (int64_t n : {int64_t(0), int64_t(1), int64_t(5), int64_t(15), int64_t(16), int64_t(33), len}) {
+                    INFO("output offset " << off << ", " << n << " floats");
+                    alignas(64) float plain[len + 64], direct[len + 64];
+                    const float *pa = a.data() + (off * 3) % 17, *pb = b.data() + (off * 5) % 13;
+                    std::fill(plain, plain + len + 64, -1.0f), std::fill(direct, direct + len + 64, -1.0f);
+                    binary_run_at(path, op, pa, pb, plain + off, n);
+                    REQUIRE(binary_stream_run_at(path, op, pa, pb, direct + off, n));
+                    CHECK(std::memcmp(plain, direct, sizeof(plain)) == 0);
+                    // in place: c = a
+                    std::copy(pa, pa + n, direct + off);
+                    binary_stream_run_at(path, op, direct + off, pb, direct + off, n);
+                    CHECK(std::memcmp(plain, direct, sizeof(plain)) == 0);
+                }
+            }
+        }
+        CHECK_FALSE(binary_stream_run_at(path, Binary::pow, a.data(), b.data(), a.data(), 1));  // none: nothing written
+        CHECK(a[0] == -7.0f + 1e-5f);
+    }
+}
+
 // The cpu's buffers from 4 MiB on start at a 2 MiB boundary (cpu_device.cpp,
 // map_pages: what transparent huge pages need), whole and usable; below that
 // the 64-byte alignment of the small ones.

@@ -14,8 +14,11 @@
 // (fused.cpp) calls these same loops (unary_run), so dense stays bit-identical
 // to mm + add_bias + act (tests/test_ops.cpp).
 #pragma GCC optimize("no-math-errno", "no-trapping-math", "no-thread-jumps")
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "cpu/cpu_kernels.hpp"
 #include "cpu/isa.hpp"
@@ -97,6 +100,55 @@ using DenseRun2 = void (*)(const float* da, const float* x, float* delta, int64_
 #undef VELA_BIN
 #undef VELA_BIN_AT
 
+// add, sub, mul and div over large dense runs: the same expression on GCC's
+// vector types, written straight out with streaming stores from the first
+// output element aligned to a vector (a head and tail of less than one vector
+// as plain scalar stores). Going through streamed()'s block in L1 costs these
+// three-stream loops an extra store and load per element: on the Zen 5 a
+// 16M-float add measured 38-47 GB per cpu-second through the block and 44-55
+// written straight (docs/results.md). The expressions round exactly as the
+// scalar ones (one IEEE operation each, no contraction).
+#define VELA_BIN_DIRECT_AT(op, suffix, attr, width, store, vtype, fx)                              \
+    attr void op##_bin_direct_##suffix(const float* pa, const float* pb, float* out, int64_t n) { \
+        typedef float V __attribute__((vector_size(4 * (width)), aligned(4)));                  \
+        int64_t i = 0;                                                                          \
+        for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & (4 * (width) - 1)); i++) {      \
+            const float x = pa[i], y = pb[i];                                                   \
+            out[i] = (fx);                                                                      \
+        }                                                                                       \
+        for (; i + (width) <= n; i += (width)) {                                                \
+            const V x = *reinterpret_cast<const V*>(pa + i), y = *reinterpret_cast<const V*>(pb + i); \
+            const V r = (fx);                                                                   \
+            store(out + i, reinterpret_cast<const vtype&>(r));                                   \
+        }                                                                                       \
+        for (; i < n; i++) {                                                                    \
+            const float x = pa[i], y = pb[i];                                                   \
+            out[i] = (fx);                                                                      \
+        }                                                                                       \
+    }
+#define VELA_BIN_DIRECT(op, fx)                                                                 \
+    VELA_BIN_DIRECT_AT(op, v4, VELA_V4, 16, _mm512_stream_ps, __m512, fx)                       \
+    VELA_BIN_DIRECT_AT(op, v3, VELA_V3, 8, _mm256_stream_ps, __m256, fx)                        \
+    VELA_BIN_DIRECT_AT(op, base, , 4, _mm_stream_ps, __m128, fx)                                \
+    const DenseRun2 op##_bin_directs[kIsaCount] = {op##_bin_direct_base, op##_bin_direct_v3, op##_bin_direct_v4};
+VELA_BIN_DIRECT(add, x + y)
+VELA_BIN_DIRECT(sub, x - y)
+VELA_BIN_DIRECT(mul, x * y)
+VELA_BIN_DIRECT(div, x / y)
+#undef VELA_BIN_DIRECT
+#undef VELA_BIN_DIRECT_AT
+
+// The direct streaming loop of a binary op, or null where it has none.
+DenseRun2 bin_direct(Binary op, Isa path) {
+    switch (op) {
+        case Binary::add: return add_bin_directs[int(path)];
+        case Binary::sub: return sub_bin_directs[int(path)];
+        case Binary::mul: return mul_bin_directs[int(path)];
+        case Binary::div: return div_bin_directs[int(path)];
+        default: return nullptr;
+    }
+}
+
 // A dense run into its output through a block in L1 and streaming stores
 // (isa.hpp, stream_min): block(i, m, tmp) computes elements i..i+m−1 into tmp.
 // An in-place op is safe: each block is read whole before it is written.
@@ -142,15 +194,20 @@ void map1(const Matrix& x, const Matrix& y, F f, DenseRun dense, Params params, 
     });
 }
 
+// direct: where the op has one, the loop that streams its results itself (bin_direct).
 template <class F>
 void map2(const Matrix& x, const Matrix& y, const Matrix& z, F f, DenseRun2 dense = nullptr, bool cheap = false,
-          int64_t grain = kGrain) {
+          int64_t grain = kGrain, DenseRun2 direct = nullptr) {
     const bool stream = cheap && dense && z.size() >= stream_min();
     walk<3>({&x, &y, &z}, [&](int64_t n, const std::array<float*, 3>& p, const std::array<int64_t, 3>& s) {
         const float* a = p[0];
         const float* b = p[1];
         float* c = p[2];
         if (s[0] == 1 && s[1] == 1 && s[2] == 1) {
+            if (stream && direct) {
+                direct(a, b, c, n);
+                return stream_fence();
+            }
             if (stream) return streamed(c, n, [&](int64_t i, int64_t m, float* t) { dense(a + i, b + i, t, m); });
             if (dense) return dense(a, b, c, n);
             for (int64_t i = 0; i < n; i++) c[i] = f(a[i], b[i]);
@@ -262,7 +319,8 @@ void CpuDevice::binary(Binary op, const Matrix& a, const Matrix& b, const Matrix
     case Binary::name: {                                             \
         auto f = [](float x, float y) { return (fx); };              \
         if (!same) return map2_broadcast(a, b, c, f);                \
-        return map2(a, b, c, f, name##_bins[path], Binary::name != Binary::pow); \
+        return map2(a, b, c, f, name##_bins[path], Binary::name != Binary::pow, kGrain,   \
+                    bin_direct(Binary::name, isa()));                                          \
     }
 #include "core/binary.def"
 #undef VELA_BIN
@@ -293,6 +351,14 @@ void binary_run_at(Isa path, Binary op, const float* a, const float* b, float* c
 #undef VELA_BIN
         case Binary::count_: break;
     }
+}
+
+bool binary_stream_run_at(Isa path, Binary op, const float* a, const float* b, float* c, int64_t n) {
+    const DenseRun2 direct = bin_direct(op, path);
+    if (!direct) return false;
+    direct(a, b, c, n);
+    stream_fence();
+    return true;
 }
 
 void act_backward_run_at(Isa path, Act act, const float* da, const float* x, float* delta, int64_t n) {

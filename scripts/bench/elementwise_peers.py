@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The peers of scripts/bench/elementwise.lua: NumPy and PyTorch on the same
 kernels over 16M float32 in [-4, 4) (add's second operand in [0, 1)), one
-line per (peer, threads, kernel): wall GB/s and GB per cpu-second (bytes read
-and written; time.process_time, every thread of this process), medians of
---reps calls after one warm-up call. elementwise.lua spawns it; by hand:
+line per (peer, threads, kernel): wall GB/s, the median of --reps calls after
+one warm-up call, and GB per cpu-second (bytes read and written;
+time.process_time, every thread of this process) over calls back to back for
+--burst seconds after them (elementwise.lua says why not per call).
+elementwise.lua spawns it; by hand:
 
-    /usr/bin/python3 scripts/bench/elementwise_peers.py [--reps 7] [--kernels add,tanh]
+    /usr/bin/python3 scripts/bench/elementwise_peers.py [--reps 7] [--burst 0.25] [--kernels add,tanh]
 
 NumPy runs on one thread (it has no other); PyTorch on 1 and 2
 (torch.set_num_threads; OMP_NUM_THREADS=2 before the import so its OpenMP pool
@@ -30,15 +32,21 @@ def median(v):
     return v[len(v) // 2]
 
 
-def bench(f, reps):
+def bench(f, reps, burst):
+    """(median wall seconds of a call, processor seconds per call over a burst)"""
     f()
-    walls, cpus = [], []
+    walls = []
     for _ in range(reps):
-        w, c = time.perf_counter(), time.process_time()
+        w = time.perf_counter()
         f()
         walls.append(time.perf_counter() - w)
-        cpus.append(time.process_time() - c)
-    return median(walls), median(cpus)
+    calls, w0, c0 = 0, time.perf_counter(), time.process_time()
+    while True:
+        f()
+        calls += 1
+        if time.perf_counter() - w0 >= burst:
+            break
+    return median(walls), (time.process_time() - c0) / calls
 
 
 def numpy_kernels(x, b, y):
@@ -85,11 +93,13 @@ def torch_kernels(torch, x, b, y):
 
 
 def main():
-    reps, kernels = 7, ["add", "relu", "tanh", "exp", "sigmoid", "gelu"]
+    reps, burst, kernels = 7, 0.25, ["add", "relu", "tanh", "exp", "sigmoid", "gelu"]
     a = sys.argv[1:]
     for i, s in enumerate(a):
         if s == "--reps":
             reps = int(a[i + 1])
+        elif s == "--burst":
+            burst = float(a[i + 1])
         elif s == "--kernels":
             kernels = a[i + 1].split(",")
     rng = np.random.default_rng(5)
@@ -99,7 +109,7 @@ def main():
     out = []
     nk = numpy_kernels(x, b, y)
     for k in kernels:
-        w, c = bench(nk[k], reps)
+        w, c = bench(nk[k], reps, burst)
         out.append(("numpy", 1, k, w, c))
     import torch
     tx, tb, ty = torch.from_numpy(x), torch.from_numpy(b), torch.from_numpy(y)
@@ -107,7 +117,7 @@ def main():
     for threads in (1, 2):
         torch.set_num_threads(threads)
         for k in kernels:
-            w, c = bench(tk[k], reps)
+            w, c = bench(tk[k], reps, burst)
             out.append(("torch", threads, k, w, c))
     for peer, threads, k, w, c in out:
         nb = BYTES.get(k, 8 * N)

@@ -304,11 +304,11 @@ TEST_CASE("cpu isa: the streaming-store path gives the plain loops' bits", "[cpu
     CHECK(stream_min() == int64_t(8) << 20);
 }
 
-// add, sub, mul and div write a large result straight out with streaming
-// stores (elementwise.cpp, bin_direct): on every path the CPU has, from every
+// add, sub, mul, div and relu write a large result straight out with
+// streaming stores (elementwise.cpp, bin_direct and unary_direct): on every path the CPU has, from every
 // alignment of the output and of the inputs, in place too, and at lengths that
 // leave no whole vector, they give the plain loops' bits.
-TEST_CASE("cpu isa: the direct streaming loops of add, sub, mul and div give the plain loops' bits", "[cpu][isa]") {
+TEST_CASE("cpu isa: the direct streaming loops of add, sub, mul, div and relu give the plain loops' bits", "[cpu][isa]") {
     const int64_t len = 300;
     std::vector<float> a(size_t(len + 64)), b(size_t(len + 64));
     for (size_t k = 0; k < a.size(); k++) {
@@ -337,6 +337,26 @@ TEST_CASE("cpu isa: the direct streaming loops of add, sub, mul and div give the
         }
         CHECK_FALSE(binary_stream_run_at(path, Binary::pow, a.data(), b.data(), a.data(), 1));  // none: nothing written
         CHECK(a[0] == -7.0f + 1e-5f);
+        // relu: what it clears (negatives, −0, −inf, tiny negatives) and keeps (NaN of either sign, +0, +inf)
+        std::vector<float> x(a);
+        const float edges[] = {-0.0f, 0.0f, -INFINITY, INFINITY, NAN, -NAN, -1e-45f, 1e-45f, -3.0f, 2.5f};
+        for (size_t k = 0; k < x.size(); k += 7) x[k] = edges[(k / 7) % 10];
+        for (int64_t off = 0; off < 17; off++) {
+            for (int64_t n : {int64_t(0), int64_t(1), int64_t(5), int64_t(15), int64_t(16), int64_t(33), len}) {
+                INFO(isa_describe(path) << " relu, output offset " << off << ", " << n << " floats");
+                alignas(64) float plain[len + 64], direct[len + 64];
+                const float* px = x.data() + (off * 3) % 17;
+                std::fill(plain, plain + len + 64, -1.0f), std::fill(direct, direct + len + 64, -1.0f);
+                unary_run_at(path, Unary::relu, px, plain + off, n, nullptr);
+                REQUIRE(unary_stream_run_at(path, Unary::relu, px, direct + off, n));
+                CHECK(std::memcmp(plain, direct, sizeof(plain)) == 0);
+                for (int64_t k = 0; k < n; k++) {  // and against the rule itself
+                    const float v = px[k], want = v != v ? v : (v > 0.0f ? v : 0.0f);
+                    CHECK(std::memcmp(&direct[off + k], &want, 4) == 0);
+                }
+            }
+        }
+        CHECK_FALSE(unary_stream_run_at(path, Unary::tanh, a.data(), a.data(), 1));
     }
 }
 

@@ -45,9 +45,10 @@ inline Isa isa() {
 // params: linear_frac's p0..p3 (null: zeros).
 void unary_run_at(Isa isa, Unary op, const float* x, float* y, int64_t n, const float* params);
 void binary_run_at(Isa isa, Binary op, const float* a, const float* b, float* c, int64_t n);
-// The loop that writes a large result of add, sub, mul or div straight out
-// with streaming stores (elementwise.cpp), on the given path; false, and
-// nothing written, for the ops without one. Fenced before it returns.
+// The loops that write a large result of relu, add, sub, mul or div straight
+// out with streaming stores (elementwise.cpp), on the given path; false, and
+// nothing written, for the ops without one. Fenced before they return.
+bool unary_stream_run_at(Isa isa, Unary op, const float* x, float* y, int64_t n);
 bool binary_stream_run_at(Isa isa, Binary op, const float* a, const float* b, float* c, int64_t n);
 void act_backward_run_at(Isa isa, Act act, const float* da, const float* x, float* delta, int64_t n);
 // softmax of one dense column of n floats (fused.cpp), y ← e^(x − max) / Σ.

@@ -104,10 +104,11 @@ using DenseRun2 = void (*)(const float* da, const float* x, float* delta, int64_
 // vector types, written straight out with streaming stores from the first
 // output element aligned to a vector (a head and tail of less than one vector
 // as plain scalar stores). Going through streamed()'s block in L1 costs these
-// three-stream loops an extra store and load per element: on the Zen 5 a
-// 16M-float add measured 38-47 GB per cpu-second through the block and 44-55
-// written straight (docs/results.md). The expressions round exactly as the
-// scalar ones (one IEEE operation each, no contraction).
+// three-stream loops an extra store and load per element: on one thread of
+// the Zen 5 a 16M-float add went from medians of 30-37 GB per cpu-second
+// through the block to 43-44 written straight (docs/results.md). The
+// expressions round exactly as the scalar ones (one IEEE operation each, no
+// contraction).
 #define VELA_BIN_DIRECT_AT(op, suffix, attr, width, store, vtype, fx)                              \
     attr void op##_bin_direct_##suffix(const float* pa, const float* pb, float* out, int64_t n) { \
         typedef float V __attribute__((vector_size(4 * (width)), aligned(4)));                  \
@@ -141,8 +142,8 @@ VELA_BIN_DIRECT(div, x / y)
 // relu the same way: one vector of signed integer compares and a mask, which
 // clears what relu_f clears (every float whose bits read as an integer at or
 // below −inf's: the negatives, −0 and −inf, not a NaN) and keeps the rest.
-// Through the block it ran at 39-47 GB per cpu-second on one thread of the
-// Zen 5, straight at 46-52 (docs/results.md).
+// On one thread of the Zen 5 it went from a median of 36 GB per cpu-second
+// through the block to 45 written straight (docs/results.md).
 using DenseRunNt = void (*)(const float* x, float* y, int64_t n);
 #define VELA_RELU_DIRECT_AT(suffix, attr, width, store, vtype)                                  \
     attr void relu_direct_##suffix(const float* in, float* out, int64_t n) {                    \

@@ -305,9 +305,10 @@ TEST_CASE("cpu isa: the streaming-store path gives the plain loops' bits", "[cpu
 }
 
 // add, sub, mul, div and relu write a large result straight out with
-// streaming stores (elementwise.cpp, bin_direct and unary_direct): on every path the CPU has, from every
-// alignment of the output and of the inputs, in place too, and at lengths that
-// leave no whole vector, they give the plain loops' bits.
+// streaming stores (elementwise.cpp, bin_direct and unary_direct): on every
+// path the CPU has, from every alignment of the output and of the inputs, in
+// place too, and at lengths that leave no whole vector, they give the plain
+// loops' bits.
 TEST_CASE("cpu isa: the direct streaming loops of add, sub, mul, div and relu give the plain loops' bits", "[cpu][isa]") {
     const int64_t len = 300;
     std::vector<float> a(size_t(len + 64)), b(size_t(len + 64));

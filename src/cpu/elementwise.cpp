@@ -111,7 +111,7 @@ using DenseRun2 = void (*)(const float* da, const float* x, float* delta, int64_
 // contraction).
 #define VELA_BIN_DIRECT_AT(op, suffix, attr, width, store, vtype, fx)                              \
     attr void op##_bin_direct_##suffix(const float* pa, const float* pb, float* out, int64_t n) { \
-        typedef float V __attribute__((vector_size(4 * (width)), aligned(4)));                  \
+        typedef float V __attribute__((vector_size(4 * (width)), aligned(4), may_alias));       \
         int64_t i = 0;                                                                          \
         for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & (4 * (width) - 1)); i++) {      \
             const float x = pa[i], y = pb[i];                                                   \
@@ -147,9 +147,11 @@ VELA_BIN_DIRECT(div, x / y)
 using DenseRunNt = void (*)(const float* x, float* y, int64_t n);
 #define VELA_RELU_DIRECT_AT(suffix, attr, width, store, vtype)                                  \
     attr void relu_direct_##suffix(const float* in, float* out, int64_t n) {                    \
-        typedef int32_t Vi __attribute__((vector_size(4 * (width)), aligned(4)));               \
+        /* may_alias: the vector of int32 reads the floats' bits */                              \
+        typedef int32_t Vi __attribute__((vector_size(4 * (width)), aligned(4), may_alias));    \
         int64_t i = 0;                                                                          \
-        for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & (4 * (width) - 1)); i++) out[i] = opmath::relu_f(in[i]); \
+        for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & (4 * (width) - 1)); i++)        \
+            out[i] = opmath::relu_f(in[i]);                                                     \
         for (; i + (width) <= n; i += (width)) {                                                \
             const Vi x = *reinterpret_cast<const Vi*>(in + i);                                  \
             const Vi r = x & ~(x <= -8388608);                                                  \

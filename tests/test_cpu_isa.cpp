@@ -309,7 +309,8 @@ TEST_CASE("cpu isa: the streaming-store path gives the plain loops' bits", "[cpu
 // path the CPU has, from every alignment of the output and of the inputs, in
 // place too, and at lengths that leave no whole vector, they give the plain
 // loops' bits.
-TEST_CASE("cpu isa: the direct streaming loops of add, sub, mul, div and relu give the plain loops' bits", "[cpu][isa]") {
+TEST_CASE("cpu isa: the direct streaming loops of add, sub, mul, div and relu give the plain loops' bits",
+          "[cpu][isa]") {
     const int64_t len = 300;
     std::vector<float> a(size_t(len + 64)), b(size_t(len + 64));
     for (size_t k = 0; k < a.size(); k++) {

@@ -120,7 +120,7 @@ using DenseRun2 = void (*)(const float* da, const float* x, float* delta, int64_
         for (; i + (width) <= n; i += (width)) {                                                \
             const V x = *reinterpret_cast<const V*>(pa + i), y = *reinterpret_cast<const V*>(pb + i); \
             const V r = (fx);                                                                   \
-            store(out + i, reinterpret_cast<const vtype&>(r));                                   \
+            store(out + i, __builtin_bit_cast(vtype, r));                                       \
         }                                                                                       \
         for (; i < n; i++) {                                                                    \
             const float x = pa[i], y = pb[i];                                                   \
@@ -155,7 +155,7 @@ using DenseRunNt = void (*)(const float* x, float* y, int64_t n);
         for (; i + (width) <= n; i += (width)) {                                                \
             const Vi x = *reinterpret_cast<const Vi*>(in + i);                                  \
             const Vi r = x & ~(x <= -8388608);                                                  \
-            store(out + i, reinterpret_cast<const vtype&>(r));                                   \
+            store(out + i, __builtin_bit_cast(vtype, r));                                       \
         }                                                                                       \
         for (; i < n; i++) out[i] = opmath::relu_f(in[i]);                                      \
     }

@@ -1,7 +1,7 @@
 -- Milliseconds per call of the cpu's activation kernels on a 512 × 1,024 matrix
--- of values in [-4, 4), median (and min) of 15 runs, and processor time per call (over 0.2 s more): gelu, gelu_prime, gelu_backward,
--- tanh, sigmoid, softmax (of each 512-row column), and beside them the float32 maps block.lua's gelu_pair() used
--- on the cpu instead of gelu/gelu_prime (a sigmoid and cheap maps: "wa gelu",
+-- of values in [-4, 4), median (and min) of 15 runs, and processor time per call (over 0.2 s more):
+-- gelu, gelu_prime, gelu_backward, tanh, sigmoid, softmax (of each 512-row column), and beside them the float32
+-- maps block.lua's gelu_pair() used on the cpu instead of gelu/gelu_prime (a sigmoid and cheap maps: "wa gelu",
 -- "wa gelu′"; the second reuses the first's σ). NumPy's twin:
 -- scripts/bench/elementwise_numpy.py --act.
 --

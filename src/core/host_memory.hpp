@@ -19,9 +19,10 @@ void set_host_memory_probe(HostMemoryProbe probe);
 HostMemory available_host_memory();
 
 // glibc's heap keeps what is freed until 512 MiB lie free at its top (only then is it given back),
-// and serves requests up to 32 MiB itself (mallopt M_TRIM_THRESHOLD, M_MMAP_THRESHOLD). The software Vulkan drivers compile each
-// kernel through many short allocations in their own threads, and at glibc's defaults the heap of
-// such a thread is given back to the system and faulted in again compile after compile: SwiftShader
+// and serves requests up to 32 MiB itself (mallopt M_TRIM_THRESHOLD, M_MMAP_THRESHOLD). The
+// software Vulkan drivers compile each kernel through many short allocations in their own threads,
+// and at glibc's defaults the heap of such a thread is given back to the system and faulted in
+// again compile after compile: SwiftShader
 // spent a fifth of its compile time in page faults (docs/results.md). The cpu device's matrices of
 // 1 MiB and more are mapped apart (cpu_device.cpp) and never come from this heap. A user's own
 // setting (GLIBC_TUNABLES glibc.malloc.*, MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_,

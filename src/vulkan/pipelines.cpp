@@ -246,11 +246,18 @@ VkPipeline Pipelines::get(const char* shader, const uint32_t* spec, uint32_t spe
         ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
         ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
         // With specialization constants, a module of its own with them frozen
-        // (vulkan/spirv_specialize.hpp), made for this pipeline and dropped after it.
+        // and the branches on them pruned (vulkan/spirv_specialize.hpp), made
+        // for this pipeline and dropped after it. VELA_SPIRV_PRUNE=0 hands the
+        // driver the frozen module unpruned (to compare, or to rule it out).
+        static const bool prune = [] {
+            const char* e = std::getenv("VELA_SPIRV_PRUNE");
+            return !(e && std::strcmp(e, "0") == 0);
+        }();
         OwnedShader specialized;
         if (spec_count) {
             auto [code, words] = this->code(key.shader);
             std::vector<uint32_t> frozen = specialize_spirv(code, words, key.spec.data(), spec_count);
+            if (prune) frozen = prune_constant_branches(frozen);
             specialized = make_module(frozen.data(), frozen.size());
         }
         ci.stage.module = spec_count ? VkShaderModule(specialized) : module(key.shader);

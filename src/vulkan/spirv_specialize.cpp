@@ -1,7 +1,11 @@
 #include "vulkan/spirv_specialize.hpp"
 
+#include <spirv-tools/libspirv.h>
+
 #include <cstdint>
+#include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace vela::vk {
 
@@ -166,6 +170,211 @@ std::vector<uint32_t> specialize_spirv(const uint32_t* code, size_t words, const
         }
         out.insert(out.end(), code + i, code + i + n);
     });
+    return out;
+}
+
+namespace {
+
+// More opcodes (SPIR-V 1.6, section 3.52).
+constexpr uint32_t kOpName = 5, kOpExtInstImport = 11, kOpFunction = 54, kOpFunctionEnd = 56;
+constexpr uint32_t kOpDecorationGroup = 73, kOpGroupDecorate = 74, kOpGroupMemberDecorate = 75;
+constexpr uint32_t kOpDecorateId = 332, kOpDecorateString = 5632, kOpPhi = 245, kOpLoopMerge = 246;
+constexpr uint32_t kOpSelectionMerge = 247, kOpLabel = 248, kOpBranch = 249, kOpBranchConditional = 250;
+constexpr uint32_t kOpSwitch = 251;
+
+struct Inst {
+    size_t at;        // first word in the module
+    uint32_t n, op;   // word count, opcode
+    uint32_t result;  // result id, 0 when none
+};
+
+// The module's instructions by SPIRV-Tools' parser (which knows where each
+// opcode keeps its result id); empty when it does not parse.
+std::vector<Inst> parse(const std::vector<uint32_t>& m) {
+    static const spv_context ctx = spvContextCreate(SPV_ENV_VULKAN_1_2);
+    struct State {
+        const uint32_t* base;
+        std::vector<Inst> out;
+    } st{m.data(), {}};
+    st.out.reserve(m.size() / 4);
+    auto on_inst = [](void* u, const spv_parsed_instruction_t* in) -> spv_result_t {
+        auto& s = *static_cast<State*>(u);
+        s.out.push_back({size_t(in->words - s.base), in->num_words, in->opcode, in->result_id});
+        return SPV_SUCCESS;
+    };
+    if (spvBinaryParse(ctx, &st, m.data(), m.size(), nullptr, on_inst, nullptr) != SPV_SUCCESS) return {};
+    // The parser hands over the words it was given (native endianness): check, since offsets are taken from them.
+    for (const Inst& i : st.out)
+        if (i.at >= m.size() || m.size() - i.at < i.n) return {};
+    return st.out;
+}
+
+// Names and decorations: they refer to an id without using its value.
+bool names_an_id(uint32_t op) {
+    return op == kOpName || op == 6 || op == kOpDecorate || op == 72 || op == kOpDecorateId || op == kOpDecorateString ||
+           op == 5633;  // OpMemberName, OpMemberDecorate, OpMemberDecorateString
+}
+
+struct Block {
+    size_t first = 0, last = 0;  // instruction indices of the OpLabel and of the terminator
+    size_t merge = SIZE_MAX;     // of the OpSelectionMerge or OpLoopMerge before the terminator
+    std::vector<uint32_t> term;  // the new terminator's words; empty: unchanged
+    bool reached = false;
+};
+
+}  // namespace
+
+std::vector<uint32_t> prune_constant_branches(const std::vector<uint32_t>& m) {
+    std::vector<Inst> ins = parse(m);
+    if (ins.empty()) return m;
+    std::unordered_set<uint32_t> int32_types;
+    std::unordered_map<uint32_t, bool> bools;        // boolean constant id → value
+    std::unordered_map<uint32_t, uint32_t> ints;     // 32-bit integer constant id → value
+    for (const Inst& i : ins) {
+        const uint32_t* w = m.data() + i.at;
+        if (i.op == kOpDecorationGroup || i.op == kOpGroupDecorate || i.op == kOpGroupMemberDecorate) return m;
+        if (i.op == kOpExtInstImport && i.n >= 3 && std::strncmp(reinterpret_cast<const char*>(w + 2), "NonSemantic.", 12) == 0)
+            return m;
+        if (i.op == kOpTypeInt && i.n == 4 && w[2] == 32) int32_types.insert(w[1]);
+        if ((i.op == kOpConstantTrue || i.op == kOpConstantFalse) && i.n == 3) bools[w[2]] = i.op == kOpConstantTrue;
+        if (i.op == kOpConstant && i.n == 4 && int32_types.count(w[1])) ints[w[2]] = w[3];
+    }
+    std::vector<char> keep(ins.size(), 1);               // instructions kept whole
+    std::unordered_map<size_t, std::vector<uint32_t>> replaced;  // instruction index → its new words
+    std::unordered_set<uint32_t> gone;                   // ids defined in removed blocks
+    bool changed = false;
+    for (size_t f = 0; f < ins.size(); ++f) {
+        if (ins[f].op != kOpFunction) continue;
+        // This function's blocks, in order, and their labels.
+        std::vector<Block> blocks;
+        std::unordered_map<uint32_t, size_t> by_label;
+        size_t end = f + 1;  // the OpFunctionEnd
+        for (; end < ins.size() && ins[end].op != kOpFunctionEnd; ++end) {
+            if (ins[end].op == kOpLabel) {
+                if (!blocks.empty()) blocks.back().last = end - 1;
+                by_label[ins[end].result] = blocks.size();
+                Block nb;
+                nb.first = nb.last = end;
+                blocks.push_back(nb);
+            }
+        }
+        if (blocks.empty() || end == ins.size()) continue;
+        blocks.back().last = end - 1;
+        auto word = [&](size_t k, uint32_t j) { return m[ins[k].at + j]; };
+        // The taken target of each branch on a constant.
+        bool any = false;
+        for (Block& b : blocks) {
+            const size_t t = b.last;
+            if (t > b.first && (ins[t - 1].op == kOpSelectionMerge || ins[t - 1].op == kOpLoopMerge)) b.merge = t - 1;
+            const bool loop = b.merge != SIZE_MAX && ins[b.merge].op == kOpLoopMerge;
+            uint32_t target = 0;
+            if (ins[t].op == kOpBranchConditional && ins[t].n >= 4 && !loop) {
+                auto c = bools.find(word(t, 1));
+                if (c == bools.end() || word(t, 2) == word(t, 3)) continue;
+                target = c->second ? word(t, 2) : word(t, 3);
+            } else if (ins[t].op == kOpSwitch && ins[t].n > 3 && !loop) {
+                auto c = ints.find(word(t, 1));
+                if (c == ints.end() || (ins[t].n - 3) % 2 != 0) continue;
+                target = word(t, 2);
+                for (uint32_t j = 3; j + 1 < ins[t].n; j += 2)
+                    if (word(t, j) == c->second) {
+                        target = word(t, j + 1);
+                        break;
+                    }
+            } else {
+                continue;
+            }
+            if (!by_label.count(target)) continue;
+            // A switch keeps its merge (its cases may break to it): a switch with only a default.
+            if (ins[t].op == kOpSwitch && b.merge != SIZE_MAX)
+                b.term = {(3u << 16) | kOpSwitch, word(t, 1), target};
+            else
+                b.term = {(2u << 16) | kOpBranch, target};
+            any = true;
+        }
+        if (!any) continue;
+        // Each block's targets with the new terminators; which blocks are reached from the first.
+        auto targets = [&](const Block& b) {
+            std::vector<uint32_t> out;
+            const uint32_t* w = b.term.empty() ? m.data() + ins[b.last].at : b.term.data();
+            const uint32_t op = w[0] & 0xffffu, n = w[0] >> 16;
+            if (op == kOpBranch) out.push_back(w[1]);
+            if (op == kOpBranchConditional) {
+                out.push_back(w[2]);
+                out.push_back(w[3]);
+            }
+            if (op == kOpSwitch) {
+                out.push_back(w[2]);
+                for (uint32_t j = 4; j < n; j += 2) out.push_back(w[j]);
+            }
+            return out;
+        };
+        std::vector<size_t> todo{0};
+        blocks[0].reached = true;
+        while (!todo.empty()) {
+            size_t b = todo.back();
+            todo.pop_back();
+            for (uint32_t l : targets(blocks[b])) {
+                auto it = by_label.find(l);
+                if (it != by_label.end() && !blocks[it->second].reached) {
+                    blocks[it->second].reached = true;
+                    todo.push_back(it->second);
+                }
+            }
+        }
+        // A kept header's merge block and continue target must stay: else leave this function alone.
+        bool safe = true;
+        for (const Block& b : blocks) {
+            if (!b.reached || b.merge == SIZE_MAX || b.term.size() == 2) continue;
+            for (uint32_t j = 1; j <= (ins[b.merge].op == kOpLoopMerge ? 2u : 1u); ++j) {
+                auto it = by_label.find(word(b.merge, j));
+                safe = safe && it != by_label.end() && blocks[it->second].reached;
+            }
+        }
+        if (!safe) continue;
+        // The edges left, for the OpPhi operands: (predecessor label, block label).
+        std::unordered_set<uint64_t> edges;
+        for (const Block& b : blocks)
+            if (b.reached)
+                for (uint32_t l : targets(b)) edges.insert(uint64_t(ins[b.first].result) << 32 | l);
+        for (const Block& b : blocks) {
+            if (!b.reached) {
+                for (size_t k = b.first; k <= b.last; ++k) {
+                    keep[k] = 0;
+                    if (ins[k].result) gone.insert(ins[k].result);
+                }
+                continue;
+            }
+            if (!b.term.empty()) {
+                keep[b.last] = 0;
+                replaced[b.last] = b.term;
+                if (b.term.size() == 2 && b.merge != SIZE_MAX) keep[b.merge] = 0;  // an if's OpSelectionMerge
+            }
+            const uint32_t label = ins[b.first].result;
+            for (size_t k = b.first + 1; k < b.last && ins[k].op == kOpPhi; ++k) {
+                std::vector<uint32_t> phi{0, word(k, 1), word(k, 2)};
+                for (uint32_t j = 3; j + 1 < ins[k].n; j += 2)
+                    if (edges.count(uint64_t(word(k, j + 1)) << 32 | label)) phi.insert(phi.end(), {word(k, j), word(k, j + 1)});
+                if (phi.size() == ins[k].n) continue;
+                phi[0] = uint32_t(phi.size()) << 16 | kOpPhi;
+                keep[k] = 0;
+                replaced[k] = phi;
+            }
+        }
+        changed = true;
+    }
+    if (!changed) return m;
+    std::vector<uint32_t> out(m.begin(), m.begin() + kHeaderWords);
+    out.reserve(m.size());
+    for (size_t k = 0; k < ins.size(); ++k) {
+        const Inst& i = ins[k];
+        if (names_an_id(i.op) && i.n >= 2 && gone.count(m[i.at + 1])) continue;
+        if (keep[k]) {
+            out.insert(out.end(), m.begin() + i.at, m.begin() + i.at + i.n);
+        } else if (auto it = replaced.find(k); it != replaced.end()) {
+            out.insert(out.end(), it->second.begin(), it->second.end());
+        }
+    }
     return out;
 }
 

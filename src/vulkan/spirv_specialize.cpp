@@ -180,7 +180,7 @@ constexpr uint32_t kOpName = 5, kOpExtInstImport = 11, kOpFunction = 54, kOpFunc
 constexpr uint32_t kOpDecorationGroup = 73, kOpGroupDecorate = 74, kOpGroupMemberDecorate = 75;
 constexpr uint32_t kOpDecorateId = 332, kOpDecorateString = 5632, kOpPhi = 245, kOpLoopMerge = 246;
 constexpr uint32_t kOpSelectionMerge = 247, kOpLabel = 248, kOpBranch = 249, kOpBranchConditional = 250;
-constexpr uint32_t kOpSwitch = 251;
+constexpr uint32_t kOpSwitch = 251, kOpMemberName = 6, kOpMemberDecorate = 72, kOpMemberDecorateString = 5633;
 
 struct Inst {
     size_t at;        // first word in the module
@@ -211,8 +211,8 @@ std::vector<Inst> parse(const std::vector<uint32_t>& m) {
 
 // Names and decorations: they refer to an id without using its value.
 bool names_an_id(uint32_t op) {
-    return op == kOpName || op == 6 || op == kOpDecorate || op == 72 || op == kOpDecorateId || op == kOpDecorateString ||
-           op == 5633;  // OpMemberName, OpMemberDecorate, OpMemberDecorateString
+    return op == kOpName || op == kOpMemberName || op == kOpDecorate || op == kOpMemberDecorate || op == kOpDecorateId ||
+           op == kOpDecorateString || op == kOpMemberDecorateString;
 }
 
 struct Block {
@@ -309,16 +309,16 @@ std::vector<uint32_t> prune_constant_branches(const std::vector<uint32_t>& m) {
             }
             return out;
         };
-        std::vector<size_t> todo{0};
+        std::vector<size_t> frontier{0};  // reached blocks whose targets are not yet followed
         blocks[0].reached = true;
-        while (!todo.empty()) {
-            size_t b = todo.back();
-            todo.pop_back();
+        while (!frontier.empty()) {
+            size_t b = frontier.back();
+            frontier.pop_back();
             for (uint32_t l : targets(blocks[b])) {
                 auto it = by_label.find(l);
                 if (it != by_label.end() && !blocks[it->second].reached) {
                     blocks[it->second].reached = true;
-                    todo.push_back(it->second);
+                    frontier.push_back(it->second);
                 }
             }
         }

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -226,6 +228,46 @@ TEST_CASE("heap: blocks under 32 MiB come from the heap and stay there when free
     for (void* p : blocks) std::free(p);
     const struct mallinfo2 after = mallinfo2();
     CHECK(after.fordblks >= before.fordblks + count * block * 3 / 4);  // kept in the heap, free
+#else
+    WARN("AddressSanitizer's allocator: glibc's heap settings do not apply");
+#endif
+}
+
+// The VmFlags line of the mapping that holds `at`, from /proc/self/smaps ("" where none does).
+static std::string vm_flags_at(const void* at) {
+    std::ifstream smaps("/proc/self/smaps");
+    std::string line;
+    bool inside = false;
+    while (std::getline(smaps, line)) {
+        unsigned long lo = 0, hi = 0;
+        if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(' ') > line.find('-'))
+            inside = uintptr_t(at) >= lo && uintptr_t(at) < hi;
+        else if (inside && line.rfind("VmFlags:", 0) == 0)
+            return line + " ";
+    }
+    return "";
+}
+
+// advise_heap_huge_pages (core/host_memory.hpp): a block from glibc's heap lies, once the heap is
+// advised, in a mapping marked for transparent huge pages ("hg" in smaps' VmFlags).
+TEST_CASE("heap: what the heap grows by is advised for huge pages", "[core]") {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+    const char* off = std::getenv("VELA_HUGE_HEAP");
+    if (!keep_freed_heap() || (off && std::strcmp(off, "0") == 0)) {
+        WARN("glibc's heap settings are the user's, or VELA_HUGE_HEAP=0: not tested");
+        return;
+    }
+    // 8 MiB: more than the heap held before vela set its policy, under the 32 MiB served from the
+    // heap; from its free top, or from what it grows by.
+    const size_t size = size_t(8) << 20;
+    const size_t mapped_before = mallinfo2().hblkhd;
+    char* p = static_cast<char*>(std::malloc(size));
+    REQUIRE(p);
+    REQUIRE(mallinfo2().hblkhd == mapped_before);  // from the heap, not mapped on its own
+    advise_heap_huge_pages();
+    const char* middle = p + size / 2;
+    CHECK(vm_flags_at(middle).find(" hg ") != std::string::npos);
+    std::free(p);
 #else
     WARN("AddressSanitizer's allocator: glibc's heap settings do not apply");
 #endif

@@ -28,6 +28,19 @@ HostMemory available_host_memory();
 // setting (GLIBC_TUNABLES glibc.malloc.*, MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_,
 // MALLOC_TOP_PAD_) is kept as it is. register_backends() calls it, before any driver loads; a build
 // without glibc does nothing. Returns whether the policy was set.
+//
+// With it, unless VELA_HUGE_HEAP=0: the heap grows 32 MiB at a time (M_TOP_PAD) and grows once now,
+// and advise_heap_huge_pages() asks for transparent huge pages on what lies above the pages in use.
 bool keep_freed_heap();
+
+// Asks for transparent huge pages (MADV_HUGEPAGE; THP "madvise" mode, the Debian default, gives
+// them only on request) on glibc's main heap, in whole 2 MiB pages from where it last asked up to
+// the break. The drivers' compilers fill the heap with short-lived allocations: on a VM whose host
+// maps each 4 KiB page on its first touch (12 µs a page here), that first touch was half of a
+// software device's first product, and a 2 MiB page costs about what one small page does
+// (docs/results.md). Cheap when the heap has not grown (no system call); the Vulkan backend calls
+// it before it opens a driver and before each pipeline it makes. Nothing where keep_freed_heap()
+// did not set its policy.
+void advise_heap_huge_pages();
 
 }  // namespace vela

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "vulkan/check.hpp"
 #include "vulkan/pin_modules.hpp"
 
@@ -311,6 +312,7 @@ Context::Context() {
     ci.enabledExtensionCount = uint32_t(extensions.size());
     ci.ppEnabledExtensionNames = extensions.data();
     if (validate) ci.pNext = &dbg;  // also catches messages from vkCreateInstance itself
+    advise_heap_huge_pages();  // the driver's allocations as it loads (core/host_memory.hpp)
     check(vkCreateInstance(&ci, nullptr, &instance_), "vkCreateInstance");
     arm_exit_teardown();
 
@@ -408,6 +410,7 @@ Gpu::Gpu(const PhysicalInfo& p, const std::vector<const char*>& extensions) : ph
     if (p.caps.texel_views) names.push_back(VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     ci.enabledExtensionCount = uint32_t(names.size());
     ci.ppEnabledExtensionNames = names.empty() ? nullptr : names.data();
+    advise_heap_huge_pages();
     check(vkCreateDevice(p.handle, &ci, nullptr, &device), "vkCreateDevice");
     arm_exit_teardown();
     pin_loaded_modules();  // a driver may load more objects for a device

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "vulkan/spirv_specialize.hpp"
 #include "vulkan/status_line.hpp"
 
@@ -269,6 +270,7 @@ VkPipeline Pipelines::get(const char* shader, const uint32_t* spec, uint32_t spe
         // driver works (SwiftShader compiles here; lavapipe compiles at the
         // first dispatch, which the stream announces while it waits: fresh_).
         status_show(format("vela: %s: preparing kernel %s (first use)…", gpu_.phys.info.id.c_str(), shader));
+        advise_heap_huge_pages();  // the compiler's allocations (core/host_memory.hpp)
         VkResult made = vkCreateComputePipelines(gpu_.device, cache_, 1, &ci, nullptr, &p);
         status_clear();
         check(made, "vkCreateComputePipelines");

@@ -72,4 +72,44 @@ for i = 2, #ids do
   end)
 end
 
+-- The drivers compile in glibc's heap, which asks for transparent huge pages
+-- on what it grows by (core/host_memory.hpp, advise_heap_huge_pages): a child
+-- that has made a product on the last device finds its heap marked "hg" in
+-- /proc/self/smaps; with VELA_HUGE_HEAP=0, or a glibc.malloc setting of the
+-- user's (which vela keeps), none is. A sanitizer build's allocator takes no
+-- heap settings: there none is either.
+local huge = [[
+local d = device(%q)
+local c = zeros(8, 8, d); mm(1, ones(8, 8, d), ones(8, 8, d), 0, c); assert(c:get(1, 1) == 8)
+local marked, on_heap = 0, false
+for l in io.lines("/proc/self/smaps") do
+  if l:match("^%%x+%%-%%x+ ") then on_heap = l:match("%%[heap%%]") ~= nil
+  elseif on_heap and l:match("^VmFlags:.* hg") then marked = marked + 1 end
+end
+print("MARKED " .. marked)
+]]
+t.test(ids[#ids] .. ": the heap asks for huge pages (VELA_HUGE_HEAP=0, a user's glibc.malloc setting: not)", function()
+  local f = io.open("/proc/self/smaps")
+  if not f then print("  skipped: no /proc/self/smaps") return end
+  f:close()
+  local script = os.tmpname()
+  f = assert(io.open(script, "w"))
+  f:write(huge:format(ids[#ids]))
+  f:close()
+  local function marked(env)
+    local out = run(("%s %q %q 2>&1"):format(env, arg[-1], script))
+    return tonumber(out:match("MARKED (%d+)")) or error(out)
+  end
+  local clean = "env -u VELA_HUGE_HEAP -u GLIBC_TUNABLES -u MALLOC_TRIM_THRESHOLD_ -u MALLOC_MMAP_THRESHOLD_ -u MALLOC_TOP_PAD_"
+  local default, off = marked(clean), marked(clean .. " VELA_HUGE_HEAP=0")
+  local theirs = marked(clean .. " GLIBC_TUNABLES=glibc.malloc.trim_threshold=1048576")
+  os.remove(script)
+  if os.getenv("ASAN_OPTIONS") then
+    assert(default == 0, default)
+  else
+    assert(default > 0, "no heap mapping marked hg")
+  end
+  assert(off == 0 and theirs == 0, ("VELA_HUGE_HEAP=0: %d marked, the user's setting: %d"):format(off, theirs))
+end)
+
 t.done()

@@ -37,7 +37,7 @@ bool keep_freed_heap();
 // them only on request) on glibc's main heap, in whole 2 MiB pages from where it last asked up to
 // the break. The drivers' compilers fill the heap with short-lived allocations: on a VM whose host
 // maps each 4 KiB page on its first touch (12 µs a page here), that first touch was half of a
-// software device's first product, and a 2 MiB page costs about what one small page does
+// software device's first product, and a 2 MiB page costs what a dozen small ones do, not 512
 // (docs/results.md). Cheap when the heap has not grown (no system call); the Vulkan backend calls
 // it before it opens a driver and before each pipeline it makes. Nothing where keep_freed_heap()
 // did not set its policy.

@@ -173,6 +173,30 @@ TEST_CASE("idx: sizes in the header never overflow", "[idx]") {
     CHECK(idx.sample_size() == 784);
 }
 
+// Bytes (core/idx.hpp) grows by mremap, which may move the pages: what was
+// written before each growth is still there after it, byte for byte.
+TEST_CASE("idx: the read buffer keeps its bytes as it grows and moves", "[idx]") {
+    vela::Bytes b;
+    CHECK(b.empty());
+    auto byte = [](size_t i) { return uint8_t((i * 2654435761u) >> 13); };
+    const size_t steps[] = {1, 4095, 100000, size_t(3) << 20, 17, size_t(9) << 20, size_t(2) << 20};
+    for (size_t n : steps) {
+        const size_t from = b.size();
+        uint8_t* at = b.room(n);
+        REQUIRE(at == b.data() + from);
+        for (size_t i = 0; i < n; i++) at[i] = byte(from + i);
+        b.grown(n);
+    }
+    REQUIRE(b.size() == 1 + 4095 + 100000 + (size_t(14) << 20) + 17);
+    size_t wrong = 0;
+    for (size_t i = 0; i < b.size(); i++) wrong += b[i] != byte(i);
+    CHECK(wrong == 0);
+    vela::Bytes moved = std::move(b);
+    CHECK(b.empty());
+    CHECK(moved.size() == 1 + 4095 + 100000 + (size_t(14) << 20) + 17);
+    CHECK(moved[moved.size() - 1] == byte(moved.size() - 1));
+}
+
 TEST_CASE("idx: the MNIST files made by scripts/get-data", "[idx][data]") {
     // Run from the repository root (CTest does); skipped before get-data has run.
     const std::string dir = "data/mnist/";

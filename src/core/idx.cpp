@@ -2,14 +2,52 @@
 
 #include <zlib.h>
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/ops.hpp"
 
 namespace vela {
+
+Bytes::~Bytes() {
+    if (p_) munmap(p_, cap_);
+}
+
+Bytes::Bytes(Bytes&& o) noexcept
+    : p_(std::exchange(o.p_, nullptr)), size_(std::exchange(o.size_, 0)), cap_(std::exchange(o.cap_, 0)) {}
+
+Bytes& Bytes::operator=(Bytes&& o) noexcept {
+    if (this != &o) {
+        if (p_) munmap(p_, cap_);
+        p_ = std::exchange(o.p_, nullptr);
+        size_ = std::exchange(o.size_, 0);
+        cap_ = std::exchange(o.cap_, 0);
+    }
+    return *this;
+}
+
+uint8_t* Bytes::room(size_t n) {
+    if (n <= cap_ - size_) return p_ + size_;
+    constexpr size_t kHuge = size_t(2) << 20;
+    if (n > SIZE_MAX / 4 - size_) return nullptr;
+    // Doubling, in whole 2 MiB pages: a few moves for any file, each without a copy.
+    size_t cap = std::max(size_ + n, 2 * cap_);
+    cap = (cap + kHuge - 1) / kHuge * kHuge;
+    void* q = p_ ? mremap(p_, cap_, cap, MREMAP_MAYMOVE)
+                 : mmap(nullptr, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED) return nullptr;
+    madvise(q, cap, MADV_HUGEPAGE);  // refused advice changes nothing
+    p_ = static_cast<uint8_t*>(q);
+    cap_ = cap;
+    return p_ + size_;
+}
 
 namespace {
 
@@ -122,8 +160,12 @@ Idx read_idx(const std::string& path) {
     while (idx.data.size() < total) {
         size_t want = std::min<uint64_t>(chunk, total - idx.data.size());
         size_t old = idx.data.size();
-        idx.data.resize(old + want);
-        size_t r = in.read(idx.data.data() + old, want);
+        uint8_t* at = idx.data.room(want);
+        if (!at)
+            fail("read_idx: '%s': no memory for the next %zu bytes after %zu (the header declares %llu)", p, want,
+                 old, (unsigned long long)total);
+        size_t r = in.read(at, want);
+        idx.data.grown(r);
         if (r < want) {
             std::string shape;
             for (size_t i = 0; i < idx.dims.size() && idx.dims.size() > 1; i++)

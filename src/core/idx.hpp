@@ -17,9 +17,41 @@ namespace vela {
 
 class Device;
 
+// Bytes read from a file, grown as they arrive: an anonymous mapping that asks
+// for transparent huge pages, grown with mremap (what was read moves with its
+// pages, nothing is copied) and never zero-filled before it is written. A
+// vector grown the same way copied what it held at each doubling and cleared
+// each new chunk: reading Fashion-MNIST's 47 MB of training images touched
+// ~95 MB of fresh 4 KiB pages, on a VM whose host maps each one at its first
+// touch (docs/results.md, "IDX files read into huge pages").
+class Bytes {
+public:
+    Bytes() = default;
+    ~Bytes();
+    Bytes(Bytes&& o) noexcept;
+    Bytes& operator=(Bytes&& o) noexcept;
+    Bytes(const Bytes&) = delete;
+    Bytes& operator=(const Bytes&) = delete;
+
+    size_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    const uint8_t* data() const { return p_; }
+    uint8_t* data() { return p_; }
+    uint8_t operator[](size_t i) const { return p_[i]; }
+    const uint8_t* begin() const { return p_; }
+    const uint8_t* end() const { return p_ + size_; }
+    // Room for n more bytes after size(), returned; false where the system refused the memory.
+    uint8_t* room(size_t n);
+    void grown(size_t n) { size_ += n; }  // n bytes written at room()'s pointer now count
+
+private:
+    uint8_t* p_ = nullptr;
+    size_t size_ = 0, cap_ = 0;
+};
+
 struct Idx {
     std::vector<int64_t> dims;  // as in the file: dims[0] is the number of samples
-    std::vector<uint8_t> data;  // product(dims) bytes, in file order
+    Bytes data;                 // product(dims) bytes, in file order
     int64_t samples() const { return dims.empty() ? 0 : dims[0]; }
     int64_t sample_size() const;  // product of dims[1..], 1 for a label file
 };

@@ -23,7 +23,7 @@ HostMemory available_host_memory();
 // software Vulkan drivers compile each kernel through many short allocations in their own threads,
 // and at glibc's defaults the heap of such a thread is given back to the system and faulted in
 // again compile after compile: SwiftShader spent a fifth of its compile time in page faults
-// (docs/results.md). The cpu device's matrices of 1 MiB and more are mapped apart
+// (docs/results.md). The cpu device's matrices of 2 MiB and more are mapped apart
 // (cpu_device.cpp) and never come from this heap. A user's own
 // setting (GLIBC_TUNABLES glibc.malloc.*, MALLOC_TRIM_THRESHOLD_, MALLOC_MMAP_THRESHOLD_,
 // MALLOC_TOP_PAD_) is kept as it is. register_backends() calls it, before any driver loads; a build

@@ -36,8 +36,13 @@ std::atomic<HostRunner>& host_runner() {
 }
 
 // Buffers of at least this many bytes are mapped pages committed up front
-// (see commit()); smaller ones come from malloc.
-constexpr size_t kMapped = size_t(1) << 20;
+// (see commit()) and ask for huge pages (map_pages); smaller ones come from
+// malloc, whose heap vela keeps (core/host_memory.hpp), so a new result of
+// under 2 MiB reuses pages already touched. From 1 MiB, as before 2026-11-28,
+// a new 1 MiB result cost 2 ms of first touches on a VM whose host maps each
+// 4 KiB page at its first use (docs/results.md, "IDX files read into huge
+// pages").
+constexpr size_t kMapped = size_t(2) << 20;
 
 class CpuBuffer final : public Buffer {
 public:

@@ -40,7 +40,7 @@ public:
     uint8_t operator[](size_t i) const { return p_[i]; }
     const uint8_t* begin() const { return p_; }
     const uint8_t* end() const { return p_ + size_; }
-    // Room for n more bytes after size(), returned; false where the system refused the memory.
+    // Room for n more bytes after size(), returned; nullptr where the system refused the memory.
     uint8_t* room(size_t n);
     void grown(size_t n) { size_ += n; }  // n bytes written at room()'s pointer now count
 

@@ -90,9 +90,10 @@ bool commit(void* p, size_t len) {
     return errno == EINVAL;
 }
 
-// A mapping of len bytes (a multiple of 4 KiB); from 2 MiB on it starts at a
-// 2 MiB boundary and asks for transparent huge pages (THP "madvise" mode, the
-// Debian default, gives them only on request), as NumPy does for its arrays:
+// A mapping of len bytes (a multiple of 4 KiB, at least kMapped = 2 MiB); it
+// starts at a 2 MiB boundary and asks for transparent huge pages (THP
+// "madvise" mode, the Debian default, gives them only on request), as NumPy
+// does for its arrays:
 // a 16M-float add touches 48 MiB, 12,288 pages of 4 KiB, and the page walks of
 // its TLB misses cost it 15-20% per cpu-second (docs/results.md, "Elementwise
 // beside NumPy and PyTorch"). Its whole 2 MiB pages are huge, a tail past the
@@ -102,7 +103,6 @@ bool commit(void* p, size_t len) {
 // Refused advice changes nothing.
 void* map_pages(size_t len) {
     constexpr size_t kHuge = size_t(2) << 20;
-    if (len < kHuge) return mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     const size_t over = len + kHuge - 4096;
     void* q = mmap(nullptr, over, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     // The alignment's slack refused (an address-space limit): the plain mapping, as before.
